@@ -1,0 +1,203 @@
+"""The sidecar's YAML configuration (SPEC 9): parsed once, at start-up, into an immutable CompactorConfig.
+
+```yaml
+root: /data/log                 # the folder the sink writes to
+log: {retention.ms: 604800000}  # topic configuration (SPEC 5) for every topic
+topics: {events: {retention.ms: 86400000}}
+schedule: {seal.interval.ms: 10000, ...}
+http: {host: 127.0.0.1, port: 9400}
+```
+
+Every problem is a ConfigError naming the file, the key (dotted: ``schedule.seal.interval.ms``), the
+value and what is allowed, with the nearest valid key for a misspelling. Topic keys are checked by
+``conf.validate_topic_config`` (one set of rules for the sink and the sidecar); the sections below are
+the sidecar's own.
+
+Precedence of topic configuration, highest first: the file's ``topics.<name>``, the topic's own
+configuration recorded when the sink created it, the file's ``log``, the built-in defaults; the
+jobs apply it with ``indexer.root.LogRoot.topic_config(topic, overrides=topics[topic], base=log)``.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from conf import TopicConfig, load_yaml, validate_topic_config
+from indexer.errors import ConfigError, InvalidTopicError
+from indexer.names import validate_topic
+
+INT32_MAX = (1 << 31) - 1
+
+SECTIONS = ("root", "log", "topics", "schedule", "http")
+
+
+@dataclass(frozen=True)
+class _IntRule:
+    default: int
+    low: int
+    high: int
+    help: str
+
+    def describe(self) -> str:
+        return f"an integer from {self.low} to {self.high}"
+
+
+# schedule: how often each job runs, and how long a job waits for a lock. Intervals have a floor of
+# 10 ms (tests use a few hundred ms) and a ceiling of int32 ms (~24 days).
+SCHEDULE_RULES: Mapping[str, _IntRule] = MappingProxyType({
+    "seal.interval.ms": _IntRule(10_000, 10, INT32_MAX, "seal inactive segments"),
+    "roll.interval.ms": _IntRule(60_000, 10, INT32_MAX, "roll active segments idle past segment.ms"),
+    "retention.check.interval.ms": _IntRule(300_000, 10, INT32_MAX, "time and size retention"),
+    "delete.check.interval.ms": _IntRule(30_000, 10, INT32_MAX, "unlink .deleted files past file.delete.delay.ms"),
+    # A job waits this long for a partition the sink is writing, then skips it until the next pass.
+    "partition.lock.timeout.ms": _IntRule(500, 0, 600_000, "wait for a partition's lock"),
+    # A sidecar that is not the leader retries the leader lock this often.
+    "leader.retry.interval.ms": _IntRule(1_000, 10, 600_000, "retry the leader lock"),
+})
+
+HTTP_KEYS = ("host", "port")
+HTTP_DEFAULTS: Mapping[str, Any] = MappingProxyType({"host": "127.0.0.1", "port": 9400})
+
+
+@dataclass(frozen=True)
+class Schedule:
+    seal_interval_ms: int
+    roll_interval_ms: int
+    retention_check_interval_ms: int
+    delete_check_interval_ms: int
+    partition_lock_timeout_ms: int
+    leader_retry_interval_ms: int
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, int]) -> "Schedule":
+        return cls(**{k.replace(".", "_"): v for k, v in values.items()})
+
+
+@dataclass(frozen=True)
+class HttpConfig:
+    host: str
+    port: int  # 0: the operating system picks a free port (logged at start-up)
+
+
+@dataclass(frozen=True)
+class CompactorConfig:
+    root: Path
+    log: Mapping[str, Any]                      # the file's `log` overrides, validated
+    topics: Mapping[str, Mapping[str, Any]]     # the file's `topics.<name>` overrides, validated
+    schedule: Schedule
+    http: HttpConfig
+    source: str = "<config>"                    # where it came from, for messages
+    log_config: TopicConfig = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "log_config", validate_topic_config(self.log, where=f"{self.source}: log"))
+
+
+def _nearest(key: str, known: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _unknown(where: str, key: object, known: tuple[str, ...] | list[str]) -> ConfigError:
+    return ConfigError(f"{where}: unknown key '{key}'{_nearest(str(key), known)}; "
+                       f"known keys: {', '.join(known)}")
+
+
+def _mapping(where: str, name: str, value: Any) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: '{name}' = {value!r} is not a mapping; expected a mapping of keys to values")
+    return value
+
+
+def _int(where: str, key: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{where}: '{key}' = {value!r} is not an integer; allowed: an integer from {low} to {high}")
+    if not low <= value <= high:
+        raise ConfigError(f"{where}: '{key}' = {value} is out of range; allowed: an integer from {low} to {high}")
+    return value
+
+
+def _schedule(where: str, raw: Mapping[str, Any]) -> Schedule:
+    values = {k: rule.default for k, rule in SCHEDULE_RULES.items()}
+    for key, value in raw.items():
+        rule = SCHEDULE_RULES.get(str(key))
+        if rule is None:
+            raise _unknown(where, f"schedule.{key}", [f"schedule.{k}" for k in SCHEDULE_RULES])
+        values[str(key)] = _int(where, f"schedule.{key}", value, rule.low, rule.high)
+    return Schedule.from_mapping(values)
+
+
+def _http(where: str, raw: Mapping[str, Any]) -> HttpConfig:
+    values = dict(HTTP_DEFAULTS)
+    for key, value in raw.items():
+        if key not in HTTP_KEYS:
+            raise _unknown(where, f"http.{key}", [f"http.{k}" for k in HTTP_KEYS])
+        values[str(key)] = value
+    host = values["host"]
+    if not isinstance(host, str) or not host.strip():
+        raise ConfigError(f"{where}: 'http.host' = {host!r} is not allowed; allowed: a host name or IP address "
+                          f"to listen on (0.0.0.0 for every interface)")
+    port = _int(where, "http.port", values["port"], 0, 65535)
+    return HttpConfig(host=host.strip(), port=port)
+
+
+def _root(where: str, value: Any, base_dir: Path | None) -> Path:
+    if value is None:
+        raise ConfigError(f"{where}: 'root' is required: the folder the sink writes to")
+    if not isinstance(value, (str, Path)) or not str(value).strip():
+        raise ConfigError(f"{where}: 'root' = {value!r} is not allowed; allowed: a folder path (string)")
+    path = Path(str(value).strip()).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path  # a relative root is relative to the configuration file
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{where}: 'root' = {str(value)!r} exists and is not a folder")
+    return path
+
+
+def _topics(where: str, raw: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
+    out: dict[str, Mapping[str, Any]] = {}
+    for topic, overrides in raw.items():
+        try:
+            validate_topic(topic)
+        except InvalidTopicError as exc:
+            raise ConfigError(f"{where}: 'topics.{topic}': {exc}") from None
+        section = _mapping(where, f"topics.{topic}", overrides)
+        # Validate now (start-up), against the defaults; keep only what the file sets, so precedence
+        # can be applied per topic later.
+        cfg = validate_topic_config(section, where=f"{where}: topics.{topic}")
+        out[topic] = MappingProxyType({str(k): cfg[str(k)] for k in section})
+    return MappingProxyType(out)
+
+
+def parse_config(raw: Any, source: str = "<config>", base_dir: Path | None = None) -> CompactorConfig:
+    """Validate a loaded YAML document (a mapping) and build the CompactorConfig."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{source}: expected a mapping with keys {', '.join(SECTIONS)}, "
+                          f"got {type(raw).__name__}")
+    for key in raw:
+        if key not in SECTIONS:
+            raise _unknown(source, key, SECTIONS)
+    log_raw = _mapping(source, "log", raw.get("log"))
+    log_cfg = validate_topic_config(log_raw, where=f"{source}: log")
+    log = MappingProxyType({str(k): log_cfg[str(k)] for k in log_raw})
+    return CompactorConfig(
+        root=_root(source, raw.get("root"), base_dir),
+        log=log,
+        topics=_topics(source, _mapping(source, "topics", raw.get("topics"))),
+        schedule=_schedule(source, _mapping(source, "schedule", raw.get("schedule"))),
+        http=_http(source, _mapping(source, "http", raw.get("http"))),
+        source=source,
+    )
+
+
+def load_config(path: str | Path) -> CompactorConfig:
+    """Read and validate the sidecar's YAML file; raises ConfigError naming the file and the key."""
+    path = Path(path)
+    return parse_config(load_yaml(path), source=str(path), base_dir=path.resolve().parent)

@@ -1,0 +1,217 @@
+"""The sidecar's jobs (SPEC 9): recover, roll idle segments, seal, retention, purge ``.deleted`` files.
+
+Every job walks the partitions of the root and, for each, opens the partition's writable Log with a
+short ``lock_timeout``: opening takes the partition's lock (SPEC 4) and runs recovery (SPEC 3.8). A
+partition the sink is writing is skipped and tried again on the next pass. The storage work itself is
+``indexer``'s (``roll_if_idle``, ``seal_inactive``, ``apply_retention``, ``purge_deleted``), each
+idempotent and crash safe, so a job killed at any instant leaves files that the next open recovers and
+the next pass finishes. Nothing here writes a file itself.
+
+A failure in one partition is logged and counted and does not stop the pass over the others.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from compactor.config import CompactorConfig
+from compactor.logging import event
+from compactor.metrics import Metrics, PartitionStats, now_ms
+from conf import TopicConfig
+from indexer.errors import PartitionLockedError, SeglogError
+
+# The order of a full pass: a roll makes the idle active segment inactive, sealing then writes its
+# final time index entry, and retention reads sealed segments' largest timestamps from their files.
+PASS_ORDER = ("roll", "seal", "retention", "purge")
+
+
+@dataclass
+class JobResult:
+    job: str
+    partitions: int = 0
+    skipped: list[str] = field(default_factory=list)          # locked by another writer
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (partition, error)
+    done: dict[str, Any] = field(default_factory=dict)         # partition -> what the job did
+    duration_s: float = 0.0
+    interrupted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def summary(self) -> dict[str, Any]:
+        return {"job": self.job, "partitions": self.partitions, "changed": len(self.done),
+                "skipped": self.skipped, "failed": [f"{p}: {e}" for p, e in self.failed],
+                "duration_s": round(self.duration_s, 3), "interrupted": self.interrupted}
+
+
+def _name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+class Jobs:
+    """The jobs over one root. Thread safe to call from one scheduler thread at a time."""
+
+    def __init__(self, config: CompactorConfig, metrics: Metrics, stop: threading.Event | None = None,
+                 clock: Callable[[], int] = now_ms):
+        self.config = config
+        self.metrics = metrics
+        self.stop = stop or threading.Event()
+        self.clock = clock
+        self.lock_timeout_s = config.schedule.partition_lock_timeout_ms / 1000.0
+
+    # -- root, topics ------------------------------------------------------------------------
+    def _root(self):
+        from indexer.root import LogRoot  # imported late: the sidecar's process starts without storage
+
+        return LogRoot(self.config.root)
+
+    def partitions(self) -> list[tuple[str, int]]:
+        if not self.config.root.is_dir():
+            return []
+        return sorted(self._root().partitions())
+
+    def topic_config(self, topic: str, root=None) -> TopicConfig:
+        """Precedence, highest first: the file's topics.<topic>, the topic's recorded configuration,
+        the file's log, the built-in defaults (SPEC 9); LogRoot applies it."""
+        root = root if root is not None else self._root()
+        return root.topic_config(topic, overrides=self.config.topics.get(topic), base=self.config.log)
+
+    # -- one job over every partition --------------------------------------------------------
+    def run(self, job: str) -> JobResult:
+        """Run one job ('recover', 'roll', 'seal', 'retention', 'purge') over every partition."""
+        return self._over_partitions(job, (job,))
+
+    def full_pass(self) -> JobResult:
+        """Every job once (roll, seal, retention, purge), opening each partition once: ``--once``."""
+        return self._over_partitions("pass", PASS_ORDER)
+
+    def _over_partitions(self, label: str, steps: Iterable[str]) -> JobResult:
+        steps = tuple(steps)
+        result = JobResult(label)
+        start = time.monotonic()
+        try:
+            root = self._root() if self.config.root.is_dir() else None
+            parts = sorted(root.partitions()) if root is not None else []
+            configs: dict[str, TopicConfig] = {}
+            for topic, partition in parts:
+                if self.stop.is_set():  # SIGTERM: finish the partition in hand, start no other
+                    result.interrupted = True
+                    break
+                result.partitions += 1
+                name = _name(topic, partition)
+                try:
+                    if topic not in configs:
+                        configs[topic] = self.topic_config(topic, root)
+                    did = self._partition(root, topic, partition, configs[topic], steps)
+                except PartitionLockedError:
+                    result.skipped.append(name)
+                    for step in steps:
+                        self.metrics.partitions_skipped.labels(step).inc()
+                    event("partition.skipped", level=logging.DEBUG, job=label, partition=name,
+                          reason="locked by another writer")
+                    self._observe_readonly(root, topic, partition, configs.get(topic))
+                    continue
+                except Exception as exc:  # one partition's failure never stops the pass over the others
+                    result.failed.append((name, f"{type(exc).__name__}: {exc}"))
+                    self.metrics.job_failures.labels(label).inc()
+                    event("partition.failed", level=logging.ERROR, job=label, partition=name,
+                          error=f"{type(exc).__name__}: {exc}",
+                          exc_info=not isinstance(exc, (SeglogError, OSError)))
+                    continue
+                if did:
+                    result.done[name] = did
+            if not self.stop.is_set():
+                self.metrics.forget_partitions_except(parts)
+        except Exception as exc:  # the root itself could not be listed: the whole pass failed
+            result.failed.append(("<root>", f"{type(exc).__name__}: {exc}"))
+            self.metrics.job_failures.labels(label).inc()
+            event("job.failed", level=logging.ERROR, job=label, root=self.config.root,
+                  error=f"{type(exc).__name__}: {exc}", exc_info=True)
+        result.duration_s = time.monotonic() - start
+        for step in steps if label == "pass" else (label,):
+            self.metrics.job_runs.labels(step).inc()
+        self.metrics.job_duration.labels(label).observe(result.duration_s)
+        if result.ok:
+            self.metrics.last_success.labels(label).set(time.time())
+        level = logging.INFO if (result.done or result.failed or label in ("recover", "pass")) else logging.DEBUG
+        event("job.finished", level=level, **result.summary())
+        return result
+
+    def _partition(self, root, topic: str, partition: int, cfg: TopicConfig,
+                   steps: tuple[str, ...]) -> dict[str, Any]:
+        """Open the partition (lock + recovery), run ``steps``, observe it, close (unlock)."""
+        did: dict[str, Any] = {}
+        name = _name(topic, partition)
+        with root.open_log(topic, partition, config=cfg, lock_timeout=self.lock_timeout_s) as log:
+            report = log.recovery_report
+            if report:
+                did["recovered"] = report
+                self.metrics.recovered.inc()
+                event("partition.recovered", level=logging.WARNING, partition=name, report=report)
+            for step in steps:
+                if step == "recover":
+                    continue  # opening the log was the recovery
+                now = self.clock()
+                if step == "roll":
+                    if log.roll_if_idle(now):
+                        did["rolled"] = True
+                        self.metrics.segments_rolled.inc()
+                        event("segment.rolled", partition=name, log_end_offset=log.log_end_offset)
+                elif step == "seal":
+                    sealed = list(log.seal_inactive())
+                    if sealed:
+                        did["sealed"] = sealed
+                        self.metrics.segments_sealed.inc(len(sealed))
+                        event("segments.sealed", partition=name, bases=sealed)
+                elif step == "retention":
+                    res = log.apply_retention(now)
+                    deleted = list(res.deleted_bases)
+                    if deleted:
+                        did["deleted"] = deleted
+                        self.metrics.segments_deleted.inc(len(deleted))
+                        event("segments.deleted", partition=name, bases=deleted,
+                              log_start_offset=res.log_start_offset)
+                    if res.blocked_by is not None:
+                        event("retention.blocked", level=logging.WARNING, partition=name,
+                              blocked_by_timestamp=res.blocked_by, now_ms=now)
+                elif step == "purge":
+                    purged = list(log.purge_deleted(now))
+                    if purged:
+                        did["purged"] = [p.name for p in purged]
+                        self.metrics.files_purged.inc(len(purged))
+                        event("files.purged", partition=name, files=[p.name for p in purged])
+                else:
+                    raise ValueError(f"unknown job step {step!r}")
+            self.metrics.observe_partition(observe(log, topic, partition, cfg, self.clock()))
+        return did
+
+    def _observe_readonly(self, root, topic: str, partition: int, cfg: TopicConfig | None) -> None:
+        """A partition the sink holds: refresh its metrics from a read-only view (no lock, no writes)."""
+        try:
+            cfg = cfg or self.topic_config(topic, root)
+            with root.open_log(topic, partition, config=cfg, readonly=True) as log:
+                self.metrics.observe_partition(observe(log, topic, partition, cfg, self.clock()))
+        except Exception as exc:  # metrics are best effort; the next pass tries again
+            event("partition.observe_failed", level=logging.DEBUG, partition=_name(topic, partition),
+                  error=f"{type(exc).__name__}: {exc}")
+
+
+def observe(log, topic: str, partition: int, cfg: TopicConfig, now: int) -> PartitionStats:
+    segments = list(log.segments())
+    # What time retention compares: the largest timestamp, or the file's mtime where there is none.
+    oldest_ts = segments[0].retention_timestamp if segments and segments[0].size_bytes else -1
+    return PartitionStats(
+        topic=topic, partition=partition, segments=len(segments),
+        size_bytes=sum(s.size_bytes for s in segments),
+        log_start_offset=log.log_start_offset, log_end_offset=log.log_end_offset,
+        largest_timestamp=log.largest_timestamp if segments else -1,
+        oldest_segment_timestamp=oldest_ts,
+        retention_ms=cfg["retention.ms"],
+        retention_blocked=log.retention_blocked(now) is not None,
+        unsealed_segments=sum(1 for s in segments if s.state == "inactive"),
+        observed_ms=now,
+    )

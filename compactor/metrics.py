@@ -1,0 +1,139 @@
+"""Prometheus metrics of the sidecar (served as text on /metrics).
+
+Per partition (labels topic, partition), from the last time a job looked at it: segments, bytes,
+log start and end offsets, largest timestamp, the oldest segment's largest timestamp, retention lag,
+retention blocked, unsealed inactive segments. Per job (label job): durations, runs, failures,
+partitions skipped because the sink held their lock, and what the jobs did.
+
+Each Metrics owns its CollectorRegistry, so several services (tests) never share counters.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+JOBS = ("recover", "roll", "seal", "retention", "purge")
+
+# Jobs are file operations over many partitions: milliseconds to minutes.
+_DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, float("inf"))
+
+
+@dataclass(frozen=True)
+class PartitionStats:
+    topic: str
+    partition: int
+    segments: int
+    size_bytes: int
+    log_start_offset: int
+    log_end_offset: int
+    largest_timestamp: int          # ms, -1 when no segment holds a timestamp
+    oldest_segment_timestamp: int   # the oldest segment's largest timestamp (what retention looks at)
+    retention_ms: int               # -1: no time retention
+    retention_blocked: bool
+    unsealed_segments: int          # inactive segments not yet sealed
+    observed_ms: int                # when this was observed
+
+    def retention_lag_ms(self) -> float:
+        """How far past retention.ms the oldest segment is (negative: not due yet); NaN without time retention."""
+        if self.retention_ms < 0 or self.oldest_segment_timestamp < 0:
+            return float("nan")
+        return float(self.observed_ms - self.oldest_segment_timestamp - self.retention_ms)
+
+
+class _PartitionCollector(Collector):
+    def __init__(self, store: "Metrics"):
+        self._store = store
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        stats = self._store.partition_stats()
+        labels = ["topic", "partition"]
+        spec: tuple[tuple[str, str, object], ...] = (
+            ("seglog_partition_segments", "Segments in the partition", lambda s: s.segments),
+            ("seglog_partition_size_bytes", "Bytes of .log files in the partition", lambda s: s.size_bytes),
+            ("seglog_partition_log_start_offset", "Log start offset", lambda s: s.log_start_offset),
+            ("seglog_partition_log_end_offset", "Log end offset (next offset to be written)",
+             lambda s: s.log_end_offset),
+            ("seglog_partition_largest_timestamp_ms", "Largest record timestamp in the partition (ms)",
+             lambda s: s.largest_timestamp),
+            ("seglog_partition_oldest_segment_timestamp_ms",
+             "Largest timestamp of the oldest segment (ms): what time retention compares",
+             lambda s: s.oldest_segment_timestamp),
+            ("seglog_partition_retention_ms", "Effective retention.ms (-1: none)", lambda s: s.retention_ms),
+            ("seglog_partition_retention_lag_ms",
+             "now - oldest segment's largest timestamp - retention.ms (positive: overdue; NaN: no time retention)",
+             lambda s: s.retention_lag_ms()),
+            ("seglog_partition_retention_blocked",
+             "1 when a far-future timestamp keeps retention from ever deleting the oldest segment",
+             lambda s: 1 if s.retention_blocked else 0),
+            ("seglog_partition_unsealed_segments", "Inactive segments not yet sealed",
+             lambda s: s.unsealed_segments),
+            ("seglog_partition_observed_timestamp_seconds", "When the sidecar last observed the partition",
+             lambda s: s.observed_ms / 1000.0),
+        )
+        for name, doc, getter in spec:
+            family = GaugeMetricFamily(name, doc, labels=labels)
+            for s in stats:
+                family.add_metric([s.topic, str(s.partition)], float(getter(s)))  # type: ignore[operator]
+            yield family
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._lock = threading.Lock()
+        self._partitions: dict[tuple[str, int], PartitionStats] = {}
+        r = self.registry
+        self.job_duration = Histogram("seglog_compactor_job_duration_seconds", "Duration of one job pass",
+                                      ["job"], registry=r, buckets=_DURATION_BUCKETS)
+        self.job_runs = Counter("seglog_compactor_job_runs", "Job passes run", ["job"], registry=r)
+        self.job_failures = Counter("seglog_compactor_job_failures",
+                                    "Job passes or partitions that failed with an error", ["job"], registry=r)
+        self.partitions_skipped = Counter("seglog_compactor_partitions_skipped",
+                                          "Partitions skipped because another writer held their lock",
+                                          ["job"], registry=r)
+        self.last_success = Gauge("seglog_compactor_job_last_success_timestamp_seconds",
+                                  "When the job last completed a pass without a failure", ["job"], registry=r)
+        self.segments_sealed = Counter("seglog_compactor_segments_sealed", "Segments sealed", registry=r)
+        self.segments_rolled = Counter("seglog_compactor_segments_rolled", "Idle active segments rolled",
+                                       registry=r)
+        self.segments_deleted = Counter("seglog_compactor_segments_deleted",
+                                        "Segments removed by retention (renamed to .deleted)", registry=r)
+        self.files_purged = Counter("seglog_compactor_files_purged", ".deleted files unlinked", registry=r)
+        self.recovered = Counter("seglog_compactor_partitions_recovered",
+                                 "Partitions whose recovery repaired something", registry=r)
+        self.leader = Gauge("seglog_compactor_leader", "1 while this sidecar holds the root's leader lock",
+                            registry=r)
+        self.ready = Gauge("seglog_compactor_ready", "1 when leader and the start-up recovery is done",
+                           registry=r)
+        for job in JOBS:  # export every series from the start (a zero is information)
+            self.job_runs.labels(job)
+            self.job_failures.labels(job)
+            self.partitions_skipped.labels(job)
+        r.register(_PartitionCollector(self))
+
+    def observe_partition(self, stats: PartitionStats) -> None:
+        with self._lock:
+            self._partitions[(stats.topic, stats.partition)] = stats
+
+    def forget_partitions_except(self, keep: Iterable[tuple[str, int]]) -> None:
+        keep = set(keep)
+        with self._lock:
+            for key in [k for k in self._partitions if k not in keep]:
+                del self._partitions[key]
+
+    def partition_stats(self) -> list[PartitionStats]:
+        with self._lock:
+            return sorted(self._partitions.values(), key=lambda s: (s.topic, s.partition))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,158 @@
+"""Topic configuration: Kafka's names, the defaults from conf/topic.yaml, and validation.
+
+Values are parsed once, at the edge, into an immutable TopicConfig. A bad key or value is refused
+with the key, the value and what is allowed (and the nearest valid key for a misspelling).
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Callable, Iterator, Mapping
+
+from conf.files import default_file, load_yaml
+from indexer.errors import ConfigError
+
+INT32_MAX = (1 << 31) - 1
+INT64_MAX = (1 << 63) - 1
+
+
+@dataclass(frozen=True)
+class _Rule:
+    kind: type                      # int or str
+    low: int | None = None          # inclusive bounds for ints
+    high: int | None = None
+    choices: tuple[str, ...] = ()   # allowed strings (case-sensitive, as Kafka)
+    nullable: bool = False
+    extra: Callable[[Any], str | None] | None = None  # further check; returns a problem or None
+
+    def describe(self) -> str:
+        if self.choices:
+            return "one of " + ", ".join(self.choices)
+        if self.kind is int:
+            return f"an integer from {self.low} to {self.high}"
+        return "a string" + (" or null" if self.nullable else "")
+
+
+def _not_compact(value: Any) -> str | None:
+    if value != "delete":
+        return "only 'delete' is supported (log compaction is not implemented)"
+    return None
+
+
+# Every key seglog understands. Kafka's bounds unless noted: segment.bytes may be as small as
+# 1 KiB (SPEC 5) so that tests and tiny topics can roll often.
+RULES: Mapping[str, _Rule] = MappingProxyType({
+    "segment.bytes": _Rule(int, 1024, INT32_MAX),
+    "segment.ms": _Rule(int, 1, INT64_MAX),
+    "segment.index.bytes": _Rule(int, 24, INT32_MAX),  # room for two time index entries (the seal entry needs one)
+    "index.interval.bytes": _Rule(int, 0, INT32_MAX),
+    "retention.ms": _Rule(int, -1, INT64_MAX),
+    "retention.bytes": _Rule(int, -1, INT64_MAX),
+    "message.timestamp.type": _Rule(str, choices=("CreateTime", "LogAppendTime")),
+    "max.message.time.difference.ms": _Rule(int, 0, INT64_MAX),
+    "message.timestamp.out.of.range.policy": _Rule(str, choices=("fail", "quarantine")),
+    "quarantine.topic": _Rule(str, nullable=True),
+    "max.message.bytes": _Rule(int, 0, INT32_MAX),
+    "file.delete.delay.ms": _Rule(int, 0, INT64_MAX),
+    "cleanup.policy": _Rule(str, choices=("delete", "compact"), extra=_not_compact),
+    "compression.type": _Rule(str, choices=("producer", "none", "uncompressed")),
+})
+
+
+def _load_defaults() -> Mapping[str, Any]:
+    raw = load_yaml(default_file("topic.yaml")) or {}
+    missing = set(RULES) - set(raw)
+    unknown = set(raw) - set(RULES)
+    if missing or unknown:  # the shipped file and the rules must describe the same keys
+        raise ConfigError(f"conf/topic.yaml is out of step with the rules: missing {sorted(missing)}, "
+                          f"unknown {sorted(unknown)}")
+    return MappingProxyType({k: _check(k, v, "conf/topic.yaml") for k, v in raw.items()})
+
+
+def _nearest(key: str) -> str:
+    close = difflib.get_close_matches(key, list(RULES), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _check(key: str, value: Any, where: str) -> Any:
+    rule = RULES.get(key)
+    if rule is None:
+        raise ConfigError(f"{where}: unknown configuration key '{key}'{_nearest(key)}; "
+                          f"known keys: {', '.join(sorted(RULES))}")
+    if value is None and rule.nullable:
+        return None
+    if rule.kind is int:
+        # Accept ints and their string form (Spark options and properties files give strings),
+        # refuse bools and floats, which would hide a mistake.
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value.strip())
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: '{key}' = {value!r} is not an integer; "
+                              f"allowed: {rule.describe()}")
+        if not (rule.low <= value <= rule.high):
+            raise ConfigError(f"{where}: '{key}' = {value} is out of range; allowed: {rule.describe()}")
+    else:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: '{key}' = {value!r} is not a string; allowed: {rule.describe()}")
+        if rule.choices and value not in rule.choices:
+            raise ConfigError(f"{where}: '{key}' = {value!r} is not allowed; allowed: {rule.describe()}")
+    if rule.extra is not None:
+        problem = rule.extra(value)
+        if problem:
+            raise ConfigError(f"{where}: '{key}' = {value!r}: {problem}")
+    return value
+
+
+class TopicConfig(Mapping[str, Any]):
+    """Immutable, validated topic configuration; read it like a dict with Kafka's key names."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Mapping[str, Any]):
+        self._values = MappingProxyType(dict(values))
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"TopicConfig({dict(self._values)!r})"
+
+    def overrides(self) -> dict[str, Any]:
+        """The keys whose value differs from the built-in default (what is worth recording)."""
+        return {k: v for k, v in self._values.items() if TOPIC_DEFAULTS[k] != v}
+
+    def with_overrides(self, overrides: Mapping[str, Any] | None, where: str = "config") -> "TopicConfig":
+        return validate_topic_config(overrides, base=self, where=where)
+
+    # Typed accessors for the hot paths.
+    @property
+    def segment_bytes(self) -> int:
+        return self._values["segment.bytes"]
+
+    @property
+    def log_append_time(self) -> bool:
+        return self._values["message.timestamp.type"] == "LogAppendTime"
+
+
+def validate_topic_config(overrides: Mapping[str, Any] | None = None, *, base: Mapping[str, Any] | None = None,
+                          where: str = "config") -> TopicConfig:
+    """Defaults (or ``base``) updated with ``overrides``; every override checked against RULES."""
+    values = dict(base if base is not None else TOPIC_DEFAULTS)
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise ConfigError(f"{where}: expected a mapping of configuration keys, got {type(overrides).__name__}")
+    for key, value in (overrides or {}).items():
+        values[str(key)] = _check(str(key), value, where)
+    if values["message.timestamp.out.of.range.policy"] == "quarantine" and not values["quarantine.topic"]:
+        raise ConfigError(f"{where}: 'message.timestamp.out.of.range.policy' = 'quarantine' needs "
+                          f"'quarantine.topic' to name the topic that receives refused records")
+    return TopicConfig(values)
+
+
+TOPIC_DEFAULTS: Mapping[str, Any] = _load_defaults()

@@ -1,0 +1,54 @@
+"""The errors seglog raises. Callers catch what they can handle; users read what went wrong.
+
+Every message names what was wrong, where (file, offset, key, column) and, where it helps,
+what is allowed.
+"""
+from __future__ import annotations
+
+
+class SeglogError(Exception):
+    """Base of every error seglog raises on purpose."""
+
+
+class ConfigError(SeglogError, ValueError):
+    """A configuration key is unknown, or its value has the wrong type or is out of range."""
+
+
+class InvalidTopicError(SeglogError, ValueError):
+    """A topic name breaks Kafka's naming rule, or a partition is out of range."""
+
+
+class InvalidRecordError(SeglogError, ValueError):
+    """A record cannot be appended (wrong type of key/value/header, bad timestamp)."""
+
+
+class RecordTooLargeError(InvalidRecordError):
+    """A record batch would exceed max.message.bytes."""
+
+
+class TimestampOutOfRangeError(InvalidRecordError):
+    """A CreateTime timestamp differs from now by more than max.message.time.difference.ms."""
+
+
+class CorruptRecordError(SeglogError):
+    """A record batch on disk fails its CRC or structural checks."""
+
+
+class CorruptIndexError(SeglogError):
+    """An index file is inconsistent with its rules (order, size, bounds)."""
+
+
+class OffsetOutOfRangeError(SeglogError, IndexError):
+    """A read asked for an offset below the log start offset or past the end."""
+
+
+class PartitionLockedError(SeglogError):
+    """Another writer holds the partition's lock."""
+
+
+class LogClosedError(SeglogError):
+    """The Log was used after close()."""
+
+
+class ReadOnlyLogError(SeglogError):
+    """A write was attempted on a Log opened read-only."""

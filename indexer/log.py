@@ -1,0 +1,612 @@
+"""A partition log: the ordered segments of one folder <root>/<topic>-<partition> (SPEC 2, 3, 6).
+
+Invariants kept here:
+- Segments are ordered by base offset; each segment's base is the next offset of the one before
+  (offsets may have gaps after recovery or compaction, never go backwards).
+- Only the last segment (the active one) takes appends; its indexes are preallocated.
+- A writable Log holds the partition's lock from open to close (one writer per partition).
+- A refused append changes nothing: every check runs before the first byte is written.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from conf.topic_config import TopicConfig, validate_topic_config
+from indexer import checkpoint, recovery, retention
+from indexer.columns import EncodedBatches, decode_to_arrow, encode_columns
+from indexer.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, OffsetOutOfRangeError,
+                            ReadOnlyLogError, RecordTooLargeError, TimestampOutOfRangeError)
+from indexer.locks import partition_lock
+from indexer.names import DELETED_SUFFIX, parse_partition_dir, parse_segment_file
+from indexer.records import NO_TIMESTAMP, Record, decode_batch, scan_batches
+from indexer.segment import LogSegment, SegmentInfo, now_ms
+
+EARLIEST = -2
+LATEST = -1
+_OPEN_SEGMENTS = 16          # inactive segments kept open at once (memory does not grow with the log)
+
+
+@dataclass(frozen=True)
+class AppendInfo:
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    append_time: int          # LogAppendTime's time, else -1
+    batches: int
+    bytes: int
+
+
+class Log:
+    """One partition. Use `Log.open(...)`; a context manager."""
+
+    def __init__(self, path: Path, config: TopicConfig, *, readonly: bool):
+        self.path = path
+        self.config = config
+        self.readonly = readonly
+        parsed = parse_partition_dir(path.name)
+        self.topic, self.partition = parsed if parsed else (None, None)
+        self._bases: list[int] = []
+        self._open: "OrderedDict[int, LogSegment]" = OrderedDict()
+        self._active: LogSegment | None = None
+        self._lock = None
+        self._log_start = 0
+        self._max_ts: np.ndarray | None = None      # per segment record max timestamp (lookup)
+        self._running_max: np.ndarray | None = None
+        self.recovery_report: list[str] = []
+        self._closed = False
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(cls, path: str | os.PathLike, config: Mapping[str, Any] | TopicConfig | None = None, *,
+             readonly: bool = False, lock_timeout: float | None = None) -> "Log":
+        path = Path(path)
+        cfg = config if isinstance(config, TopicConfig) else validate_topic_config(config, where=f"config of {path}")
+        log = cls(path, cfg, readonly=readonly)
+        if readonly:
+            if not path.is_dir():
+                raise OffsetOutOfRangeError(f"partition folder {path} does not exist")
+            log._load_readonly()
+            return log
+        if not parse_partition_dir(path.name):
+            from indexer.names import validate_topic
+            validate_topic(path.name.rpartition("-")[0] or path.name)  # names the bad topic
+        path.mkdir(parents=True, exist_ok=True)
+        log._lock = partition_lock(path).acquire(lock_timeout)
+        try:
+            log._load_writable()
+        except BaseException:
+            log._lock.release()
+            raise
+        return log
+
+    def _segment_files(self) -> list[int]:
+        bases = set()
+        for name in os.listdir(self.path):
+            parsed = parse_segment_file(name)
+            if parsed and parsed[1] == "log" and not parsed[2]:
+                bases.add(parsed[0])
+        return sorted(bases)
+
+    def _checkpointed_start(self) -> int:
+        if self.topic is None:
+            return 0
+        try:
+            return checkpoint.read_log_start_offsets(self.path.parent).get((self.topic, self.partition), 0)
+        except Exception:  # a malformed checkpoint must not stop reads; recovery reports it
+            return 0
+
+    def _load_readonly(self) -> None:
+        self._bases = self._segment_files()
+        if self._bases:
+            self._active = LogSegment(self.path, self._bases[-1], self.config, writable=False, active=False)
+            self._active.load_state(tolerate_torn_tail=True)
+        self._log_start = max(self._checkpointed_start(), self._bases[0] if self._bases else 0)
+
+    def _load_writable(self) -> None:
+        self.recovery_report = recovery.recover(self)
+        self._bases = self._segment_files()
+        start = self._checkpointed_start()
+        if not self._bases:
+            self._create_segment(start)
+        else:
+            self._active = self._open_segment_obj(self._bases[-1], active=True)
+            self._active.load_state()
+        self._log_start = max(start, self._bases[0])
+
+    def _open_segment_obj(self, base: int, *, active: bool) -> LogSegment:
+        return LogSegment(self.path, base, self.config, writable=not self.readonly, active=active)
+
+    def _create_segment(self, base: int) -> LogSegment:
+        seg = LogSegment(self.path, base, self.config, writable=True, active=True, create=True)
+        seg.next_offset = base
+        seg.bytes_since_index_entry = 0
+        self._bases.append(base)
+        self._active = seg
+        if self._max_ts is not None:
+            self._max_ts = np.append(self._max_ts, NO_TIMESTAMP)
+            prev = self._running_max[-1] if len(self._running_max) else NO_TIMESTAMP
+            self._running_max = np.append(self._running_max, prev)
+        return seg
+
+    def segment(self, base: int) -> LogSegment:
+        """The segment with this base offset, opened on demand (a bounded number stay open)."""
+        self._check_open()
+        if self._active is not None and base == self._active.base_offset:
+            return self._active
+        seg = self._open.get(base)
+        if seg is not None:
+            self._open.move_to_end(base)
+            return seg
+        try:
+            seg = self._open_segment_obj(base, active=False)
+        except FileNotFoundError:
+            raise OffsetOutOfRangeError(
+                f"{self.path}: segment {base} was deleted (retention or truncation) while in use") from None
+        seg.next_offset = self._next_base(base)
+        self._open[base] = seg
+        if len(self._open) > _OPEN_SEGMENTS:
+            _, old = self._open.popitem(last=False)
+            old.close()
+        return seg
+
+    def _next_base(self, base: int) -> int:
+        i = bisect.bisect_right(self._bases, base)
+        return self._bases[i] if i < len(self._bases) else self._active.next_offset
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        self._check_open()
+        return self._active.next_offset if self._active is not None else self._log_start
+
+    @property
+    def active_segment(self) -> LogSegment | None:
+        return self._active
+
+    def __enter__(self) -> "Log":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Log({str(self.path)!r}, start={self._log_start}, end={self.log_end_offset if not self._closed else '?'})"
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"{self.path}: the log is closed")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.readonly:
+            raise ReadOnlyLogError(f"{self.path} is open read-only")
+
+    def flush(self) -> None:
+        """fsync the active segment's files (appends are in the OS cache when append returns)."""
+        self._check_writable()
+        self._active.flush()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for seg in self._open.values():
+            seg.close()
+        self._open.clear()
+        if self._active is not None:
+            if not self.readonly:
+                self._active.flush()
+            self._active.close()
+        if self._lock is not None:
+            self._lock.release()
+
+    # ------------------------------------------------------------------ append
+    def append(self, records: Sequence[Record]) -> AppendInfo:
+        """Append records as batches; the same bytes as `append_columns` over the same columns."""
+        if isinstance(records, (bytes, str)) or not isinstance(records, Sequence):
+            raise InvalidRecordError(f"append takes a sequence of Record, got {type(records).__name__}")
+        for i, r in enumerate(records):
+            if not isinstance(r, Record):
+                raise InvalidRecordError(f"record {i} is a {type(r).__name__}, not an indexer.Record")
+        now = now_ms()
+        timestamps = np.array([now if r.timestamp is None else r.timestamp for r in records], dtype=np.int64) \
+            if records else np.zeros(0, dtype=np.int64)
+        headers = None
+        if any(r.headers for r in records):
+            import pyarrow as pa
+            headers = pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in records],
+                               type=pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))
+        return self._append(values=[r.value for r in records], keys=[r.key for r in records],
+                            timestamps=timestamps, headers=headers, now=now, max_batch_bytes=None)
+
+    def append_columns(self, values, keys=None, timestamps=None, headers=None, *,
+                       max_batch_bytes: int | None = None) -> AppendInfo:
+        """Bulk append from whole columns (Arrow arrays or numpy): the sink's path."""
+        return self._append(values=values, keys=keys, timestamps=timestamps, headers=headers,
+                            now=now_ms(), max_batch_bytes=max_batch_bytes)
+
+    def default_max_batch_bytes(self) -> int:
+        """Batches of at most 1 MiB (and max.message.bytes), and about half a segment, so that
+        tiny segments still roll between batches."""
+        cfg = self.config
+        return max(1, min(cfg["max.message.bytes"], 1 << 20, max(cfg["segment.bytes"] // 2, 512)))
+
+    def _append(self, *, values, keys, timestamps, headers, now: int, max_batch_bytes) -> AppendInfo:
+        self._check_writable()
+        n = len(values)
+        ts = _timestamps_ms(timestamps, n, now)
+        log_append_time = self.config.log_append_time
+        if not log_append_time:
+            _check_time_difference(ts, now, self.config["max.message.time.difference.ms"], self.log_end_offset)
+        base = self.log_end_offset
+        if n == 0:
+            return AppendInfo(base, base - 1, NO_TIMESTAMP, -1, 0, 0)
+        enc = encode_columns(base, values, keys, ts, headers,
+                             max_batch_bytes=max_batch_bytes or self.default_max_batch_bytes(),
+                             append_time_ms=now if log_append_time else None)
+        sizes = np.diff(enc.positions)
+        too_big = np.nonzero(sizes > self.config["max.message.bytes"])[0]
+        if len(too_big):
+            i = int(too_big[0])
+            raise RecordTooLargeError(
+                f"{self.path}: record {int(enc.base_offsets[i]) - base} of this append encodes to a batch of "
+                f"{int(sizes[i])} bytes, more than max.message.bytes={self.config['max.message.bytes']}")
+        # Every check passed: from here on bytes are written.
+        self._write_batches(enc, now)
+        max_ts = int(enc.max_timestamps.max())
+        return AppendInfo(base, int(enc.last_offsets[-1]), max_ts, now if log_append_time else -1,
+                          len(sizes), int(enc.positions[-1]))
+
+    def _write_batches(self, enc: EncodedBatches, now: int) -> None:
+        n = len(enc.positions) - 1
+        i = 0
+        while i < n:
+            seg = self._active
+            if not seg.fits(int(enc.positions[i + 1] - enc.positions[i]), int(enc.last_offsets[i]),
+                            int(enc.max_timestamps[i]), now):
+                seg = self._roll_active()
+            j = _run_that_fits(seg, enc, i, n, now)
+            seg.append(enc, i, j)
+            i = j
+        self._note_active_max()
+
+    def _note_active_max(self) -> None:
+        if self._max_ts is not None and len(self._max_ts):
+            ts = self._active.max_timestamp
+            self._max_ts[-1] = ts
+            prev = self._running_max[-2] if len(self._running_max) > 1 else NO_TIMESTAMP
+            self._running_max[-1] = max(prev, ts)
+
+    # ------------------------------------------------------------------ rolling and sealing
+    def _roll_active(self) -> LogSegment:
+        old = self._active
+        old.flush()
+        old.offset_index.flush()
+        # The old segment stays open as an inactive segment; the sidecar seals it later.
+        self._open[old.base_offset] = old
+        return self._create_segment(old.next_offset)
+
+    def roll(self) -> int | None:
+        """Start a new active segment if the active one holds records; returns its base offset."""
+        self._check_writable()
+        if self._active.size == 0:
+            return None
+        return self._roll_active().base_offset
+
+    def roll_if_idle(self, now: int | None = None) -> bool:
+        """The sidecar's roll of an active segment past segment.ms while no writes arrive (SPEC 3.2)."""
+        self._check_writable()
+        now = now_ms() if now is None else now
+        seg = self._active
+        if seg.size == 0:
+            return False
+        first = seg.first_timestamp
+        age = now - first if first >= 0 else now - seg.created_ms
+        if age > self.config["segment.ms"]:
+            self._roll_active()
+            return True
+        return False
+
+    def seal_inactive(self) -> list[int]:
+        """Seal every inactive segment (SPEC 2.5); idempotent. Returns the bases sealed now."""
+        self._check_writable()
+        sealed = []
+        for i, base in enumerate(self._bases[:-1]):
+            seg = self.segment(base)
+            if seg.seal(self._bases[i + 1]):
+                sealed.append(base)
+        return sealed
+
+    # ------------------------------------------------------------------ reads
+    def _segment_position(self, offset: int) -> int:
+        return max(0, bisect.bisect_right(self._bases, offset) - 1)
+
+    def _bounds(self, offset: int | None, max_offset: int | None) -> tuple[int, int]:
+        self._check_open()
+        start = self._log_start if offset is None else offset
+        if start < self._log_start:
+            raise OffsetOutOfRangeError(
+                f"{self.path}: offset {start} is below the log start offset {self._log_start} "
+                f"(removed by retention or truncation)")
+        end = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
+        return start, end
+
+    def _batch_chunks(self, start: int, end: int) -> Iterator[tuple[LogSegment, int, bytes, Any]]:
+        """(segment, file position, bytes, scan) for CRC-checked chunks of whole batches holding
+        offsets [start, end)."""
+        if start >= end or not self._bases:
+            return
+        i = self._segment_position(start)
+        while i < len(self._bases) and self._bases[i] < end:
+            seg = self.segment(self._bases[i])
+            pos, header = seg.position_of(max(start, seg.base_offset))
+            if header is not None:
+                for file_pos, buf in seg.read_bytes(pos, seg.size):
+                    scan = scan_batches(buf, 0, len(buf), check_crc=True)
+                    if scan.error:
+                        raise CorruptRecordError(f"{seg.log_path}: {scan.error} (chunk at file position {file_pos})")
+                    yield seg, file_pos, buf, scan
+                    if len(scan.last_offsets) and int(scan.last_offsets[-1]) >= end - 1:
+                        return
+            i += 1
+
+    def read(self, offset: int | None = None, max_offset: int | None = None) -> Iterator[Record]:
+        """Records from `offset` (default: log start) up to `max_offset` (exclusive)."""
+        start, end = self._bounds(offset, max_offset)
+        for _, _, buf, scan in self._batch_chunks(start, end):
+            for pos in scan.positions:
+                for rec in decode_batch(buf, int(pos)):
+                    if rec.offset >= end:
+                        return
+                    if rec.offset >= start:
+                        yield rec
+
+    def read_arrow(self, start_offset: int, end_offset: int | None = None, *, max_rows: int = 65536):
+        """Arrow record batches (key, value, offset, timestamp ms, timestampType, headers)."""
+        start, end = self._bounds(start_offset, end_offset)
+        for _, _, buf, scan in self._batch_chunks(start, end):
+            batch = decode_to_arrow(buf, scan.positions, start_offset=start, end_offset=end)
+            for lo in range(0, batch.num_rows, max_rows):
+                yield batch.slice(lo, max_rows)
+
+    # ------------------------------------------------------------------ lookup by timestamp
+    def _segment_max_timestamps(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._max_ts is None or len(self._max_ts) != len(self._bases):
+            maxes = np.array([self.segment(b).largest_timestamp() if b != self._bases[-1]
+                              else self._active.largest_timestamp() for b in self._bases], dtype=np.int64)
+            self._max_ts = maxes
+            self._running_max = np.maximum.accumulate(maxes) if len(maxes) else maxes
+        return self._max_ts, self._running_max
+
+    def offset_for_timestamp(self, timestamp: int) -> int | None:
+        """Smallest offset whose record has a timestamp >= `timestamp`, or None (SPEC 3.5).
+        A binary search over the running maximum of segment largest timestamps picks the segment
+        (O(log segments)), its time and offset indexes the position (O(log entries))."""
+        self._check_open()
+        if timestamp == EARLIEST:
+            return self._log_start
+        if timestamp == LATEST:
+            return self.log_end_offset
+        if timestamp < 0:
+            raise InvalidRecordError(f"timestamp {timestamp} is negative (use -2 for earliest, -1 for latest)")
+        maxes, running = self._segment_max_timestamps()
+        i = int(np.searchsorted(running, timestamp, side="left"))
+        while i < len(self._bases):
+            if maxes[i] >= timestamp:
+                seg = self.segment(self._bases[i])
+                found = _find_in_segment(seg, timestamp, max(self._log_start, seg.base_offset))
+                if found is not None:
+                    return found
+            i += 1
+        return None
+
+    # ------------------------------------------------------------------ truncation
+    def truncate_to(self, offset: int) -> None:
+        """Remove exactly the records at or after `offset` (SPEC 3.6). Crash safe: an intent file
+        is written first and recovery completes an interrupted truncation."""
+        self._check_writable()
+        if offset >= self.log_end_offset:
+            return
+        recovery.truncate(self, offset)
+        self._max_ts = None
+
+    def _reset_after_truncation(self, bases: list[int], active_base: int, log_start: int) -> None:
+        for seg in self._open.values():
+            seg.close()
+        self._open.clear()
+        if self._active is not None:
+            self._active.close()
+        self._bases = bases
+        self._active = self._open_segment_obj(active_base, active=True)
+        self._active.load_state()
+        self._log_start = log_start
+
+    # ------------------------------------------------------------------ retention
+    def apply_retention(self, now: int | None = None) -> "retention.RetentionResult":
+        self._check_writable()
+        return retention.apply(self, now_ms() if now is None else now)
+
+    def retention_blocked(self, now: int | None = None) -> int | None:
+        """The far-future timestamp that holds retention back, or None (SPEC 3.7)."""
+        return retention.blocked_by(self, now_ms() if now is None else now)
+
+    def purge_deleted(self, now: int | None = None) -> list[Path]:
+        """Unlink `.deleted` files older than file.delete.delay.ms."""
+        self._check_writable()
+        now = now_ms() if now is None else now
+        delay = self.config["file.delete.delay.ms"]
+        purged = []
+        for entry in os.scandir(self.path):
+            if entry.name.endswith(DELETED_SUFFIX):
+                # rename sets ctime: that is when deletion was decided
+                if now - entry.stat().st_ctime * 1000 >= delay:
+                    os.unlink(entry.path)
+                    purged.append(Path(entry.path))
+        return purged
+
+    def _delete_oldest(self, count: int) -> None:
+        """Rename the oldest `count` segments to .deleted (never the active one)."""
+        for base in self._bases[:count]:
+            seg = self._open.pop(base, None)
+            if seg is not None:
+                seg.close()
+            recovery.rename_deleted(self.path, base)
+        self._bases = self._bases[count:]
+        self._max_ts = None
+        self._log_start = max(self._log_start, self._bases[0])
+        if self.topic is not None:
+            checkpoint.update_log_start_offsets(self.path.parent, {(self.topic, self.partition): self._log_start})
+
+    # ------------------------------------------------------------------ describing
+    def segments(self) -> list[SegmentInfo]:
+        self._check_open()
+        infos = []
+        for i, base in enumerate(self._bases):
+            seg = self.segment(base)
+            last = i == len(self._bases) - 1
+            next_base = self._active.next_offset if last else self._bases[i + 1]
+            state = "active" if last else ("sealed" if seg.is_sealed(next_base) else "inactive")
+            infos.append(seg.info(next_base, state))
+        return infos
+
+    @property
+    def largest_timestamp(self) -> int:
+        maxes, running = self._segment_max_timestamps()
+        return int(running[-1]) if len(running) else NO_TIMESTAMP
+
+    def size_bytes(self) -> int:
+        return sum(self.segment(b).size for b in self._bases)
+
+    def byte_position(self, offset: int) -> int:
+        """A monotone estimate of the log bytes before `offset` (from the indexes, no scan)."""
+        i = self._segment_position(offset)
+        before = sum(self.segment(b).size for b in self._bases[:i])
+        seg = self.segment(self._bases[i]) if self._bases else None
+        if seg is None:
+            return 0
+        if offset >= seg.next_offset:
+            return before + seg.size
+        return before + seg.offset_index.lookup(offset)[1]
+
+    def byte_size(self, start: int, end: int) -> int:
+        return max(0, self.byte_position(end) - self.byte_position(start))
+
+    def split_offsets(self, start: int, end: int, target_bytes: int) -> list[int]:
+        """Boundaries [start, ..., end] so that each range holds about `target_bytes` of log,
+        chosen among offset index entries (no log scan)."""
+        bounds = [start]
+        if end > start:
+            last_pos = self.byte_position(start)
+            before = 0  # log bytes in the segments before this one
+            for i, base in enumerate(self._bases):
+                seg = self.segment(base)
+                if base < end and seg.next_offset > start:
+                    offsets, positions = seg.offset_index.offsets_and_positions()
+                    cum = before + positions.astype(np.int64)
+                    for off, pos in zip(offsets.tolist(), cum.tolist()):
+                        if bounds[-1] < off < end and pos - last_pos >= target_bytes:
+                            bounds.append(off)
+                            last_pos = pos
+                before += seg.size
+        bounds.append(max(start, end))
+        return bounds
+
+    def verify(self) -> list[str]:
+        from indexer.verify import verify_log
+        return verify_log(self)
+
+
+# ---------------------------------------------------------------------- helpers
+def _timestamps_ms(timestamps, n: int, now: int) -> np.ndarray:
+    """Timestamps as int64 ms: None (or nulls) mean now, -1 means no timestamp."""
+    if timestamps is None:
+        return np.full(n, now, dtype=np.int64)
+    if isinstance(timestamps, np.ndarray):
+        ts = timestamps.astype(np.int64, copy=False)
+    else:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = timestamps
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if not isinstance(arr, pa.Array):
+            arr = pa.array(arr, type=pa.int64())
+        if pa.types.is_timestamp(arr.type):
+            arr = pc.cast(arr, pa.timestamp("ms", tz=arr.type.tz), safe=False).cast(pa.int64())
+        elif not pa.types.is_integer(arr.type):
+            raise InvalidRecordError(f"timestamps must be int64 milliseconds or a timestamp array, got {arr.type}")
+        if arr.null_count:
+            arr = pc.fill_null(arr, now)
+        ts = arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    if len(ts) != n:
+        raise InvalidRecordError(f"timestamps has {len(ts)} entries for {n} records")
+    bad = np.nonzero(ts < NO_TIMESTAMP)[0]
+    if len(bad):
+        raise InvalidRecordError(f"record {int(bad[0])} has timestamp {int(ts[bad[0]])}: timestamps are "
+                                 f"milliseconds >= 0, or -1 for none")
+    return ts
+
+
+def _check_time_difference(ts: np.ndarray, now: int, limit: int, base: int) -> None:
+    """KIP-32's max.message.time.difference.ms, for CreateTime: refuse the whole append."""
+    if limit >= (1 << 63) - 1 or len(ts) == 0:
+        return
+    has_ts = ts >= 0
+    bad = np.nonzero(has_ts & (np.abs(ts - now) > limit))[0]
+    if len(bad):
+        i = int(bad[0])
+        raise TimestampOutOfRangeError(
+            f"record {i} (would be offset {base + i}) has timestamp {int(ts[i])}, {int(ts[i]) - now} ms from now "
+            f"({now}); max.message.time.difference.ms={limit}; {len(bad)} record(s) out of range, nothing appended")
+
+
+def _run_that_fits(seg: LogSegment, enc: EncodedBatches, i: int, n: int, now: int) -> int:
+    """The end j of the longest run of batches i..j-1 that the segment takes without rolling.
+    Batch i is known to fit; the rest are checked against the projected segment state."""
+    size = seg.size + int(enc.positions[i + 1] - enc.positions[i])
+    limit = seg.config["segment.bytes"]
+    room = min(seg.offset_index.max_entries - seg.offset_index.entries,
+               seg.time_index.max_entries - seg.time_index.entries) - 2
+    first_ts = seg.first_timestamp if seg.size else int(enc.first_timestamps[i])
+    segment_ms = seg.config["segment.ms"]
+    j = i + 1
+    while j < n:
+        b = int(enc.positions[j + 1] - enc.positions[j])
+        if size + b > limit or j - i >= room or int(enc.last_offsets[j]) - seg.base_offset > (1 << 31) - 1:
+            break
+        mts = int(enc.max_timestamps[j])
+        if first_ts >= 0 and mts >= 0 and mts - first_ts > segment_ms:
+            break
+        size += b
+        j += 1
+    return j
+
+
+def _find_in_segment(seg: LogSegment, timestamp: int, lower: int) -> int | None:
+    entry = seg.time_index.lookup(timestamp)
+    start = max(lower, entry[1] if entry else seg.base_offset)
+    pos, header = seg.position_of(start)
+    if header is None:
+        return None
+    for file_pos, buf in seg.read_bytes(pos, seg.size):
+        scan = scan_batches(buf, 0, len(buf), check_crc=True)
+        if scan.error:
+            raise CorruptRecordError(f"{seg.log_path}: {scan.error} (chunk at file position {file_pos})")
+        candidates = np.nonzero((scan.max_timestamps >= timestamp) & (scan.last_offsets >= start))[0]
+        for k in candidates:  # only batches that can hold the answer are decoded
+            for rec in decode_batch(buf, int(scan.positions[k])):
+                if rec.offset >= start and rec.timestamp >= timestamp:
+                    return rec.offset
+    return None

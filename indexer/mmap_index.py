@@ -1,0 +1,404 @@
+"""A fixed-entry-size index file, memory mapped and searched by binary search (SPEC 2.3, 2.4).
+
+The base of `OffsetIndex` (.index) and `TimeIndex` (.timeindex). The file is a run of entries of
+ENTRY_SIZE bytes, big-endian, with no header. While a segment is active its index files are
+preallocated (extended with zeros to `max_index_size`); a sealed segment's files are trimmed to their
+entries.
+
+Invariants kept here:
+- Every valid entry has a non-zero *marker* field (the offset index's position, the time index's
+  relative offset); a preallocated tail is all zeros. The number of valid entries is therefore the
+  index of the first slot whose marker is zero, found by a binary search (O(log n)) when the file is
+  opened; a zero tail left by a crash is never read as entries (the KAFKA-10207 lesson).
+- An entry is written payload first, marker last, so a concurrent reader that sees a non-zero marker
+  sees the whole entry, and a crash between the two stores leaves a slot that is not an entry.
+- Dropped entries (truncation) are zeroed from the last one backwards, so at any instant the file is
+  [valid entries][entries being dropped, still ordered][zeros]: never a hole a binary search could
+  fall into.
+- The file is never read whole into the Python heap: searches read single entries from the map;
+  `entries_view()` is a numpy view over the map (no copy).
+- Counting entries reads through `os.pread`, never the map, so a reader whose writer shrank the file
+  (trim) gets short reads instead of SIGBUS; the map is only touched below the counted entries,
+  which a writer never removes from the file except by truncation.
+- The map and the file descriptor survive a rename of the file (`rename_to`).
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from indexer.errors import ReadOnlyLogError, SeglogError
+
+INT32_MAX = 2**31 - 1
+
+# Kafka's "warm section" (KAFKA-6432): the last 8 KiB of entries are probed first, so the hot
+# lookups near the end of an active index touch the same few pages.
+_WARM_BYTES = 8192
+# Entries zeroed per store when truncating (keeps the temporary zero buffer small).
+_ZERO_CHUNK_BYTES = 1 << 16
+# Bytes scanned per step when sanity_check looks for garbage after the valid entries.
+_SCAN_CHUNK_BYTES = 1 << 20
+
+
+class IndexFullError(SeglogError):
+    """An append to an index file with no free slot (the segment must roll first)."""
+
+
+class InvalidIndexEntryError(SeglogError, ValueError):
+    """An entry that would break an index's rules (order, range, marker) was refused."""
+
+
+class IndexOffsetOverflowError(InvalidIndexEntryError):
+    """An offset outside [base, base + 2**31 - 1]: its relative offset does not fit in int32."""
+
+
+class IndexClosedError(SeglogError):
+    """An index file was used after close()."""
+
+
+def _round_down(size: int, entry_size: int) -> int:
+    return max(0, int(size)) // entry_size * entry_size
+
+
+class MmapIndex:
+    """Base class: the map, the entry count, trim/resize, and the generic binary search.
+
+    Subclasses set ENTRY_DTYPE (big-endian structured), MARKER (struct format, byte offset within
+    the entry) and implement `_entry_problems(view, first_index)` for `sanity_check`.
+    """
+
+    ENTRY_DTYPE: ClassVar[np.dtype]
+    ENTRY_SIZE: ClassVar[int]
+    MARKER: ClassVar[tuple[str, int]]
+    KIND: ClassVar[str] = "index"
+
+    def __init__(self, path: str | os.PathLike, base_offset: int, max_index_size: int, *,
+                 writable: bool = True, preallocate: bool = True) -> None:
+        es = self.ENTRY_SIZE
+        self._path = Path(path)
+        self._base = int(base_offset)
+        self._writable = bool(writable)
+        self._mm: mmap.mmap | None = None
+        self._slots = 0
+        self._entries = 0
+        self._fd = -1
+        self._marker = struct.Struct(self.MARKER[0])
+        self._marker_off = self.MARKER[1]
+        # "preallocated" is what the file is expected to look like: a zero tail is normal only then.
+        # Readonly opens take it from `preallocate` (pass False for a sealed segment).
+        self._preallocated = bool(preallocate)  # None: as found (see below)
+        flags = (os.O_RDWR | os.O_CREAT) if self._writable else os.O_RDONLY
+        self._fd = os.open(self._path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            size = os.fstat(self._fd).st_size
+            self._size_problems: list[str] = []
+            if size % es:
+                self._size_problems.append(
+                    f"{self._path}: size {size} at open is not a multiple of the entry size {es}")
+            if self._writable and preallocate:
+                # Extend only (never shrink on open: that could cut evidence of corruption).
+                counted = self._count_entries(size // es)
+                target = max(_round_down(max_index_size, es), counted * es, _round_down(size, es))
+                if target != size:
+                    os.ftruncate(self._fd, target)  # zero filled
+            self._remap()
+            self._entries = self._count_entries(self._slots)
+            if preallocate is None:
+                # "As found": neither extended nor trimmed here; a zero tail is expected exactly
+                # when the file has one (an unsealed segment), and trimmed files stay strict.
+                self._preallocated = self._entries < self._slots
+            self._quick_problems = self._quick_check()
+        except BaseException:
+            os.close(self._fd)
+            self._fd = -1
+            raise
+
+    # ---- sizes and state -------------------------------------------------------------------
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def base_offset(self) -> int:
+        return self._base
+
+    @property
+    def writable(self) -> bool:
+        return self._writable
+
+    @property
+    def entries(self) -> int:
+        """Number of valid entries."""
+        return self._entries
+
+    @property
+    def max_entries(self) -> int:
+        """Slots in the file as mapped (a trimmed file has exactly `entries`)."""
+        return self._slots
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    @property
+    def file_size(self) -> int:
+        self._check_open()
+        return os.fstat(self._fd).st_size
+
+    @property
+    def is_trimmed(self) -> bool:
+        """True when the file holds exactly its entries: no preallocated tail, no partial entry."""
+        return self.file_size == self._entries * self.ENTRY_SIZE
+
+    @property
+    def open_problems(self) -> list[str]:
+        """What the cheap O(1) check found when the file was opened (sanity_check() is the full one)."""
+        return self._size_problems + self._quick_problems
+
+    def is_full(self) -> bool:
+        return self._entries >= self._slots
+
+    # ---- counting ---------------------------------------------------------------------------
+    def _marker_at(self, slot: int) -> int:
+        """The marker of a slot read with pread (0 past the end of the file: never SIGBUS)."""
+        raw = os.pread(self._fd, self._marker.size, slot * self.ENTRY_SIZE + self._marker_off)
+        if len(raw) < self._marker.size:
+            return 0
+        return self._marker.unpack(raw)[0]
+
+    def _count_entries(self, slots: int) -> int:
+        """Index of the first slot with a zero marker: valid entries are a non-zero prefix."""
+        lo, hi = 0, slots
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._marker_at(mid) != 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def _quick_check(self) -> list[str]:
+        """O(1) checks at open: the last two entries in order and valid, the last slot zero."""
+        problems: list[str] = []
+        n = self._entries
+        if n:
+            first = max(0, n - 2)
+            problems.extend(self._entry_problems(self._view(first, n), first))
+        if n < self._slots and self._marker_at(self._slots - 1) != 0:
+            problems.append(
+                f"{self._path}: the last slot ({self._slots - 1}) is not zero but entry {n} is: "
+                f"garbage after the valid entries")
+        return problems
+
+    def refresh(self) -> int:
+        """Recount the entries (a reader following a concurrent writer); remaps if the file changed
+        size. Returns the entry count."""
+        self._check_open()
+        size = os.fstat(self._fd).st_size
+        if _round_down(size, self.ENTRY_SIZE) != self._slots * self.ENTRY_SIZE:
+            self._remap()
+        self._entries = self._count_entries(self._slots)
+        return self._entries
+
+    # ---- the map ----------------------------------------------------------------------------
+    def _remap(self) -> None:
+        """Map the whole file (rounded down to entries). An empty file is not mapped."""
+        old = self._mm
+        self._mm = None
+        if old is not None:
+            try:
+                old.close()
+            except BufferError:
+                pass  # numpy views from entries_view() still use it; it is unmapped when they go
+        length = _round_down(os.fstat(self._fd).st_size, self.ENTRY_SIZE)
+        self._slots = length // self.ENTRY_SIZE
+        if length:
+            access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
+            self._mm = mmap.mmap(self._fd, length, access=access)
+
+    def _view(self, start: int, stop: int) -> np.ndarray:
+        if stop <= start or self._mm is None:
+            return np.empty(0, dtype=self.ENTRY_DTYPE)
+        view = np.frombuffer(self._mm, dtype=self.ENTRY_DTYPE, count=stop - start,
+                             offset=start * self.ENTRY_SIZE)
+        view.flags.writeable = False
+        return view
+
+    def entries_view(self) -> np.ndarray:
+        """A read-only numpy view (no copy) of the valid entries, big-endian structured dtype.
+
+        Drop it before relying on the old map being released; it stays valid after trim/resize.
+        """
+        self._check_open()
+        return self._view(0, self._entries)
+
+    # ---- binary search ----------------------------------------------------------------------
+    def _bisect(self, st: struct.Struct, field_off: int, value: int, *, right: bool) -> int:
+        """bisect_left/right of `value` over one int field of the valid entries, read from the map."""
+        mm, es, unpack = self._mm, self.ENTRY_SIZE, st.unpack_from
+        lo, hi = 0, self._entries
+        warm = _WARM_BYTES // es
+        mid = hi - warm if hi > warm else (lo + hi) // 2  # first probe: the warm section's start
+        while lo < hi:
+            key = unpack(mm, mid * es + field_off)[0]
+            if key < value or (right and key == value):
+                lo = mid + 1
+            else:
+                hi = mid
+            mid = (lo + hi) // 2
+        return lo
+
+    # ---- writes -----------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._fd < 0:
+            raise IndexClosedError(f"{self.KIND} file {self._path} was used after close()")
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if not self._writable:
+            raise ReadOnlyLogError(f"{self.KIND} file {self._path} is open read-only")
+
+    def _truncate_entries(self, n: int) -> None:
+        """Keep the first n entries; zero the rest from the last one backwards (see module doc)."""
+        old = self._entries
+        if n >= old:
+            return
+        es, mm = self.ENTRY_SIZE, self._mm
+        chunk = max(1, _ZERO_CHUNK_BYTES // es)
+        stop = old
+        while stop > n:
+            start = max(n, stop - chunk)
+            mm[start * es:stop * es] = bytes((stop - start) * es)
+            stop = start
+        self._entries = n
+
+    def _ensure_slot(self) -> None:
+        """Make room for one more entry even in a trimmed or full file (the seal entry)."""
+        if self._entries >= self._slots:
+            os.ftruncate(self._fd, (self._entries + 1) * self.ENTRY_SIZE)
+            self._remap()
+
+    def trim(self) -> None:
+        """Shrink the file to its entries (sealing: no preallocated tail remains), and fsync it."""
+        self._check_writable()
+        if self._mm is not None:
+            self._mm.flush()
+        os.ftruncate(self._fd, self._entries * self.ENTRY_SIZE)
+        self._remap()
+        self._preallocated = False
+        os.fsync(self._fd)
+
+    def resize(self, max_index_size: int) -> None:
+        """Extend (zero filled) to max_index_size rounded down to entries, never below the entries
+        held; e.g. when truncation makes a sealed segment active again."""
+        self._check_writable()
+        target = max(_round_down(max_index_size, self.ENTRY_SIZE), self._entries * self.ENTRY_SIZE)
+        if self._mm is not None:
+            self._mm.flush()
+        if target != os.fstat(self._fd).st_size:
+            os.ftruncate(self._fd, target)
+        self._remap()
+        self._preallocated = True
+
+    def flush(self) -> None:
+        """msync the map and fsync the file."""
+        self._check_open()
+        if self._writable:
+            if self._mm is not None:
+                self._mm.flush()
+            os.fsync(self._fd)
+
+    def rename_to(self, new_path: str | os.PathLike) -> None:
+        """Rename the file (os.replace); the map and the descriptor stay valid."""
+        self._check_open()
+        new_path = Path(new_path)
+        os.replace(self._path, new_path)
+        self._path = new_path
+
+    def close(self) -> None:
+        """Release the map and the descriptor. Does not trim or fsync (see trim, flush)."""
+        if self._fd < 0:
+            return
+        mm, self._mm = self._mm, None
+        if mm is not None:
+            try:
+                mm.close()
+            except BufferError:
+                pass  # views from entries_view() still alive: unmapped when they are collected
+        fd, self._fd = self._fd, -1
+        os.close(fd)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+        except Exception:  # noqa: BLE001 (interpreter shutdown)
+            pass
+
+    def __repr__(self) -> str:
+        state = "closed" if self._fd < 0 else ("rw" if self._writable else "ro")
+        return (f"{type(self).__name__}({str(self._path)!r}, base={self._base}, "
+                f"entries={self._entries}/{self._slots}, {state})")
+
+    # ---- checks -----------------------------------------------------------------------------
+    def _entry_problems(self, view: np.ndarray, first_index: int) -> list[str]:
+        raise NotImplementedError
+
+    def sanity_check(self) -> list[str]:
+        """Every problem found in the file (empty when sound). O(n), vectorised over the map.
+
+        Reports: a size that is not a whole number of entries; entries out of order or out of
+        range (subclass rules); non-zero bytes after the first zero entry (garbage or a hole: a
+        torn entry in the first free slot, payload without marker, is tolerated); and, in a file
+        expected to be trimmed, any zero entry.
+        """
+        self._check_open()
+        if not self._writable:
+            self.refresh()  # a concurrent writer may have appended since the count
+        problems = list(self._size_problems)
+        es, n, slots = self.ENTRY_SIZE, self._entries, self._slots
+        size = os.fstat(self._fd).st_size
+        if size % es:
+            problems.append(f"{self._path}: size {size} is not a multiple of the entry size {es}")
+        problems.extend(self._entry_problems(self._view(0, n), 0))
+        if n + 1 < slots and self._mm is not None:
+            bad = self._first_nonzero_slot(n + 1, slots)
+            if bad is not None:
+                problems.append(
+                    f"{self._path}: slot {bad} holds non-zero bytes after the first zero entry {n}: "
+                    f"garbage or a hole in the index")
+        if not self._preallocated and n < slots:
+            problems.append(
+                f"{self._path}: {slots - n} zero entries after entry {n} in a file expected to be "
+                f"trimmed (a preallocated tail or zeroed entries)")
+        return problems
+
+    def _first_nonzero_slot(self, start: int, stop: int) -> int | None:
+        es = self.ENTRY_SIZE
+        step = max(1, _SCAN_CHUNK_BYTES // es)
+        for lo in range(start, stop, step):
+            hi = min(stop, lo + step)
+            raw = np.frombuffer(self._mm, dtype=np.uint8, count=(hi - lo) * es, offset=lo * es)
+            nz = np.flatnonzero(raw)
+            if nz.size:
+                return lo + int(nz[0]) // es
+        return None
+
+    @staticmethod
+    def _describe_bad(mask: np.ndarray, first_index: int, what: str) -> str | None:
+        bad = np.flatnonzero(mask)
+        if not bad.size:
+            return None
+        return f"{bad.size} entries {what}, first at entry {first_index + int(bad[0])}"

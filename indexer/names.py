@@ -1,0 +1,56 @@
+"""File and folder names of the on-disk layout (SPEC 2.1), and Kafka's topic naming rule."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from indexer.errors import InvalidTopicError
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"       # renamed first, unlinked after file.delete.delay.ms
+CLEANED_SUFFIX = ".cleaned"       # a rewrite in progress (truncation of a straddling batch)
+SWAP_SUFFIX = ".swap"             # a finished rewrite waiting to replace the original
+META_DIR = "_seglog"              # metadata: topics, commit log, locks
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+
+_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+_PARTITION_DIR_RE = re.compile(r"^(?P<topic>[a-zA-Z0-9._-]{1,249})-(?P<partition>\d+)$")
+_SEGMENT_RE = re.compile(r"^(?P<base>\d{20})\.(?P<kind>log|index|timeindex)(?P<suffix>(\.deleted|\.cleaned|\.swap)?)$")
+
+
+def validate_topic(topic: object) -> str:
+    """Kafka's rule: [a-zA-Z0-9._-], 1 to 249 characters, not '.' or '..' (so no path leaves the root)."""
+    if not isinstance(topic, str) or not _TOPIC_RE.match(topic) or topic in (".", ".."):
+        raise InvalidTopicError(
+            f"invalid topic name {topic!r}: a topic is 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'")
+    return topic
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    validate_topic(topic)
+    if isinstance(partition, bool) or not isinstance(partition, int) or partition < 0:
+        raise InvalidTopicError(f"invalid partition {partition!r} for topic {topic!r}: a partition is an int >= 0")
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir(name: str) -> tuple[str, int] | None:
+    """(topic, partition) for a folder named <topic>-<partition>, else None."""
+    m = _PARTITION_DIR_RE.match(name)
+    if not m or m.group("topic") in (".", ".."):
+        return None
+    return m.group("topic"), int(m.group("partition"))
+
+
+def segment_file(dir_path: str | os.PathLike, base_offset: int, suffix: str) -> Path:
+    return Path(dir_path) / f"{base_offset:020d}{suffix}"
+
+
+def parse_segment_file(name: str) -> tuple[int, str, str] | None:
+    """(base offset, kind 'log'|'index'|'timeindex', extra suffix '' or '.deleted'...) or None."""
+    m = _SEGMENT_RE.match(name)
+    if not m:
+        return None
+    return int(m.group("base")), m.group("kind"), m.group("suffix")

@@ -1,0 +1,499 @@
+"""The Kafka record batch codec, magic 2 (SPEC 2.2), byte for byte as Apache Kafka writes it.
+
+This module is the reference: a plain, per-record encoder and decoder that are easy to check against
+the format. The bulk paths in `indexer.columns` are held to it byte for byte by the tests.
+
+Batch layout (big-endian; offsets from the batch start):
+    0  baseOffset int64          8  batchLength int32 (bytes after this field)
+    12 partitionLeaderEpoch int32  16 magic int8 (= 2)    17 crc uint32 (CRC-32C of bytes 21..end)
+    21 attributes int16 (bits 0-2 codec, bit 3 timestamp type)   23 lastOffsetDelta int32
+    27 baseTimestamp int64   35 maxTimestamp int64   43 producerId int64   51 producerEpoch int16
+    53 baseSequence int32    57 recordCount int32    61 records
+Record: length varint (of the bytes after it), attributes int8, timestampDelta varlong, offsetDelta
+varint, keyLength varint (-1 null) + key, valueLength varint (-1 null) + value, headerCount varint,
+headers (keyLength varint + UTF-8 key, valueLength varint (-1 null) + value). Varints are zigzag.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import crc32c as _crc32c
+import numpy as np
+
+from indexer.errors import CorruptRecordError, InvalidRecordError
+
+MAGIC = 2
+BATCH_HEADER_SIZE = 61
+LOG_OVERHEAD = 12                 # baseOffset + batchLength: the bytes batchLength does not count
+TIMESTAMP_TYPE_MASK = 0x08
+COMPRESSION_CODEC_MASK = 0x07
+NO_TIMESTAMP = -1
+CREATE_TIME = 0
+LOG_APPEND_TIME = 1
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+PARTITION_LEADER_EPOCH = 0        # what we write; Kafka's broker writes its leader epoch
+
+CRC_OFFSET = 17                   # position of the crc field within a batch
+ATTRIBUTES_OFFSET = 21            # the CRC covers from here to the end of the batch
+MAGIC_OFFSET = 16
+MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD   # 49: a batch with no records
+
+INT32_MAX = (1 << 31) - 1
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+# baseOffset, batchLength, leaderEpoch, magic, crc, attributes, lastOffsetDelta, baseTimestamp,
+# maxTimestamp, producerId, producerEpoch, baseSequence, recordCount: 61 bytes, no padding.
+HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
+assert HEADER_STRUCT.size == BATCH_HEADER_SIZE
+_CRC_STRUCT = struct.Struct(">I")
+
+
+@dataclass(slots=True)
+class Record:
+    """One record. `timestamp` in ms: None = "now" at append, -1 = no timestamp (NO_TIMESTAMP).
+    `offset` and `timestamp_type` (0 CreateTime, 1 LogAppendTime) are filled on read."""
+    key: bytes | None = None
+    value: bytes | None = None
+    timestamp: int | None = None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+    offset: int = -1
+    timestamp_type: int = CREATE_TIME
+
+
+class BatchHeader(NamedTuple):
+    """The 61-byte header of one record batch, as stored."""
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def size(self) -> int:
+        """Bytes of the whole batch on disk."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def timestamp_type(self) -> int:
+        return LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else CREATE_TIME
+
+    @property
+    def compression_codec(self) -> int:
+        return self.attributes & COMPRESSION_CODEC_MASK
+
+
+# ---------------------------------------------------------------------------------------------
+# varints (zigzag, as Kafka's ByteUtils and protobuf's sint32/sint64)
+
+def zigzag(n: int) -> int:
+    """Signed int64 -> unsigned: 0, -1, 1, -2, ... -> 0, 1, 2, 3, ..."""
+    return (n << 1) ^ (n >> 63)
+
+
+def varint_size(n: int) -> int:
+    """Bytes of the zigzag varint of `n` (same for varint and varlong within int32 range)."""
+    u = zigzag(n)
+    size = 1
+    while u >= 0x80:
+        u >>= 7
+        size += 1
+    return size
+
+
+def write_varint(out: bytearray, n: int) -> None:
+    """Append the zigzag varint (or varlong) of `n` to `out`."""
+    u = zigzag(n)
+    while u >= 0x80:
+        out.append((u & 0x7F) | 0x80)
+        u >>= 7
+    out.append(u)
+
+
+def read_varint(buf, pos: int, end: int, max_bytes: int = 5) -> tuple[int, int]:
+    """Read a zigzag varint at `pos` (no byte at or past `end`); returns (value, next position).
+    `max_bytes` is 5 for a varint (int32) and 10 for a varlong (int64)."""
+    u = 0
+    shift = 0
+    for i in range(max_bytes):
+        p = pos + i
+        if p >= end:
+            raise CorruptRecordError(f"varint at position {pos} runs past the end of its record")
+        b = buf[p]
+        u |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (u >> 1) ^ -(u & 1), p + 1
+        shift += 7
+    raise CorruptRecordError(f"varint at position {pos} is longer than {max_bytes} bytes")
+
+
+# ---------------------------------------------------------------------------------------------
+# batch headers
+
+def parse_header(buf, pos: int) -> BatchHeader:
+    """Parse the batch header at `pos` of `buf` (bytes, memoryview, mmap or a uint8 numpy array).
+
+    Raises CorruptRecordError, naming the position, when the header is structurally impossible:
+    fewer than 61 bytes left, magic not 2, batchLength below 49, a negative record count, or a
+    lastOffsetDelta below recordCount - 1 (compaction may leave it above, never below)."""
+    if pos < 0 or pos + BATCH_HEADER_SIZE > len(buf):
+        raise CorruptRecordError(
+            f"torn batch header at position {pos}: {max(0, len(buf) - pos)} bytes left, "
+            f"a header needs {BATCH_HEADER_SIZE}")
+    header = BatchHeader._make(HEADER_STRUCT.unpack_from(buf, pos))
+    problem = header_problem(header)
+    if problem is not None:
+        raise CorruptRecordError(f"corrupt batch header at position {pos}: {problem}")
+    return header
+
+
+def header_problem(header: BatchHeader) -> str | None:
+    """What is structurally impossible about `header`, or None."""
+    if header.magic != MAGIC:
+        return f"magic {header.magic}, expected {MAGIC}"
+    if header.batch_length < MIN_BATCH_LENGTH:
+        return f"batchLength {header.batch_length} below the minimum {MIN_BATCH_LENGTH}"
+    if header.record_count < 0:
+        return f"negative record count {header.record_count}"
+    if header.last_offset_delta < 0 or header.last_offset_delta < header.record_count - 1:
+        return (f"lastOffsetDelta {header.last_offset_delta} below recordCount - 1 "
+                f"({header.record_count - 1})")
+    if header.base_offset < 0:
+        return f"negative base offset {header.base_offset}"
+    if (header.attributes & COMPRESSION_CODEC_MASK) == 0 and \
+            header.record_count > header.batch_length - MIN_BATCH_LENGTH:
+        # an uncompressed record takes at least one byte
+        return f"record count {header.record_count} cannot fit in batchLength {header.batch_length}"
+    return None
+
+
+def batch_crc(buf, pos: int, header: BatchHeader) -> int:
+    """CRC-32C of the batch at `pos`, from attributes to its end (what the crc field must hold)."""
+    view = memoryview(buf)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    return _crc32c.crc32c(view[pos + ATTRIBUTES_OFFSET:pos + header.size])
+
+
+def check_crc(buf, pos: int, header: BatchHeader) -> bool:
+    """True when the stored crc matches the batch's bytes. The batch must lie within `buf`."""
+    if pos + header.size > len(buf):
+        return False
+    return batch_crc(buf, pos, header) == header.crc
+
+
+# ---------------------------------------------------------------------------------------------
+# scanning a log region
+
+@dataclass(slots=True)
+class ScanResult:
+    """What `scan_batches` found: the good batches from the start, in order, and the first fault.
+
+    Invariant: `positions[i]` + `headers[i].size` == `positions[i + 1]`, and `valid_end` is the byte
+    position after the last good batch (the start position when none is good)."""
+    positions: np.ndarray             # int64, start of each good batch
+    headers: list[BatchHeader]
+    valid_end: int
+    error: str | None                 # None when the walk reached `end` cleanly
+
+    def _col(self, field: str) -> np.ndarray:
+        return np.fromiter((getattr(h, field) for h in self.headers), dtype=np.int64,
+                           count=len(self.headers))
+
+    @property
+    def base_offsets(self) -> np.ndarray:
+        return self._col("base_offset")
+
+    @property
+    def last_offsets(self) -> np.ndarray:
+        return self._col("last_offset")
+
+    @property
+    def max_timestamps(self) -> np.ndarray:
+        return self._col("max_timestamp")
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return self._col("size")
+
+    @property
+    def record_counts(self) -> np.ndarray:
+        return self._col("record_count")
+
+    @property
+    def attributes(self) -> np.ndarray:
+        return self._col("attributes")
+
+    @property
+    def next_offset(self) -> int | None:
+        """The offset after the last good batch, or None when there is none."""
+        return self.headers[-1].next_offset if self.headers else None
+
+
+def scan_batches(buf, start: int, end: int | None = None, *, check_crc: bool = True,
+                 prev_last_offset: int | None = None, dense: bool = False,
+                 leader_epoch: int | None = None) -> ScanResult:
+    """Walk the batches of `buf` from `start` while they fit before `end` (default: len(buf)).
+
+    Stops at the first fault and says what and where it is: a torn header, a length past `end`, a
+    bad header (magic, length, counts), a CRC mismatch (when `check_crc`), or an offset that does not
+    increase (a batch's base offset must exceed the previous batch's last offset, and
+    `prev_last_offset` when given). One step per batch, never per record.
+
+    The CRC does not cover baseOffset, batchLength, partitionLeaderEpoch or magic. To catch a flipped
+    byte there too, a caller that knows its log pass `prev_last_offset` (segment base - 1) with
+    `dense=True` (each base offset must be exactly the previous last offset + 1: no compaction) and
+    `leader_epoch` (the epoch every batch must carry; seglog writes 0)."""
+    if end is None:
+        end = len(buf)
+    end = min(end, len(buf))
+    view = memoryview(buf)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    positions: list[int] = []
+    headers: list[BatchHeader] = []
+    pos = start
+    error: str | None = None
+    last = prev_last_offset
+    unpack = HEADER_STRUCT.unpack_from
+    crc = _crc32c.crc32c
+    try:
+        while pos < end:
+            if pos + BATCH_HEADER_SIZE > end:
+                error = (f"torn batch header at position {pos}: {end - pos} bytes left, "
+                         f"a header needs {BATCH_HEADER_SIZE}")
+                break
+            header = BatchHeader._make(unpack(view, pos))
+            problem = header_problem(header)
+            if problem is not None:
+                error = f"corrupt batch header at position {pos}: {problem}"
+                break
+            size = header.batch_length + LOG_OVERHEAD
+            if pos + size > end:
+                error = (f"batch at position {pos} (offset {header.base_offset}) has length {size}, "
+                         f"past the end at {end}")
+                break
+            if last is not None and header.base_offset <= last:
+                error = (f"batch at position {pos}: base offset {header.base_offset} does not "
+                         f"increase past the previous last offset {last}")
+                break
+            if dense and last is not None and header.base_offset != last + 1:
+                error = (f"batch at position {pos}: base offset {header.base_offset} leaves a gap "
+                         f"after the previous last offset {last}")
+                break
+            if leader_epoch is not None and header.partition_leader_epoch != leader_epoch:
+                error = (f"batch at position {pos} (offset {header.base_offset}): partition leader "
+                         f"epoch {header.partition_leader_epoch}, expected {leader_epoch}")
+                break
+            if check_crc:
+                actual = crc(view[pos + ATTRIBUTES_OFFSET:pos + size])
+                if actual != header.crc:
+                    error = (f"CRC mismatch in batch at position {pos} (offset {header.base_offset}): "
+                             f"stored {header.crc:#010x}, computed {actual:#010x}")
+                    break
+            positions.append(pos)
+            headers.append(header)
+            last = header.base_offset + header.last_offset_delta
+            pos += size
+    finally:
+        view.release()
+    return ScanResult(np.asarray(positions, dtype=np.int64), headers, pos, error)
+
+
+# ---------------------------------------------------------------------------------------------
+# the reference decoder
+
+def decode_batch(buf, pos: int, header: BatchHeader | None = None) -> list[Record]:
+    """Decode every record of the batch at `pos`: offsets, timestamps, timestamp type and headers
+    filled. Does not check the CRC (scan_batches does); raises CorruptRecordError on bad structure.
+    In a LogAppendTime batch every record takes the batch's maxTimestamp."""
+    if header is None:
+        header = parse_header(buf, pos)
+    end = pos + header.size
+    if end > len(buf):
+        raise CorruptRecordError(f"batch at position {pos} runs past the end of the buffer")
+    if header.compression_codec != 0:
+        raise CorruptRecordError(
+            f"batch at position {pos} uses compression codec {header.compression_codec}; "
+            f"seglog reads uncompressed batches only")
+    log_append = header.timestamp_type == LOG_APPEND_TIME
+    data = bytes(memoryview(buf)[pos + BATCH_HEADER_SIZE:end]) if not isinstance(buf, bytes) else buf
+    base = 0 if data is not buf else pos + BATCH_HEADER_SIZE
+    limit = base + (end - pos - BATCH_HEADER_SIZE)
+    p = base
+    records: list[Record] = []
+    for i in range(header.record_count):
+        try:
+            length, p = read_varint(data, p, limit)
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(f"record {i} of the batch at position {pos}: length {exc}") from exc
+        rec_end = p + length
+        if length < 0 or rec_end > limit:
+            raise CorruptRecordError(
+                f"record {i} of the batch at position {pos} has length {length}, past the batch end")
+        p += 1  # attributes: unused in magic 2
+        ts_delta, p = _field_varint(data, p, rec_end, pos, i, "timestampDelta", 10)
+        offset_delta, p = _field_varint(data, p, rec_end, pos, i, "offsetDelta")
+        key, p = _read_bytes(data, p, rec_end, pos, i, "key")
+        value, p = _read_bytes(data, p, rec_end, pos, i, "value")
+        count, p = _field_varint(data, p, rec_end, pos, i, "header count")
+        if count < 0:
+            raise CorruptRecordError(f"record {i} of the batch at position {pos}: negative header count")
+        hdrs = []
+        for _ in range(count):
+            hkey, p = _read_bytes(data, p, rec_end, pos, i, "header key")
+            if hkey is None:
+                raise CorruptRecordError(f"record {i} of the batch at position {pos}: null header key")
+            try:
+                hkey_s = hkey.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise CorruptRecordError(
+                    f"record {i} of the batch at position {pos}: header key is not UTF-8") from exc
+            hval, p = _read_bytes(data, p, rec_end, pos, i, "header value")
+            hdrs.append((hkey_s, hval))
+        if p != rec_end:
+            raise CorruptRecordError(
+                f"record {i} of the batch at position {pos}: {rec_end - p} bytes left over after its fields")
+        timestamp = header.max_timestamp if log_append else header.base_timestamp + ts_delta
+        records.append(Record(key, value, timestamp, tuple(hdrs), header.base_offset + offset_delta,
+                              header.timestamp_type))
+    if p != limit:
+        raise CorruptRecordError(
+            f"batch at position {pos}: {limit - p} bytes left over after its {header.record_count} records")
+    return records
+
+
+def _field_varint(data, p: int, end: int, pos: int, i: int, what: str,
+                  max_bytes: int = 5) -> tuple[int, int]:
+    try:
+        return read_varint(data, p, end, max_bytes)
+    except CorruptRecordError as exc:
+        raise CorruptRecordError(
+            f"record {i} of the batch at position {pos}: {what} varint is torn or too long") from exc
+
+
+def _read_bytes(data, p: int, end: int, pos: int, i: int, what: str) -> tuple[bytes | None, int]:
+    n, p = _field_varint(data, p, end, pos, i, f"{what} length")
+    if n == -1:
+        return None, p
+    if n < -1 or p + n > end:
+        raise CorruptRecordError(
+            f"record {i} of the batch at position {pos}: {what} length {n} is out of bounds")
+    return bytes(data[p:p + n]), p + n
+
+
+# ---------------------------------------------------------------------------------------------
+# the reference encoder
+
+def encode_batch(base_offset: int, records, *, append_time_ms: int | None = None) -> bytes:
+    """Encode `records` as ONE batch with offsets base_offset, base_offset + 1, ...
+
+    CreateTime (append_time_ms None): each record keeps its timestamp (-1 = none; None is an error:
+    the Log resolves "now" first); baseTimestamp is the first record's, maxTimestamp the largest
+    (-1 when none has one). LogAppendTime: baseTimestamp = maxTimestamp = append_time_ms, every
+    timestampDelta 0, attribute bit 3 set. Raises InvalidRecordError naming the bad record."""
+    records = list(records)
+    if not records:
+        raise InvalidRecordError("a record batch needs at least one record")
+    if not isinstance(base_offset, int) or base_offset < 0:
+        raise InvalidRecordError(f"base offset {base_offset!r} must be a non-negative int")
+    if len(records) - 1 > INT32_MAX:
+        raise InvalidRecordError(f"{len(records)} records do not fit one batch")
+    if append_time_ms is not None:
+        if not isinstance(append_time_ms, int) or append_time_ms < 0:
+            raise InvalidRecordError(f"append time {append_time_ms!r} must be a non-negative int (ms)")
+        attributes = TIMESTAMP_TYPE_MASK
+        base_ts = max_ts = append_time_ms
+        timestamps = [append_time_ms] * len(records)
+    else:
+        attributes = 0
+        timestamps = [_check_timestamp(r, i) for i, r in enumerate(records)]
+        base_ts = timestamps[0]
+        max_ts = max(timestamps)
+
+    body = bytearray()
+    for i, (rec, ts) in enumerate(zip(records, timestamps)):
+        delta = ts - base_ts
+        if not INT64_MIN <= delta <= INT64_MAX:
+            raise InvalidRecordError(f"record {i}: timestamp {ts} is too far from the batch's first "
+                                     f"timestamp {base_ts} for a varlong delta")
+        r = bytearray()
+        r.append(0)                       # record attributes: unused
+        write_varint(r, delta)
+        write_varint(r, i)                # offsetDelta
+        _write_bytes(r, _check_bytes(rec.key, i, "key"))
+        _write_bytes(r, _check_bytes(rec.value, i, "value"))
+        headers = rec.headers
+        if not isinstance(headers, (tuple, list)):
+            raise InvalidRecordError(f"record {i}: headers must be a tuple of (str, bytes | None), "
+                                     f"got {type(headers).__name__}")
+        write_varint(r, len(headers))
+        for h in headers:
+            if not (isinstance(h, (tuple, list)) and len(h) == 2 and isinstance(h[0], str)):
+                raise InvalidRecordError(f"record {i}: header {h!r} must be a (str, bytes | None) pair")
+            _write_bytes(r, h[0].encode("utf-8"))
+            _write_bytes(r, _check_bytes(h[1], i, f"header {h[0]!r} value"))
+        write_varint(body, len(r))
+        body += r
+
+    batch_length = BATCH_HEADER_SIZE - LOG_OVERHEAD + len(body)
+    if batch_length > INT32_MAX:
+        raise InvalidRecordError(f"batch of {len(records)} records is {batch_length} bytes, over int32")
+    out = bytearray(HEADER_STRUCT.pack(
+        base_offset, batch_length, PARTITION_LEADER_EPOCH, MAGIC, 0, attributes, len(records) - 1,
+        base_ts, max_ts, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, len(records)))
+    crc = _crc32c.crc32c(memoryview(out)[ATTRIBUTES_OFFSET:])
+    crc = _crc32c.crc32c(body, value=crc)
+    _CRC_STRUCT.pack_into(out, CRC_OFFSET, crc)
+    out += body
+    return bytes(out)
+
+
+def _check_timestamp(rec: Record, i: int) -> int:
+    ts = rec.timestamp
+    if ts is None:
+        raise InvalidRecordError(f"record {i}: timestamp is None; resolve it to the append time first")
+    if isinstance(ts, bool) or not isinstance(ts, (int, np.integer)):
+        raise InvalidRecordError(f"record {i}: timestamp {ts!r} must be an int (ms)")
+    ts = int(ts)
+    if ts < NO_TIMESTAMP or ts > INT64_MAX:
+        raise InvalidRecordError(f"record {i}: timestamp {ts} is out of range "
+                                 f"(ms since the epoch, or -1 for none)")
+    return ts
+
+
+def _check_bytes(v, i: int, what: str) -> bytes | None:
+    if v is None or isinstance(v, bytes):
+        return v
+    if isinstance(v, (bytearray, memoryview)):
+        return bytes(v)
+    raise InvalidRecordError(f"record {i}: {what} must be bytes or None, got {type(v).__name__}")
+
+
+def _write_bytes(out: bytearray, v: bytes | None) -> None:
+    if v is None:
+        write_varint(out, -1)
+    else:
+        write_varint(out, len(v))
+        out += v

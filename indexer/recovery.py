@@ -1,0 +1,249 @@
+"""Recovery on open (SPEC 3.8) and crash-safe truncation (SPEC 3.6).
+
+Recovery, for every segment that is not sealed: index sanity, then the batches after the last
+offset index entry are re-read with their CRCs; a torn or corrupt tail is cut and reported; an
+index that is missing, short or inconsistent is rebuilt from the log in one read. A segment found
+without a time index gets one holding (its mtime, the next segment's base offset) (seed 001).
+
+Truncation writes an intent file (`truncate.pending`, holding the target and the rewritten
+straddling batch) before it touches anything; recovery finds it and finishes the job. A kill at
+any instant therefore leaves the old log (intent not yet durable) or, after recovery, the new one.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from indexer import checkpoint
+from indexer.errors import CorruptRecordError
+from indexer.fsutil import atomic_write, fsync_dir
+from indexer.names import (DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_file,
+                           segment_file)
+from indexer.records import LOG_APPEND_TIME, Record, decode_batch, encode_batch, parse_header
+from indexer.segment import LogSegment
+
+if TYPE_CHECKING:
+    from indexer.log import Log
+
+TRUNCATE_INTENT = "truncate.pending"
+
+
+# ---------------------------------------------------------------------- deletion
+def rename_deleted(dir_path: Path, base: int) -> None:
+    """First phase of deletion: rename the segment's files to `.deleted` (the .log first, so that a
+    crash leaves at worst index files without a .log, which recovery also renames)."""
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        f = segment_file(dir_path, base, suffix)
+        try:
+            os.replace(f, f.with_name(f.name + DELETED_SUFFIX))
+        except FileNotFoundError:
+            pass
+
+
+# ---------------------------------------------------------------------- recovery
+def recover(log: "Log") -> list[str]:
+    """Repair the partition folder before a writable open; returns what was repaired."""
+    report: list[str] = []
+    d = log.path
+    _drop_orphan_indexes(d, report)
+    intent = d / TRUNCATE_INTENT
+    if intent.exists():
+        _finish_truncation(log, json.loads(intent.read_text()), report)
+    bases = sorted(b for b in _log_bases(d))
+    for i, base in enumerate(bases):
+        last = i == len(bases) - 1
+        _recover_segment(log, base, None if last else bases[i + 1], report)
+    return report
+
+
+def _log_bases(d: Path) -> list[int]:
+    out = []
+    for name in os.listdir(d):
+        parsed = parse_segment_file(name)
+        if parsed and parsed[1] == "log" and not parsed[2]:
+            out.append(parsed[0])
+    return out
+
+
+def _drop_orphan_indexes(d: Path, report: list[str]) -> None:
+    bases = set(_log_bases(d))
+    for name in os.listdir(d):
+        parsed = parse_segment_file(name)
+        if parsed and parsed[1] != "log" and not parsed[2] and parsed[0] not in bases:
+            os.replace(d / name, d / (name + DELETED_SUFFIX))
+            report.append(f"{d / name}: index without a .log, set aside as {name}{DELETED_SUFFIX}")
+
+
+def _recover_segment(log: "Log", base: int, next_base: int | None, report: list[str]) -> None:
+    d = log.path
+    log_path = segment_file(d, base, LOG_SUFFIX)
+    had_index = segment_file(d, base, INDEX_SUFFIX).exists()
+    had_time_index = segment_file(d, base, TIME_INDEX_SUFFIX).exists()
+    mtime_ms = int(os.stat(log_path).st_mtime * 1000)  # before anything here can touch the folder
+    active = next_base is None
+    seg = LogSegment(d, base, log.config, writable=True, active=active)
+    try:
+        if not active and had_index and had_time_index and not seg.offset_index.sanity_check() \
+                and not seg.time_index.sanity_check() and seg.is_sealed(next_base):
+            return  # sealed: trusted; reads check CRCs, `verify` checks everything
+        problems = seg.offset_index.sanity_check() + seg.time_index.sanity_check()
+        if not had_index or problems or not _tail_matches_index(seg):
+            why = "missing" if not had_index else ("; ".join(problems) or "last entry does not match the log")
+            report.append(f"{log_path}: offset/time index rebuilt ({why})")
+            rebuild_indexes(seg, report)
+        else:
+            _check_tail(seg, report)
+        if not had_time_index and not active:
+            # Migration (seed 001): a segment written before time indexes existed.
+            seg.time_index.truncate_to(base)
+            seg.time_index.seal_entry(mtime_ms, next_base)
+            report.append(f"{log_path}: no time index; created one holding (mtime {mtime_ms}, next base {next_base})")
+    finally:
+        seg.close()
+
+
+def _tail_matches_index(seg: LogSegment) -> bool:
+    """The last offset index entry must point at a batch start whose last offset is the key."""
+    entry = seg.offset_index.last_entry()
+    if entry is None:
+        return True
+    offset, pos = entry
+    if pos + 61 > seg.size:
+        return False
+    try:
+        header = parse_header(seg.pread(pos, 61), 0)
+    except CorruptRecordError:
+        return False
+    return header.last_offset == offset
+
+
+def _check_tail(seg: LogSegment, report: list[str]) -> None:
+    """Re-read the batches after the last index entry with their CRCs; cut a torn or bad tail."""
+    entry = seg.offset_index.last_entry()
+    start = entry[1] if entry else 0
+    scan = seg.scan(start, seg.size, check_crc=True)
+    if scan.valid_end < seg.size:
+        _cut_tail(seg, scan, report)
+
+
+def _cut_tail(seg: LogSegment, scan, report: list[str]) -> None:
+    next_offset = int(scan.last_offsets[-1]) + 1 if len(scan.positions) else None
+    if next_offset is None:
+        entry = seg.offset_index.last_entry()
+        next_offset = entry[0] + 1 if entry else seg.base_offset
+    dropped = seg.size - scan.valid_end
+    report.append(f"{seg.log_path}: dropped a torn or corrupt tail of {dropped} bytes at position "
+                  f"{scan.valid_end} (records from offset {next_offset} on): {scan.error}")
+    os.truncate(seg.log_path, scan.valid_end)
+    seg.size = scan.valid_end
+    seg.offset_index.truncate_to(next_offset)
+    seg.time_index.truncate_to(next_offset)
+
+
+def rebuild_indexes(seg: LogSegment, report: list[str]) -> None:
+    """Empty both indexes and index every batch again, reading the log once (CRCs checked)."""
+    seg.offset_index.truncate_to(seg.base_offset)
+    seg.time_index.truncate_to(seg.base_offset)
+    scan = seg.scan(0, seg.size, check_crc=True)
+    if scan.valid_end < seg.size:
+        _cut_tail(seg, scan, report)
+    seg.max_timestamp = -1
+    seg.first_timestamp = -1
+    seg.bytes_since_index_entry = 0
+    if not len(scan.positions):
+        return
+    first = parse_header(seg.pread(0, 61), 0)
+    first_ts = first.base_timestamp if first.base_timestamp >= 0 else first.max_timestamp
+    sizes = scan.sizes.tolist()
+    for k, (last_offset, pos, max_ts) in enumerate(zip(scan.last_offsets.tolist(), scan.positions.tolist(),
+                                                       scan.max_timestamps.tolist())):
+        seg.index_batch(last_offset, pos, sizes[k], first_ts if k == 0 else -1, max_ts)
+    seg.offset_index.flush()
+    seg.time_index.flush()
+
+
+# ---------------------------------------------------------------------- truncation
+def truncate(log: "Log", offset: int) -> None:
+    """Remove the records at or after `offset` (the caller checked offset < log end)."""
+    if offset < log.log_start_offset or not log._bases:
+        intent = {"offset": offset, "segment": -1}
+    else:
+        i = log._segment_position(offset)
+        base = log._bases[i]
+        seg = log.segment(base)
+        pos, header = seg.position_of(offset)
+        rewritten = b""
+        if header is not None and header.base_offset < offset:
+            rewritten = _rewrite_straddling(seg, pos, header, offset)
+        intent = {"offset": offset, "segment": base, "position": pos,
+                  "batch": base64.b64encode(rewritten).decode()}
+    atomic_write(log.path / TRUNCATE_INTENT, json.dumps(intent).encode())
+    report: list[str] = []
+    _finish_truncation(log, intent, report, live=True)
+
+
+def _rewrite_straddling(seg: LogSegment, pos: int, header, offset: int) -> bytes:
+    """The batch holding `offset` rewritten to keep only its records below it (new length, CRC)."""
+    records = decode_batch(seg.pread(pos, header.size), 0)
+    keep = [Record(key=r.key, value=r.value, timestamp=r.timestamp, headers=r.headers)
+            for r in records if r.offset < offset]
+    append_time = header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME else None
+    return encode_batch(header.base_offset, keep, append_time_ms=append_time)
+
+
+def _finish_truncation(log: "Log", intent: dict, report: list[str], live: bool = False) -> None:
+    """Apply a truncation intent; idempotent, so recovery can run it again after a crash."""
+    d = log.path
+    offset = intent["offset"]
+    bases = sorted(_log_bases(d))
+    if live:
+        for seg in list(log._open.values()):
+            seg.close()
+        log._open.clear()
+        if log._active is not None:
+            log._active.close()
+            log._active = None
+    if intent["segment"] == -1:
+        # Below the log start: everything goes and the log restarts empty at `offset`.
+        for base in sorted(bases, reverse=True):
+            rename_deleted(d, base)
+        fd = os.open(segment_file(d, offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT, 0o644)
+        os.close(fd)
+        if log.topic is not None:
+            checkpoint.reset_log_start_offset(d.parent, log.topic, log.partition, offset)
+        report.append(f"{d}: truncated fully, restarting at offset {offset}")
+        keep, cut_base = [offset], offset
+    else:
+        cut_base = intent["segment"]
+        for base in sorted(bases, reverse=True):  # from the top, so a crash leaves a prefix
+            if base > cut_base:
+                rename_deleted(d, base)
+        log_path = segment_file(d, cut_base, LOG_SUFFIX)
+        batch = base64.b64decode(intent["batch"])
+        with open(log_path, "r+b") as fh:
+            fh.truncate(intent["position"])
+            if batch:
+                fh.seek(intent["position"])
+                fh.write(batch)
+            fh.flush()
+            os.fsync(fh.fileno())
+        seg = LogSegment(d, cut_base, log.config, writable=True, active=True)
+        try:
+            seg.offset_index.truncate_to(offset)
+            seg.time_index.truncate_to(offset)
+            if not _tail_matches_index(seg) or seg.offset_index.sanity_check() or seg.time_index.sanity_check():
+                rebuild_indexes(seg, report)
+            seg.flush()
+        finally:
+            seg.close()
+        keep = [b for b in bases if b <= cut_base]
+        report.append(f"{d}: truncated to offset {offset}")
+    fsync_dir(d)
+    os.unlink(d / TRUNCATE_INTENT)
+    fsync_dir(d)
+    if live:
+        start = offset if intent["segment"] == -1 else log.log_start_offset
+        log._reset_after_truncation(keep, cut_base, start)

@@ -1,0 +1,53 @@
+"""A log root: the folder holding <topic>-<partition> folders and _seglog/ metadata (SPEC 2.1)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from conf.topic_config import TopicConfig, validate_topic_config
+from indexer.names import META_DIR, parse_partition_dir, partition_dir_name
+
+
+class LogRoot:
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    def partition_path(self, topic: str, partition: int) -> Path:
+        # partition_dir_name validates the topic, so no path ever leaves the root
+        return self.path / partition_dir_name(topic, partition)
+
+    def partitions(self, topic: str | None = None) -> list[tuple[str, int]]:
+        if not self.path.is_dir():
+            return []
+        found = []
+        for entry in os.scandir(self.path):
+            if entry.is_dir() and entry.name != META_DIR:
+                parsed = parse_partition_dir(entry.name)
+                if parsed and (topic is None or parsed[0] == topic):
+                    found.append(parsed)
+        return sorted(found)
+
+    def topics(self) -> list[str]:
+        return sorted({t for t, _ in self.partitions()})
+
+    def topic_config(self, topic: str, overrides: Mapping[str, Any] | None = None,
+                     base: Mapping[str, Any] | None = None) -> TopicConfig:
+        """Precedence, highest first: `overrides`, the topic's recorded configuration, `base`,
+        the built-in defaults (SPEC 9)."""
+        from indexer.topics import load_topic
+
+        cfg = validate_topic_config(base, where="log configuration")
+        meta = load_topic(self.path, topic)
+        if meta is not None and meta.config:
+            cfg = cfg.with_overrides(meta.config, where=f"recorded configuration of topic {topic}")
+        if overrides:
+            cfg = cfg.with_overrides(overrides, where=f"configuration of topic {topic}")
+        return cfg
+
+    def open_log(self, topic: str, partition: int, config: Mapping[str, Any] | TopicConfig | None = None, **kw):
+        from indexer.log import Log
+
+        if config is None:
+            config = self.topic_config(topic)
+        return Log.open(self.partition_path(topic, partition), config, **kw)

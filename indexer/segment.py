@@ -1,0 +1,319 @@
+"""A log segment: one `.log` file of record batches plus its `.index` and `.timeindex` (SPEC 2).
+
+Invariants kept here:
+- Batches are appended back to back; `size` is the byte length of whole, valid batches.
+- The offset index gets an entry (batch last offset, batch start) for a batch when more than
+  `index.interval.bytes` were appended since the last entry (the first batch is never indexed, so
+  every entry has a position > 0). The time index gets (largest timestamp so far, next offset) at
+  the same moment, if that timestamp is larger than the last entry's (KIP-33's text).
+- Sealed (SPEC 2.5): both indexes trimmed (no preallocated tail) and, where the segment holds a
+  timestamp, the last time index entry points at the next segment's base offset. Trimming is the
+  last step of sealing, so a crash in between is repaired by sealing again.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from indexer.errors import CorruptRecordError, ReadOnlyLogError
+from indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file
+from indexer.offset_index import OffsetIndex
+from indexer.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, NO_TIMESTAMP, parse_header, scan_batches
+from indexer.time_index import TimeIndex
+
+INT32_MAX = (1 << 31) - 1
+READ_CHUNK = 4 << 20   # bytes read at a time when scanning or decoding
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    base_offset: int
+    next_offset: int
+    size_bytes: int
+    largest_timestamp: int        # of its records (-1: none)
+    retention_timestamp: int      # largest timestamp, or the file's mtime where there is none
+    state: str                    # active | inactive | sealed
+    log_path: Path
+    mtime_ms: int
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class LogSegment:
+    """One segment. Writable segments are only touched by the partition's lock holder."""
+
+    def __init__(self, dir_path: Path, base_offset: int, config, *, writable: bool, active: bool,
+                 create: bool = False):
+        self.dir = Path(dir_path)
+        self.base_offset = base_offset
+        self.config = config
+        self.writable = writable
+        self.log_path = segment_file(self.dir, base_offset, LOG_SUFFIX)
+        self.index_path = segment_file(self.dir, base_offset, INDEX_SUFFIX)
+        self.time_index_path = segment_file(self.dir, base_offset, TIME_INDEX_SUFFIX)
+        if create:
+            # The .log is created first: a segment exists when its .log does (recovery rebuilds
+            # indexes that are missing, and drops index files without a .log).
+            fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            os.close(fd)
+        self._fd = os.open(self.log_path, os.O_RDWR if writable else os.O_RDONLY)
+        self.size = os.fstat(self._fd).st_size
+        index_bytes = config["segment.index.bytes"]
+        # The active segment's indexes are preallocated; any other is taken as found (an
+        # inactive one keeps its zero tail until sealed, a sealed one is trimmed).
+        prealloc = True if (writable and active) else None
+        self.offset_index = OffsetIndex(self.index_path, base_offset, index_bytes,
+                                        writable=writable, preallocate=prealloc)
+        self.time_index = TimeIndex(self.time_index_path, base_offset, index_bytes,
+                                    writable=writable, preallocate=prealloc)
+        self.next_offset = base_offset        # set by load_state / appends
+        self.max_timestamp = NO_TIMESTAMP      # largest record timestamp (KIP-33 "max timestamp so far")
+        self.first_timestamp = NO_TIMESTAMP    # first record timestamp: the segment.ms rolling base
+        self.bytes_since_index_entry = 0
+        self.created_ms = now_ms() if create else int(os.fstat(self._fd).st_mtime * 1000)
+
+    # ------------------------------------------------------------------ state
+    def load_state(self, *, tolerate_torn_tail: bool = False) -> None:
+        """Reload next offset, largest and first timestamps from the indexes plus a scan of the
+        tail after the last index entry (KIP-33, broker start-up). A writer's log was recovered
+        first; a reader tolerates a tail that a concurrent writer is still writing."""
+        last = self.offset_index.last_entry()
+        start = last[1] if last else 0
+        tail = self.scan(start, self.size, check_crc=False)
+        if tail.error:
+            if not tolerate_torn_tail:
+                raise CorruptRecordError(f"{self.log_path}: {tail.error}")
+            self.size = tail.valid_end
+        n = len(tail.positions)
+        self.next_offset = int(tail.last_offsets[-1]) + 1 if n else (last[0] + 1 if last else self.base_offset)
+        entry = self.time_index.last_entry()
+        max_ts = entry[0] if entry else NO_TIMESTAMP
+        if n:
+            max_ts = max(max_ts, int(tail.max_timestamps.max()))
+        self.max_timestamp = max_ts
+        if self.size > 0:
+            first = parse_header(self.pread(0, BATCH_HEADER_SIZE), 0)
+            self.first_timestamp = first.base_timestamp if first.base_timestamp >= 0 else first.max_timestamp
+        # Bytes appended since the batch the last index entry points at ended.
+        if last and n:
+            self.bytes_since_index_entry = self.size - int(tail.positions[1]) if n > 1 else 0
+        else:
+            self.bytes_since_index_entry = self.size
+
+    # ------------------------------------------------------------------ io
+    def pread(self, position: int, length: int) -> bytes:
+        return os.pread(self._fd, length, position)
+
+    def scan(self, start: int, end: int, *, check_crc: bool):
+        """Batch headers of [start, end), read in chunks so memory stays bounded."""
+        if end - start <= READ_CHUNK:
+            buf = self.pread(start, end - start)
+            result = scan_batches(buf, 0, len(buf), check_crc=check_crc)
+            return _shift(result, start)
+        return _scan_chunked(self, start, end, check_crc)
+
+    def append(self, enc, first: int, last: int) -> None:
+        """Append batches first..last-1 of an EncodedBatches, growing both indexes."""
+        if not self.writable:
+            raise ReadOnlyLogError(f"{self.log_path} is open read-only")
+        start, end = int(enc.positions[first]), int(enc.positions[last])
+        data = memoryview(enc.data)[start:end]
+        written = 0
+        while written < len(data):  # os.pwrite may write less than asked
+            written += os.pwrite(self._fd, data[written:], self.size + written)
+        base_pos = self.size - start
+        for i in range(first, last):  # per batch, never per record
+            self.index_batch(int(enc.last_offsets[i]), base_pos + int(enc.positions[i]),
+                             int(enc.positions[i + 1] - enc.positions[i]),
+                             int(enc.first_timestamps[i]), int(enc.max_timestamps[i]))
+        self.size += end - start
+        self.next_offset = int(enc.last_offsets[last - 1]) + 1
+
+    def index_batch(self, last_offset: int, position: int, size: int, first_ts: int, max_ts: int) -> None:
+        """The index rule for one appended batch (Kafka's): an offset index entry (its last
+        offset, its start) once more than index.interval.bytes were appended since the last entry,
+        and with it a time index entry (largest timestamp so far, next offset) if that timestamp
+        grew. Appends and index rebuilds both go through here, so they index alike."""
+        if max_ts > self.max_timestamp:
+            self.max_timestamp = max_ts
+        if self.first_timestamp < 0 and first_ts >= 0:
+            self.first_timestamp = first_ts
+        if self.bytes_since_index_entry > self.config["index.interval.bytes"]:
+            self.offset_index.append(last_offset, position)
+            if self.max_timestamp >= 0:
+                self.time_index.maybe_append(self.max_timestamp, last_offset + 1)
+            self.bytes_since_index_entry = 0
+        self.bytes_since_index_entry += size
+
+    def fits(self, batch_bytes: int, last_offset: int, max_timestamp: int, now: int) -> bool:
+        """Kafka's roll rule for the next batch (SPEC 3.2). An empty segment takes anything."""
+        if self.size == 0:
+            return True
+        if self.size + batch_bytes > self.config["segment.bytes"]:
+            return False
+        if self.offset_index.is_full() or self.time_index.is_full():
+            return False
+        if last_offset - self.base_offset > INT32_MAX:
+            return False
+        return not self.time_to_roll(max_timestamp, now)
+
+    def time_to_roll(self, max_timestamp: int, now: int) -> bool:
+        """KIP-33: the batch's timestamp exceeds the segment's first timestamp by segment.ms; for a
+        segment whose records carry no timestamp, its age since creation does."""
+        if self.size == 0:
+            return False
+        segment_ms = self.config["segment.ms"]
+        if self.first_timestamp >= 0:
+            # A batch without timestamps does not roll a segment that has them (as Kafka).
+            return max_timestamp >= 0 and max_timestamp - self.first_timestamp > segment_ms
+        return now - self.created_ms > segment_ms
+
+    def flush(self) -> None:
+        if self.writable:
+            os.fsync(self._fd)
+            self.offset_index.flush()
+            self.time_index.flush()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            self.offset_index.close()
+            self.time_index.close()
+            os.close(self._fd)
+            self._fd = None
+
+    # ------------------------------------------------------------------ lookups
+    def position_of(self, offset: int) -> tuple[int, object | None]:
+        """(start of the batch holding `offset`, its header), or (size, None) if it is past the end.
+        Index floor, then a forward scan of batch headers (SPEC 3.4)."""
+        _, pos = self.offset_index.lookup(offset)
+        while pos < self.size:
+            header = parse_header(self.pread(pos, BATCH_HEADER_SIZE), 0)
+            if header.last_offset >= offset:
+                return pos, header
+            pos += header.size
+        return self.size, None
+
+    def largest_timestamp(self) -> int:
+        """Largest record timestamp: the last time index entry plus the batches after it."""
+        if self.writable and self.max_timestamp >= 0:
+            return self.max_timestamp
+        entry = self.time_index.last_entry()
+        ts = entry[0] if entry else NO_TIMESTAMP
+        if self.is_sealed_files() and entry is not None:
+            return ts
+        _, pos = self.offset_index.lookup(entry[1]) if entry else (None, 0)
+        tail = self.scan(pos, self.size, check_crc=False)
+        if len(tail.positions):
+            ts = max(ts, int(tail.max_timestamps.max()))
+        return ts
+
+    def mtime_ms(self) -> int:
+        return int(os.fstat(self._fd).st_mtime * 1000)
+
+    def retention_timestamp(self) -> int:
+        """What retention judges: the largest timestamp, or the file's mtime where records carry
+        none (KIP-33 migration, seed 001)."""
+        ts = self.largest_timestamp()
+        return ts if ts >= 0 else self.mtime_ms()
+
+    def is_sealed_files(self) -> bool:
+        return self.offset_index.is_trimmed and self.time_index.is_trimmed
+
+    def is_sealed(self, next_base: int) -> bool:
+        if not self.is_sealed_files():
+            return False
+        entry = self.time_index.last_entry()
+        if entry is None:
+            return self.largest_timestamp() < 0
+        return entry[1] == next_base
+
+    def seal(self, next_base: int) -> bool:
+        """Write the final time index entry, trim both indexes, fsync. Idempotent; True if it
+        changed anything."""
+        if self.is_sealed(next_base):
+            return False
+        max_ts = self.largest_timestamp()
+        if max_ts >= 0:
+            self.time_index.seal_entry(max_ts, next_base)
+        os.fsync(self._fd)
+        self.time_index.flush()
+        self.offset_index.flush()
+        # Trimming is last: a segment is decidably sealed only once both files are trimmed.
+        self.time_index.trim()
+        self.offset_index.trim()
+        return True
+
+    def info(self, next_base: int, state: str) -> SegmentInfo:
+        largest = self.largest_timestamp()
+        mtime = self.mtime_ms()
+        return SegmentInfo(self.base_offset, next_base, self.size, largest,
+                           largest if largest >= 0 else mtime, state, self.log_path, mtime)
+
+    def read_bytes(self, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+        """Chunks of whole batches covering [start, end): (file position, bytes)."""
+        pos = start
+        while pos < end:
+            want = min(READ_CHUNK, end - pos)
+            buf = self.pread(pos, want)
+            if len(buf) < BATCH_HEADER_SIZE:
+                raise CorruptRecordError(f"{self.log_path}: truncated batch at position {pos}")
+            header = parse_header(buf, 0)
+            if header.size > len(buf):  # one batch bigger than the chunk: read it whole
+                buf = self.pread(pos, header.size)
+                if len(buf) < header.size:
+                    raise CorruptRecordError(f"{self.log_path}: batch at position {pos} is torn")
+                yield pos, buf
+                pos += header.size
+                continue
+            result = scan_batches(buf, 0, len(buf), check_crc=False)
+            if result.valid_end == 0:
+                raise CorruptRecordError(f"{self.log_path}: {result.error} (at file position {pos})")
+            yield pos, buf[:result.valid_end]
+            pos += result.valid_end
+
+
+def _shift(result, start: int):
+    if start:
+        result.positions = result.positions + start
+        result.valid_end += start
+    return result
+
+
+def _scan_chunked(segment: LogSegment, start: int, end: int, check_crc: bool):
+    """scan_batches over a long range, chunk by chunk, merged into one ScanResult. A chunk's end
+    cutting a batch is not an error: the next chunk starts at that batch."""
+    parts = []
+    pos, error = start, None
+    while pos < end:
+        buf = segment.pread(pos, min(READ_CHUNK, end - pos))
+        result = scan_batches(buf, 0, len(buf), check_crc=check_crc)
+        if result.valid_end == 0 and len(buf) >= BATCH_HEADER_SIZE:
+            try:  # a single batch larger than the chunk
+                size = parse_header(buf, 0).size
+            except CorruptRecordError:
+                size = 0
+            if len(buf) < size <= end - pos:
+                buf = segment.pread(pos, size)
+                result = scan_batches(buf, 0, len(buf), check_crc=check_crc)
+        if result.valid_end == 0:
+            error = result.error or f"no whole batch at position {pos}"
+            break
+        parts.append(_shift(result, pos))
+        pos = parts[-1].valid_end
+    return _merge(parts, error, start)
+
+
+def _merge(parts, error, start):
+    from indexer.records import ScanResult
+
+    if not parts:
+        return ScanResult(np.zeros(0, dtype=np.int64), [], start, error)
+    return ScanResult(np.concatenate([p.positions for p in parts]), [h for p in parts for h in p.headers],
+                      parts[-1].valid_end, error)

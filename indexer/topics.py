@@ -1,0 +1,144 @@
+"""Topic metadata: a topic's partition count and configuration overrides, recorded once.
+
+Stored as JSON at <root>/_seglog/topics/<topic>.json. Creation is first-writer-wins across
+processes: the file is written under a temporary name, fsynced, then `os.link`ed to its final name,
+which fails if it already exists (no rename-over: a second creator never replaces the first's file).
+Every later creator reads the recorded metadata and must ask for the same thing.
+
+Invariant: once <topic>.json exists it never changes (partition count and overrides are fixed).
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from conf.topic_config import TopicConfig, validate_topic_config
+from indexer.errors import InvalidTopicError
+from indexer.fsutil import fsync_dir
+from indexer.names import META_DIR, validate_topic
+
+MAX_PARTITIONS = 1 << 20  # a sanity bound; Kafka has none but a folder per partition makes this plenty
+
+
+@dataclass(frozen=True)
+class TopicMetadata:
+    name: str
+    partitions: int
+    config: dict[str, Any] = field(default_factory=dict)   # overrides of the built-in defaults
+    created_ms: int = 0
+
+    def topic_config(self) -> TopicConfig:
+        """The defaults with this topic's overrides applied."""
+        return validate_topic_config(self.config, where=f"topic {self.name!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "partitions": self.partitions, "config": dict(self.config),
+                "created_ms": self.created_ms}
+
+
+def topics_dir(root: str | os.PathLike) -> Path:
+    return Path(root) / META_DIR / "topics"
+
+
+def topic_file(root: str | os.PathLike, topic: str) -> Path:
+    return topics_dir(root) / f"{validate_topic(topic)}.json"
+
+
+def _check_partitions(topic: str, partitions: object) -> int:
+    if isinstance(partitions, bool) or not isinstance(partitions, int) or not 1 <= partitions <= MAX_PARTITIONS:
+        raise InvalidTopicError(f"topic {topic!r}: partitions = {partitions!r}; allowed: an integer from 1 "
+                                f"to {MAX_PARTITIONS}")
+    return partitions
+
+
+def _parse(path: Path, raw: bytes) -> TopicMetadata:
+    try:
+        doc = json.loads(raw)
+        meta = TopicMetadata(name=str(doc["name"]), partitions=int(doc["partitions"]),
+                             config=dict(doc.get("config") or {}), created_ms=int(doc.get("created_ms", 0)))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidTopicError(f"topic metadata {path} is unreadable: {exc}") from None
+    _check_partitions(meta.name, meta.partitions)
+    return meta
+
+
+def load_topic(root: str | os.PathLike, topic: str) -> TopicMetadata | None:
+    """The recorded metadata of `topic`, or None if it was never created."""
+    path = topic_file(root, topic)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    meta = _parse(path, raw)
+    if meta.name != topic:
+        raise InvalidTopicError(f"topic metadata {path} names topic {meta.name!r}, not {topic!r}")
+    return meta
+
+
+def list_topics(root: str | os.PathLike) -> list[str]:
+    d = topics_dir(root)
+    if not d.is_dir():
+        return []
+    return sorted(p.stem for p in d.glob("*.json"))
+
+
+def _normalise(topic: str, config: Mapping[str, Any] | TopicConfig | None) -> dict[str, Any]:
+    """Validated overrides: only the keys whose value differs from the built-in defaults."""
+    if isinstance(config, TopicConfig):
+        return config.overrides()
+    return validate_topic_config(config, where=f"config of topic {topic!r}").overrides()
+
+
+def create_topic(root: str | os.PathLike, topic: str, partitions: int,
+                 config: Mapping[str, Any] | TopicConfig | None = None) -> TopicMetadata:
+    """Record `topic` with `partitions` and `config`; idempotent for the same request.
+
+    A topic already recorded with a different partition count or configuration raises
+    InvalidTopicError naming both. Two concurrent creators agree: exactly one link wins.
+    """
+    validate_topic(topic)
+    _check_partitions(topic, partitions)
+    overrides = _normalise(topic, config)
+    existing = load_topic(root, topic)
+    if existing is None:
+        path = topic_file(root, topic)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        meta = TopicMetadata(topic, partitions, overrides, int(time.time() * 1000))
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{time.monotonic_ns()}")
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(json.dumps(meta.to_json(), sort_keys=True, indent=1).encode())
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.link(tmp, path)          # fails if another creator got there first
+                fsync_dir(path.parent)
+                return meta
+            except FileExistsError:
+                pass
+        finally:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+        existing = load_topic(root, topic)
+        if existing is None:  # the file that beat our link is gone: only an operator removes it
+            raise InvalidTopicError(f"topic {topic!r}: its metadata file {path} vanished while creating it")
+    _check_same(existing, partitions, overrides)
+    return existing
+
+
+def _check_same(existing: TopicMetadata, partitions: int, overrides: Mapping[str, Any]) -> None:
+    problems = []
+    if existing.partitions != partitions:
+        problems.append(f"it has {existing.partitions} partitions, {partitions} were asked")
+    if dict(existing.config) != dict(overrides):
+        problems.append(f"its configuration overrides are {dict(sorted(existing.config.items()))}, "
+                        f"{dict(sorted(overrides.items()))} were asked")
+    if problems:
+        raise InvalidTopicError(f"topic {existing.name!r} already exists and differs: " + "; ".join(problems)
+                                + " (an existing topic keeps its partition count and configuration)")

@@ -1,0 +1,1 @@
+"""The `seglog` subcommands, one module each. Each exposes `add_parser(subparsers)` and `run(args) -> int`."""

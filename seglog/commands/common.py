@@ -1,0 +1,107 @@
+"""What the subcommands share: usage errors, finding partitions under a root, opening them."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from indexer.names import META_DIR, parse_partition_dir
+
+EXIT_OK = 0
+EXIT_FAULT = 1      # a fault was found, or the operation failed
+EXIT_USAGE = 2      # bad arguments
+
+
+class UsageError(Exception):
+    """A bad argument: the command prints it on one line and exits 2."""
+
+
+@dataclass(frozen=True)
+class Partition:
+    root: Path          # the log root (holds _seglog/)
+    topic: str
+    partition: int
+
+    @property
+    def path(self) -> Path:
+        return self.root / f"{self.topic}-{self.partition}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+def _is_partition_dir(path: Path) -> bool:
+    """A folder named <topic>-<partition> that is not itself a root (no _seglog/ inside)."""
+    return parse_partition_dir(path.name) is not None and not (path / META_DIR).is_dir()
+
+
+def find_partitions(path: str | os.PathLike, topic: str | None = None,
+                    partition: int | None = None) -> list[Partition]:
+    """The partitions that `path` names: a root (every partition, or those of `topic`), or one
+    partition folder. Raises UsageError when `path` is not a folder or nothing matches."""
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"{p}: no such folder")
+    if not p.is_dir():
+        raise UsageError(f"{p}: not a folder (expected a log root or a partition folder)")
+    if _is_partition_dir(p):
+        t, n = parse_partition_dir(p.name)
+        found = [Partition(p.parent, t, n)]
+    else:
+        from indexer import LogRoot
+
+        if topic is not None:
+            from indexer.names import validate_topic
+            try:
+                validate_topic(topic)
+            except Exception as exc:
+                raise UsageError(str(exc)) from None
+        found = [Partition(p, t, n) for t, n in LogRoot(p).partitions(topic)]
+    if topic is not None:
+        found = [q for q in found if q.topic == topic]
+    if partition is not None:
+        found = [q for q in found if q.partition == partition]
+    if not found:
+        what = "partitions"
+        if topic is not None:
+            what += f" of topic {topic!r}"
+        if partition is not None:
+            what = f"partition {partition}" + (f" of topic {topic!r}" if topic else "")
+        raise UsageError(f"{p}: no {what} found (a root holds <topic>-<partition> folders)")
+    return found
+
+
+def topic_config(part: Partition):
+    """The topic's configuration as recorded under its root (defaults where none is)."""
+    from indexer import LogRoot
+
+    return LogRoot(part.root).topic_config(part.topic)
+
+
+def open_readonly(part: Partition):
+    from indexer import Log
+
+    return Log.open(part.path, topic_config(part), readonly=True)
+
+
+def open_writable(part: Partition, lock_timeout: float | None):
+    from indexer import Log
+
+    return Log.open(part.path, topic_config(part), lock_timeout=lock_timeout)
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an int >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise _arg_error(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise _arg_error(f"{value} is negative (must be >= 0)")
+    return value
+
+
+def _arg_error(message: str):
+    import argparse
+    return argparse.ArgumentTypeError(message)

@@ -1,0 +1,78 @@
+"""`seglog truncate ROOT --topic T --partition P --to-offset N [--yes]`: the operator's truncation.
+
+Removes exactly the records at or after N from one partition (SPEC 3.6), under the partition's
+lock, and lowers the topic's committed end for that partition to N when it was above.
+
+Order, for crash safety: with the lock held, the committed end is lowered FIRST, then the log is
+cut. A crash in between leaves records above a committed end that hides them (the state a
+partly-written sink batch leaves, which the sink already repairs by truncating); the reverse order
+could leave a committed end above the log's end, so that the next records appended there would be
+visible before the sink commits them. Stop the writing query first: the lock keeps an appending
+task out while this runs, but a sink commit that follows may raise the end again.
+"""
+from __future__ import annotations
+
+import sys
+
+from seglog.commands.common import (EXIT_FAULT, EXIT_OK, UsageError, find_partitions, non_negative_int,
+                                    open_writable)
+
+OPERATOR = "operator"       # the writer id of the operator's commits
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "truncate", help="remove the records at or after an offset from one partition",
+        description="Remove every record at or after --to-offset from one partition (under its lock) "
+                    "and lower the committed end offset to it. Asks for confirmation unless --yes.")
+    p.add_argument("root", metavar="ROOT", help="a log root")
+    p.add_argument("--topic", required=True, help="the topic")
+    p.add_argument("--partition", required=True, type=non_negative_int, metavar="P", help="the partition")
+    p.add_argument("--to-offset", required=True, type=non_negative_int, metavar="N",
+                   help="the first offset to remove (records below it are kept)")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--lock-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="how long to wait for the partition's lock (default 30)")
+    p.set_defaults(run=run)
+
+
+def _confirm(question: str) -> bool:
+    if not sys.stdin.isatty():
+        raise UsageError("truncation removes records: pass --yes to confirm (stdin is not a terminal)")
+    answer = input(f"{question} [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
+
+
+def run(args) -> int:
+    from indexer.commit_log import CommitLog
+
+    (part,) = find_partitions(args.root, args.topic, args.partition)
+    n = args.to_offset
+    with open_writable(part, args.lock_timeout) as log:
+        for line in log.recovery_report:
+            print(f"{part.name}: recovery: {line}")
+        start, end = log.log_start_offset, log.log_end_offset
+        commits = CommitLog(part.root, part.topic)
+        committed = commits.end_offsets().get(part.partition)
+        if n < start:
+            raise UsageError(f"--to-offset {n} is below the log start offset {start} of {part.name}: "
+                             f"those records are already gone (allowed: {start} to {end})")
+        lower_commit = committed is not None and committed > n
+        if n >= end and not lower_commit:
+            print(f"{part.name}: nothing to do: the log ends at {end} (<= {n}); committed end "
+                  f"{'-' if committed is None else committed}")
+            return EXIT_OK
+        removing = max(0, end - n)
+        if not args.yes and not _confirm(
+                f"remove offsets {n} to {end - 1} ({removing} offset(s)) from {part.path}?"):
+            print("not truncated")
+            return EXIT_FAULT
+        if lower_commit:
+            commits.commit(OPERATOR, -1, {part.partition: n}, allow_lower=True)
+            print(f"{part.name}: committed end lowered from {committed} to {n}")
+        if n < end:
+            log.truncate_to(n)
+            log.flush()
+            print(f"{part.name}: truncated to {n} (removed {removing} offset(s); log end was {end}, now "
+                  f"{log.log_end_offset})")
+    return EXIT_OK

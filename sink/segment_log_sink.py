@@ -1,0 +1,339 @@
+"""`SegmentLogSink`: the foreachBatch sink (SPEC 7). The driver plans, checks and commits; executors write.
+
+Per call `(df, batch_id)`:
+1. Check the schema (`sink.input_schema`): a bad column is refused before any job runs.
+2. Resolve the writer id (`writer_id=`, else Spark's local property `sql.streaming.queryId`, else
+   `default`) and the target topics; take each topic's driver lock
+   (`<root>/_seglog/locks/<topic>.writer`) so two queries never interleave batches of one topic.
+3. Skip topics whose commit log already holds this batch for this writer (a re-delivery).
+4. One JVM aggregate per topic (rows, min/max timestamp, largest record, partition range) refuses a
+   bad batch before anything is written: partition out of range, record larger than
+   max.message.bytes, timestamp out of range under policy `fail` (with `quarantine` those rows are
+   routed to the quarantine topic instead). Topics are created (or checked) here.
+5. Roll back: any partition whose log end is past its committed end (a crashed delivery) is
+   truncated back under its lock.
+6. The write: a JVM expression gives every row its slot (topic, partition): the `partition` column,
+   else Kafka's murmur2 of the key, else a hash of the value for a null key; a shuffle on the slot groups
+   rows so that one task writes each partition; `mapInArrow` with `sink.executor_write.TaskWriter`
+   is the only Python pass.
+7. Commit once per topic, holding the written partitions' locks (so a late task attempt cannot
+   truncate between the check and the commit), then remove this batch's markers. On failure every
+   partition is truncated back to its committed end: a refused batch leaves the log as it was.
+
+Murmur2 in the JVM: Spark has no kafka-clients jar and `reflect` takes no binary arguments, so a tiny
+Java UDF (`sink.jvm_murmur2`) is compiled with javac on first use and cached; without javac a first
+Python pass computes the keyed partitions (`sink.partitioner`), at the cost of a second transfer.
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Mapping
+
+from conf.topic_config import validate_topic_config
+from indexer.commit_log import CommitLog
+from indexer.errors import RecordTooLargeError, TimestampOutOfRangeError
+from indexer.locks import FileLock, partition_lock
+from indexer.names import META_DIR, partition_dir_name, validate_topic
+from indexer.topics import TopicMetadata, create_topic, load_topic
+from sink.executor_write import RESULT_SCHEMA, SLOT, INT64_MAX, TaskWriter, WritePlan, inflight_dir
+from sink.input_schema import InputColumns, SinkInputError, validate_schema
+
+_WRITER_RE = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+QUERY_ID_PROPERTY = "sql.streaming.queryId"
+ARROW_BATCH_ROWS = 100_000
+BATCH_OVERHEAD = 61           # Kafka's record batch header, v2
+
+
+def _sql_str(s: str) -> str:
+    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _varint_len(x: str) -> str:
+    """SQL: bytes of the zigzag varint of a non-negative int expression."""
+    return (f"(CASE WHEN {x} < 64 THEN 1 WHEN {x} < 8192 THEN 2 WHEN {x} < 1048576 THEN 3 "
+            f"WHEN {x} < 134217728 THEN 4 ELSE 5 END)")
+
+
+def _record_batch_size_sql(cols: InputColumns) -> str:
+    """SQL: the encoded size of a batch holding this record alone (what max.message.bytes bounds)."""
+    key = ("1" if not cols.has_key else
+           f"(CASE WHEN key IS NULL THEN 1 ELSE {_varint_len('octet_length(key)')} + octet_length(key) END)")
+    value = f"(CASE WHEN value IS NULL THEN 1 ELSE {_varint_len('octet_length(value)')} + octet_length(value) END)"
+    if cols.has_headers:
+        one = (f"{_varint_len('octet_length(h.key)')} + octet_length(h.key) + (CASE WHEN h.value IS NULL THEN 1 "
+               f"ELSE {_varint_len('octet_length(h.value)')} + octet_length(h.value) END)")
+        headers = (f"(CASE WHEN headers IS NULL THEN 1 ELSE {_varint_len('size(headers)')} + "
+                   f"aggregate(headers, 0L, (acc, h) -> acc + {one}) END)")
+    else:
+        headers = "1"
+    body = f"(3 + {key} + {value} + {headers})"       # attributes, timestamp delta 0, offset delta 0
+    return f"({BATCH_OVERHEAD} + {_varint_len(body)} + {body})"
+
+
+class SegmentLogSink:
+    """`foreachBatch(SegmentLogSink(root, topic=..., partitions=..., config=...))`; a plain callable."""
+
+    def __init__(self, root: str, topic: str | None = None, partitions: int | None = None,
+                 config: Mapping[str, Any] | None = None, writer_id: str | None = None, *,
+                 tasks: int | None = None, lock_timeout: float | None = 600.0,
+                 jvm_partitioner: bool | None = None):
+        self.root = str(Path(root).resolve())
+        self.topic = validate_topic(topic) if topic is not None else None
+        if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int)
+                                       or partitions < 1):
+            raise SinkInputError(f"partitions = {partitions!r}; allowed: an integer >= 1")
+        self.partitions = partitions
+        # Validated now, so a bad key fails when the query is defined, not at its first batch.
+        self.config = (validate_topic_config(config, where="SegmentLogSink config").overrides()
+                       if config is not None else None)
+        if writer_id is not None and (not isinstance(writer_id, str) or not _WRITER_RE.match(writer_id)):
+            raise SinkInputError(f"writer_id = {writer_id!r}; allowed: 1 to 200 characters of [A-Za-z0-9._-]")
+        self.writer_id = writer_id
+        self.tasks = tasks
+        self.lock_timeout = lock_timeout
+        self.jvm_partitioner = jvm_partitioner
+        self.last_results: list[dict] = []       # the last batch's per-partition results (driver side)
+
+    # ------------------------------------------------------------------ entry point
+    def __call__(self, df, batch_id: int) -> None:
+        cols = validate_schema(df.schema)
+        spark = df.sparkSession
+        writer = self.writer_id or spark.sparkContext.getLocalProperty(QUERY_ID_PROPERTY) or "default"
+        if not _WRITER_RE.match(writer):
+            raise SinkInputError(f"writer id {writer!r} from the query is not usable as a folder name")
+        batch_id = int(batch_id)
+        self.last_results = []
+        if not cols.has_topic and self.topic is None:
+            raise SinkInputError("the sink has no topic: pass topic= or give the DataFrame a 'topic' column")
+
+        topic_expr = ("coalesce(topic, " + (_sql_str(self.topic) if self.topic else "CAST(NULL AS STRING)") + ")"
+                      if cols.has_topic else _sql_str(self.topic))
+        known_topics = [self.topic] if (self.topic and not cols.has_topic) else None
+        if known_topics:
+            with self._locked(known_topics):
+                if self._all_committed(known_topics, writer, batch_id):
+                    return
+        stats = self._stats(df, cols, topic_expr)
+        topics = sorted(stats)
+        if None in stats:
+            raise SinkInputError(f"{stats[None]['rows']} row(s) have a null 'topic' and the sink has no topic= "
+                                 f"to fall back on; nothing was written")
+        if not topics and self.topic:
+            topics = [self.topic]
+        now = int(time.time() * 1000)
+        metas = {t: self._topic(t) for t in topics}
+        quarantine = self._check(df, cols, topic_expr, stats, metas, now)
+        for q in quarantine.values():
+            if q not in metas:
+                metas[q] = self._topic(q, default_partitions=metas[next(iter(metas))].partitions)
+        all_topics = sorted(metas)
+        with self._locked(all_topics):
+            todo = [t for t in all_topics if not self._committed(t, writer, batch_id)]
+            if not todo:
+                return
+            for t in todo:
+                self._roll_back(t, metas[t])
+            run_id = uuid.uuid4().hex
+            try:
+                results = self._write(df, cols, topic_expr, metas, todo, quarantine, writer, batch_id, run_id, now)
+                self._commit(todo, metas, results, writer, batch_id)
+            except BaseException:
+                for t in todo:
+                    with contextlib.suppress(Exception):
+                        self._roll_back(t, metas[t])
+                raise
+            finally:
+                for t in todo:
+                    shutil.rmtree(inflight_dir(self.root, t, writer, batch_id), ignore_errors=True)
+            self.last_results = results
+
+    # ------------------------------------------------------------------ driver steps
+    @contextlib.contextmanager
+    def _locked(self, topics):
+        locks = [FileLock(Path(self.root) / META_DIR / "locks" / f"{t}.writer", what=f"topic {t} (sink writer)")
+                 for t in sorted(set(topics))]
+        try:
+            for lock in locks:                       # sorted order: two sinks never deadlock
+                lock.acquire(self.lock_timeout)
+            yield
+        finally:
+            for lock in reversed(locks):
+                lock.release()
+
+    def _committed(self, topic: str, writer: str, batch_id: int) -> bool:
+        last = CommitLog(self.root, topic).last_batch(writer)
+        return last is not None and last >= batch_id
+
+    def _all_committed(self, topics, writer, batch_id) -> bool:
+        return all(self._committed(t, writer, batch_id) for t in topics)
+
+    def _topic(self, topic: str, default_partitions: int | None = None) -> TopicMetadata:
+        meta = load_topic(self.root, topic)
+        if meta is not None:
+            if self.partitions is not None or self.config is not None:
+                # an existing topic keeps its own count and configuration; a different request is an error
+                create_topic(self.root, topic, self.partitions or meta.partitions,
+                             self.config if self.config is not None else meta.config)
+            return meta
+        partitions = self.partitions or default_partitions
+        if partitions is None:
+            raise SinkInputError(f"topic {topic!r} does not exist under {self.root}; pass partitions= (and "
+                                 f"config=) to the sink to create it")
+        return create_topic(self.root, topic, partitions,
+                            self.config if default_partitions is None else None)
+
+    def _stats(self, df, cols: InputColumns, topic_expr: str) -> dict:
+        """One JVM aggregate over the batch, per topic: what the checks need."""
+        from pyspark.sql import functions as F
+
+        aggs = [F.count(F.lit(1)).alias("rows"), F.max(F.expr(_record_batch_size_sql(cols))).alias("max_size")]
+        if cols.has_timestamp:
+            ts = "unix_millis(CAST(timestamp AS TIMESTAMP))"
+            aggs += [F.min(F.expr(ts)).alias("min_ts"), F.max(F.expr(ts)).alias("max_ts")]
+        if cols.has_partition:
+            aggs += [F.min("partition").alias("min_p"), F.max("partition").alias("max_p")]
+        rows = df.groupBy(F.expr(topic_expr).alias("_t")).agg(*aggs).collect()
+        return {r["_t"]: r.asDict() for r in rows}
+
+    def _check(self, df, cols, topic_expr, stats, metas, now) -> dict[str, str]:
+        """Refuse a bad batch before anything is written; returns {topic: quarantine topic}."""
+        quarantine = {}
+        for t, s in stats.items():
+            cfg = metas[t].topic_config()
+            n = metas[t].partitions
+            if cols.has_partition and s.get("min_p") is not None and (s["min_p"] < 0 or s["max_p"] >= n):
+                bad = s["min_p"] if s["min_p"] < 0 else s["max_p"]
+                raise SinkInputError(f"topic {t!r} has {n} partitions (0 to {n - 1}); the batch has a row with "
+                                     f"partition {bad}; nothing was written")
+            limit = cfg["max.message.bytes"]
+            if s["max_size"] is not None and s["max_size"] > limit:
+                size_sql = _record_batch_size_sql(cols)
+                row = df.where(f"{topic_expr} = {_sql_str(t)} AND {size_sql} > {limit}") \
+                    .selectExpr(("key" if cols.has_key else "NULL AS key"), f"{size_sql} AS size").first()
+                raise RecordTooLargeError(
+                    f"topic {t!r}: a record (key {_show(row['key'])}) encodes to a batch of {row['size']} bytes, "
+                    f"more than max.message.bytes={limit}; nothing was written")
+            diff = cfg["max.message.time.difference.ms"]
+            if cols.has_timestamp and not cfg.log_append_time and diff < INT64_MAX and s["min_ts"] is not None:
+                if s["min_ts"] < now - diff or s["max_ts"] > now + diff:
+                    if cfg["message.timestamp.out.of.range.policy"] == "quarantine":
+                        quarantine[t] = validate_topic(cfg["quarantine.topic"])
+                        continue
+                    ts = "unix_millis(CAST(timestamp AS TIMESTAMP))"
+                    row = df.where(f"{topic_expr} = {_sql_str(t)} AND abs({ts} - {now}) > {diff}").selectExpr(
+                        ("key" if cols.has_key else "NULL AS key"), f"{ts} AS ts").first()
+                    raise TimestampOutOfRangeError(
+                        f"topic {t!r}: a record (key {_show(row['key'])}) has timestamp {row['ts']}, "
+                        f"{row['ts'] - now} ms from now ({now}); max.message.time.difference.ms={diff}; "
+                        f"the batch was refused whole, nothing was written")
+        return quarantine
+
+    def _roll_back(self, topic: str, meta: TopicMetadata) -> None:
+        """Truncate every partition whose log end is past its committed end (a crashed delivery)."""
+        from indexer.log import Log
+
+        ends = CommitLog(self.root, topic).end_offsets()
+        for p in range(meta.partitions):
+            path = Path(self.root) / partition_dir_name(topic, p)
+            if not path.is_dir():
+                continue
+            committed = ends.get(p, 0)
+            with Log.open(path, meta.config, readonly=True) as ro:
+                if ro.log_end_offset <= committed:
+                    continue
+            with Log.open(path, meta.config, lock_timeout=self.lock_timeout) as log:
+                if log.log_end_offset > committed:
+                    log.truncate_to(committed)
+                    log.flush()
+
+    def _slot_sql(self, cols, topic_expr, metas, todo, quarantine, now):
+        """SQL for each row's topic (after quarantine routing), its topic's partition count, the slot base
+        of its topic (NULL if that topic is not written in this delivery), and the slots (topic, p)."""
+        slots, base = [], {}
+        for t in todo:
+            base[t] = len(slots)
+            slots += [(t, p) for p in range(metas[t].partitions)]
+        t_expr = topic_expr
+        for t, q in quarantine.items():
+            diff = metas[t].topic_config()["max.message.time.difference.ms"]
+            t_expr = (f"(CASE WHEN {topic_expr} = {_sql_str(t)} AND timestamp IS NOT NULL AND "
+                      f"abs(unix_millis(CAST(timestamp AS TIMESTAMP)) - {now}) > {diff} "
+                      f"THEN {_sql_str(q)} ELSE {t_expr} END)")
+        n_expr = "(CASE _t " + " ".join(f"WHEN {_sql_str(t)} THEN {metas[t].partitions}" for t in metas) + " END)"
+        base_expr = "(CASE _t " + " ".join(f"WHEN {_sql_str(t)} THEN {base[t]}" for t in todo) + " END)"
+        return t_expr, n_expr, base_expr, slots
+
+    def _write(self, df, cols, topic_expr, metas, todo, quarantine, writer, batch_id, run_id, now) -> list[dict]:
+        from pyspark.sql import functions as F
+
+        spark = df.sparkSession
+        t_expr, n_expr, base_expr, slots = self._slot_sql(cols, topic_expr, metas, todo, quarantine, now)
+        staged = df.withColumn("_t", F.expr(t_expr))
+        # Null keys: spread by a hash of the value. Deterministic (unlike Kafka's sticky partitioner) so
+        # that a retried task or a rerun stage sends every row to the same partition (executor_write).
+        spread_cols = "value, timestamp" if cols.has_timestamp else "value"
+        spread = f"CAST(pmod(xxhash64({spread_cols}), {n_expr}) AS INT)"
+        key_bin = "CAST(key AS BINARY)" if cols.key_is_string else "key"
+        if cols.has_key:
+            use_jvm = self.jvm_partitioner
+            if use_jvm is None or use_jvm:
+                from sink.jvm_murmur2 import UDF_NAME, register_udf
+                registered = register_udf(spark)
+                if use_jvm and not registered:
+                    raise SinkInputError("jvm_partitioner=True but no javac is available to build the UDF")
+                use_jvm = registered
+            if use_jvm:
+                keyed = f"{UDF_NAME}({key_bin}, {n_expr})"
+            else:
+                staged = _python_key_partitions(staged.withColumn("_n", F.expr(n_expr)), cols)
+                keyed = "_kp"
+            p_expr = f"coalesce({keyed}, {spread})"
+        else:
+            p_expr = spread
+        if cols.has_partition:
+            p_expr = f"coalesce(CAST(partition AS INT), {p_expr})"
+        staged = staged.withColumn(SLOT, F.expr(f"{base_expr} + {p_expr}")).where(f"{SLOT} IS NOT NULL")
+        keep = [c for c in ("key", "value", "timestamp", "headers") if c in df.columns] + [SLOT]
+        ntasks = self.tasks or max(1, min(len(slots), 2 * spark.sparkContext.defaultParallelism))
+        grouped = staged.select(*keep).repartition(ntasks, SLOT)
+        configs = {}
+        for t in todo:
+            c = dict(metas[t].config)
+            c["max.message.time.difference.ms"] = INT64_MAX   # the driver checked it against one `now`
+            configs[t] = c
+        plan = WritePlan(self.root, writer, batch_id, run_id, tuple(slots), configs, self.lock_timeout)
+        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
+        rows = grouped.mapInArrow(TaskWriter(plan), RESULT_SCHEMA).collect()
+        return [r.asDict() for r in rows]
+
+    def _commit(self, todo, metas, results, writer, batch_id) -> None:
+        for t in todo:
+            ends = {r["partition"]: r["end"] for r in results if r["topic"] == t}
+            locks = [partition_lock(Path(self.root) / partition_dir_name(t, p)) for p in sorted(ends)]
+            try:
+                for lock in locks:   # a late task attempt cannot run between its check and this commit
+                    lock.acquire(self.lock_timeout)
+                CommitLog(self.root, t).commit(writer, batch_id, ends)
+            finally:
+                for lock in reversed(locks):
+                    lock.release()
+
+
+def _show(key) -> str:
+    if key is None:
+        return "null"
+    b = bytes(key) if not isinstance(key, str) else key.encode()
+    return repr(b[:40]) + ("..." if len(b) > 40 else "")
+
+
+def _python_key_partitions(df, cols: InputColumns):
+    """Fallback without javac: a first Python pass that computes `_kp` (murmur2 partition or null)."""
+    from sink.partitioner import KeyPartitionPass
+
+    schema = df.schema.add("_kp", "int")
+    return df.mapInArrow(KeyPartitionPass(), schema)

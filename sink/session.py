@@ -1,0 +1,43 @@
+"""A local Spark session sized for a small machine, for the demo, the tests and the benchmarks.
+
+Production jobs bring their own session; this one exists so that every local entry point (demo,
+tests, bench) starts Spark the same way, with the settings the seglog paths rely on.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+
+def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool = False,
+                  driver_memory: str = "4g", extra_conf: dict[str, str] | None = None):
+    from pyspark.sql import SparkSession
+
+    # Python workers must run this interpreter, or they will not find pyarrow or seglog.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master(f"local[{cores}]").appName(app_name)
+        .config("spark.driver.memory", driver_memory)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(max(2, cores * 2)))
+        .config("spark.default.parallelism", str(cores))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
+        .config("spark.python.worker.reuse", "true")
+    )
+    if with_delta:
+        builder = (builder
+                   .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+                   .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
+        from delta import configure_spark_with_delta_pip
+        builder = configure_spark_with_delta_pip(builder)
+    for key, value in (extra_conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,251 @@
+"""Options of the `seglog` data source, parsed once at the edge (SPEC 8).
+
+The names and meanings are those of Spark's Kafka source; Spark hands them over as strings with
+lower-cased keys. Everything here is pure (no file access) so that a bad option is refused at
+`load()` time with the option's name, the value and what is allowed.
+
+Precedence, as in Spark's Kafka source: for the start, `startingTimestamp` over
+`startingOffsetsByTimestamp` over `startingOffsets`; for the end, `endingTimestamp` over
+`endingOffsetsByTimestamp` over `endingOffsets`.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from indexer.errors import ConfigError
+from indexer.names import validate_topic
+
+EARLIEST = -2   # Kafka's ListOffsets sentinels, as in the offsets JSON
+LATEST = -1
+
+DEFAULT_MAX_BYTES_PER_TASK = 128 << 20
+DEFAULT_MAX_ROWS_PER_BATCH = 65536
+
+# Lower-cased key -> the spelling users write (error messages name the latter).
+KNOWN_OPTIONS = {
+    "path": "path",
+    "topic": "topic",
+    "subscribe": "subscribe",
+    "startingoffsets": "startingOffsets",
+    "endingoffsets": "endingOffsets",
+    "startingtimestamp": "startingTimestamp",
+    "endingtimestamp": "endingTimestamp",
+    "startingoffsetsbytimestamp": "startingOffsetsByTimestamp",
+    "endingoffsetsbytimestamp": "endingOffsetsByTimestamp",
+    "startingoffsetsbytimestampstrategy": "startingOffsetsByTimestampStrategy",
+    "failondataloss": "failOnDataLoss",
+    "includeheaders": "includeHeaders",
+    "minpartitions": "minPartitions",
+    "maxbytespertask": "maxBytesPerTask",
+    "maxrowsperbatch": "maxRowsPerBatch",
+}
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One end of the read: `earliest`, `latest`, per-partition offsets, one timestamp for every
+    partition, or per-partition timestamps. `values` maps (topic, partition) to an offset or ms."""
+    kind: str                      # "earliest" | "latest" | "offsets" | "timestamp" | "timestamps"
+    option: str                    # the option it came from (for error messages)
+    timestamp: int | None = None   # kind == "timestamp"
+    values: Mapping[tuple[str, int], int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    root: str
+    topics: tuple[str, ...]
+    starting: Bound
+    ending: Bound
+    strategy: str = "error"                  # startingOffsetsByTimestampStrategy: error | latest
+    fail_on_data_loss: bool = True
+    include_headers: bool = False
+    min_partitions: int | None = None
+    max_bytes_per_task: int = DEFAULT_MAX_BYTES_PER_TASK
+    max_rows_per_batch: int = DEFAULT_MAX_ROWS_PER_BATCH
+
+
+def _bad(option: str, value: object, allowed: str) -> ConfigError:
+    return ConfigError(f"seglog source: invalid value {value!r} for option {option!r}; allowed: {allowed}")
+
+
+def _parse_bool(option: str, raw: str | None, default: bool) -> bool:
+    if raw is None:
+        return default
+    text = str(raw).strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    raise _bad(option, raw, "'true' or 'false'")
+
+
+def _parse_int(option: str, raw: str, *, minimum: int, what: str) -> int:
+    text = str(raw).strip()
+    try:
+        value = int(text)
+    except ValueError:
+        raise _bad(option, raw, what) from None
+    if value < minimum:
+        raise _bad(option, raw, what)
+    return value
+
+
+def _parse_topics(raw: str | None, option: str) -> tuple[str, ...]:
+    if raw is None or not str(raw).strip():
+        raise ConfigError("seglog source: option 'topic' is required: a topic name or a comma-separated "
+                          "list of topics, e.g. .option('topic', 'events')")
+    names = [t.strip() for t in str(raw).split(",")]
+    if any(not t for t in names):
+        raise _bad(option, raw, "a topic name or a comma-separated list of topic names, without empty entries")
+    topics: list[str] = []
+    for name in names:
+        try:
+            validate_topic(name)
+        except ValueError as e:
+            raise ConfigError(f"seglog source: option {option!r}: {e}") from None
+        if name not in topics:
+            topics.append(name)
+    return tuple(topics)
+
+
+def _parse_partition_json(option: str, raw: str, topics: tuple[str, ...], *,
+                          what: str, value_ok, value_rule: str) -> dict[tuple[str, int], int]:
+    """{"topic": {"0": v, "1": v}} -> {(topic, 0): v, ...}; every topic named must be read."""
+    example = '{"events": {"0": 23, "1": -2}}' if what == "offset" else '{"events": {"0": 1700000000000}}'
+    try:
+        doc = json.loads(raw)
+    except (TypeError, ValueError):
+        raise _bad(option, raw, f"a JSON object of topic -> {{partition: {what}}}, e.g. {example}") from None
+    if not isinstance(doc, dict) or not doc:
+        raise _bad(option, raw, f"a non-empty JSON object of topic -> {{partition: {what}}}, e.g. {example}")
+    out: dict[tuple[str, int], int] = {}
+    for topic, parts in doc.items():
+        if topic not in topics:
+            raise ConfigError(f"seglog source: option {option!r} names topic {topic!r}, which is not read "
+                              f"(topics read: {', '.join(topics)})")
+        if not isinstance(parts, dict) or not parts:
+            raise _bad(option, raw, f"for topic {topic!r} a non-empty JSON object of partition -> {what}")
+        for key, value in parts.items():
+            if not (isinstance(key, str) and key.isdigit()):
+                raise _bad(option, raw, f"partition keys are non-negative integers as strings; got {key!r} "
+                                        f"for topic {topic!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not value_ok(value):
+                raise _bad(option, raw, f"{value_rule}; got {value!r} for {topic}-{int(key)}")
+            out[(topic, int(key))] = value
+    return out
+
+
+def _parse_start_offsets(raw: str | None, topics: tuple[str, ...]) -> Bound:
+    option = "startingOffsets"
+    if raw is None or str(raw).strip().lower() == "earliest":
+        return Bound("earliest", option)
+    text = str(raw).strip()
+    if text.lower() == "latest":
+        raise _bad(option, raw, "'earliest' or a JSON object of offsets ('latest' is not allowed for a batch "
+                                "read, as in Spark's Kafka source)")
+    values = _parse_partition_json(
+        option, text, topics, what="offset", value_ok=lambda v: v >= 0 or v == EARLIEST,
+        value_rule="an offset >= 0, or -2 for earliest (-1, latest, is not allowed for a batch read)")
+    return Bound("offsets", option, values=values)
+
+
+def _parse_end_offsets(raw: str | None, topics: tuple[str, ...]) -> Bound:
+    option = "endingOffsets"
+    if raw is None or str(raw).strip().lower() == "latest":
+        return Bound("latest", option)
+    text = str(raw).strip()
+    if text.lower() == "earliest":
+        raise _bad(option, raw, "'latest' or a JSON object of offsets ('earliest' is not allowed for "
+                                "endingOffsets, as in Spark's Kafka source)")
+    values = _parse_partition_json(
+        option, text, topics, what="offset", value_ok=lambda v: v >= 0 or v == LATEST,
+        value_rule="an offset >= 0, or -1 for latest (-2, earliest, is not allowed for endingOffsets)")
+    return Bound("offsets", option, values=values)
+
+
+def _parse_timestamp(option: str, raw: str) -> int:
+    return _parse_int(option, raw, minimum=0, what="a timestamp in milliseconds since the epoch (an integer >= 0)")
+
+
+def _parse_timestamps_json(option: str, raw: str, topics: tuple[str, ...]) -> dict[tuple[str, int], int]:
+    return _parse_partition_json(option, str(raw).strip(), topics, what="timestamp", value_ok=lambda v: v >= 0,
+                                 value_rule="a timestamp in milliseconds since the epoch (an integer >= 0)")
+
+
+def _check_known(options: Mapping[str, str]) -> None:
+    for key in options:
+        if key not in KNOWN_OPTIONS:
+            near = difflib.get_close_matches(key, list(KNOWN_OPTIONS), n=1)
+            hint = f"; did you mean {KNOWN_OPTIONS[near[0]]!r}?" if near else ""
+            raise ConfigError(f"seglog source: unknown option {key!r}{hint} (known options: "
+                              f"{', '.join(sorted(KNOWN_OPTIONS.values()))})")
+
+
+def parse_options(options: Mapping[str, str]) -> SourceOptions:
+    """Validate and type the reader's options. Raises ConfigError naming the option and what is allowed."""
+    opts = {str(k).lower(): v for k, v in dict(options).items()}
+    _check_known(opts)
+    root = opts.get("path")
+    if root is None or not str(root).strip():
+        raise ConfigError("seglog source: no path given: pass the log root as .load('/data/log') "
+                          "or OPTIONS (path '/data/log')")
+    if "topic" in opts and "subscribe" in opts:
+        raise ConfigError("seglog source: give either 'topic' or 'subscribe', not both")
+    topic_option = "subscribe" if "subscribe" in opts else "topic"
+    topics = _parse_topics(opts.get(topic_option), topic_option)
+
+    if "startingtimestamp" in opts:
+        starting = Bound("timestamp", "startingTimestamp",
+                         timestamp=_parse_timestamp("startingTimestamp", opts["startingtimestamp"]))
+    elif "startingoffsetsbytimestamp" in opts:
+        starting = Bound("timestamps", "startingOffsetsByTimestamp",
+                         values=_parse_timestamps_json("startingOffsetsByTimestamp",
+                                                       opts["startingoffsetsbytimestamp"], topics))
+    else:
+        starting = _parse_start_offsets(opts.get("startingoffsets"), topics)
+    # The other start options are still checked, so a typo is never silently ignored.
+    if "startingoffsets" in opts and starting.kind in ("timestamp", "timestamps"):
+        _parse_start_offsets(opts["startingoffsets"], topics)
+
+    if "endingtimestamp" in opts:
+        ending = Bound("timestamp", "endingTimestamp",
+                       timestamp=_parse_timestamp("endingTimestamp", opts["endingtimestamp"]))
+    elif "endingoffsetsbytimestamp" in opts:
+        ending = Bound("timestamps", "endingOffsetsByTimestamp",
+                       values=_parse_timestamps_json("endingOffsetsByTimestamp",
+                                                     opts["endingoffsetsbytimestamp"], topics))
+    else:
+        ending = _parse_end_offsets(opts.get("endingoffsets"), topics)
+    if "endingoffsets" in opts and ending.kind in ("timestamp", "timestamps"):
+        _parse_end_offsets(opts["endingoffsets"], topics)
+
+    strategy = str(opts.get("startingoffsetsbytimestampstrategy", "error")).strip().lower()
+    if strategy not in ("error", "latest"):
+        raise _bad("startingOffsetsByTimestampStrategy", opts["startingoffsetsbytimestampstrategy"],
+                   "'error' or 'latest'")
+
+    min_partitions = None
+    if "minpartitions" in opts:
+        min_partitions = _parse_int("minPartitions", opts["minpartitions"], minimum=1, what="an integer >= 1")
+    max_bytes = DEFAULT_MAX_BYTES_PER_TASK
+    if "maxbytespertask" in opts:
+        max_bytes = _parse_int("maxBytesPerTask", opts["maxbytespertask"], minimum=1,
+                               what="a number of bytes >= 1")
+    max_rows = DEFAULT_MAX_ROWS_PER_BATCH
+    if "maxrowsperbatch" in opts:
+        max_rows = _parse_int("maxRowsPerBatch", opts["maxrowsperbatch"], minimum=1, what="an integer >= 1")
+
+    return SourceOptions(
+        root=str(root),
+        topics=topics,
+        starting=starting,
+        ending=ending,
+        strategy=strategy,
+        fail_on_data_loss=_parse_bool("failOnDataLoss", opts.get("failondataloss"), True),
+        include_headers=_parse_bool("includeHeaders", opts.get("includeheaders"), False),
+        min_partitions=min_partitions,
+        max_bytes_per_task=max_bytes,
+        max_rows_per_batch=max_rows,
+    )

@@ -1,0 +1,343 @@
+"""Planning a `seglog` read on the driver: which offsets of which partitions, split into tasks by bytes.
+
+Each partition's range is resolved here, once, from the options (SPEC 8) and the pushed-down
+filters: `[start, end)` where `end` never passes the partition's committed end (SPEC 4). The work
+is then cut into tasks of about a target number of bytes: small partitions share a task, large
+ones are split at offsets taken from the offset indexes (`Log.split_offsets`, no log scan),
+because a Python task costs ~100 ms to start (SPARK_NOTES).
+
+This module is pure of Spark: it sees `SourceOptions`, a `ScanBounds` and readonly `Log`s.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from indexer.errors import InvalidTopicError, OffsetOutOfRangeError
+from sink.source_options import EARLIEST, LATEST, Bound, SourceOptions
+
+MIN_TASK_BYTES = 8 << 20       # below this a second task costs more than it saves
+SLACK = 8                      # a piece may overflow its task by target/SLACK rather than be cut
+
+
+class NoOffsetForTimestampError(OffsetOutOfRangeError):
+    """startingOffsetsByTimestampStrategy=error and a partition holds no record at or after the timestamp."""
+
+
+@dataclass(frozen=True)
+class ScanBounds:
+    """What the pushed-down filters allow, as bounds the planner and the reader can use.
+
+    Timestamps are in ms (the log's unit), inclusive; None means unbounded. `ts_in`/`offset_in` are
+    finite sets (an empty set matches nothing). `partitions`/`topics` prune whole partitions.
+    """
+    ts_min: int | None = None
+    ts_max: int | None = None
+    ts_in: frozenset[int] | None = None
+    offset_min: int | None = None
+    offset_max: int | None = None
+    offset_in: frozenset[int] | None = None
+    partition_min: int | None = None
+    partition_max: int | None = None
+    partition_in: frozenset[int] | None = None
+    topic_in: frozenset[str] | None = None
+
+    def keeps_partition(self, topic: str, partition: int) -> bool:
+        if self.topic_in is not None and topic not in self.topic_in:
+            return False
+        if self.partition_in is not None and partition not in self.partition_in:
+            return False
+        if self.partition_min is not None and partition < self.partition_min:
+            return False
+        return self.partition_max is None or partition <= self.partition_max
+
+    def lowest_timestamp(self) -> int | None:
+        """The smallest timestamp a kept record may have (a seek target), or None."""
+        lows = [v for v in (self.ts_min, min(self.ts_in) if self.ts_in else None) if v is not None]
+        return max(lows) if lows else None
+
+    def offset_range(self) -> tuple[int, int | None]:
+        """[lo, hi) of offsets the filters allow (hi None: unbounded)."""
+        lo, hi = 0, None
+        if self.offset_min is not None:
+            lo = max(lo, self.offset_min)
+        if self.offset_max is not None:
+            hi = self.offset_max + 1
+        if self.offset_in is not None:
+            if not self.offset_in:
+                return 0, 0
+            lo = max(lo, min(self.offset_in))
+            hi = max(self.offset_in) + 1 if hi is None else min(hi, max(self.offset_in) + 1)
+        return lo, hi
+
+    def is_empty(self) -> bool:
+        if self.ts_in is not None and not self.ts_in:
+            return True
+        if self.ts_min is not None and self.ts_max is not None and self.ts_min > self.ts_max:
+            return True
+        lo, hi = self.offset_range()
+        return hi is not None and hi <= lo
+
+    def needs_row_filter(self) -> bool:
+        """True when rows inside the planned offset ranges may still fail a pushed filter."""
+        return (self.ts_min is not None or self.ts_max is not None or self.ts_in is not None
+                or self.offset_in is not None)
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Offsets [start, end) of one partition, read by one task."""
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+@dataclass
+class PartitionRange:
+    topic: str
+    partition: int
+    start: int
+    end: int
+    bytes: int = 0
+    log: object = field(default=None, repr=False)
+
+
+def partition_path(root: str, topic: str, partition: int) -> str:
+    from indexer.names import partition_dir_name
+    return os.path.join(root, partition_dir_name(topic, partition))
+
+
+def topic_partitions(root: str, topic: str) -> list[int]:
+    """The partitions of a topic: from its metadata if the sink created it, else from the folders."""
+    if not os.path.isdir(root):
+        raise InvalidTopicError(f"seglog source: log root {root!r} does not exist or is not a folder")
+    count = None
+    try:
+        from indexer.topics import load_topic
+        meta = load_topic(root, topic)
+        if meta is not None:
+            count = getattr(meta, "partitions", None)
+    except ImportError:  # metadata module absent: fall back on the folders
+        meta = None
+    found = set()
+    from indexer.names import parse_partition_dir
+    for name in os.listdir(root):
+        parsed = parse_partition_dir(name)
+        if parsed is not None and parsed[0] == topic and os.path.isdir(os.path.join(root, name)):
+            found.add(parsed[1])
+    if isinstance(count, int) and count > 0:
+        found |= set(range(count))
+    if not found:
+        topics = sorted({p[0] for p in map(parse_partition_dir, os.listdir(root)) if p is not None})
+        raise InvalidTopicError(f"seglog source: topic {topic!r} not found under {root!r} "
+                                f"(topics there: {', '.join(topics) or 'none'})")
+    return sorted(found)
+
+
+def check_bound_partitions(bound: Bound, topic: str, partitions: Sequence[int]) -> None:
+    """As Spark's Kafka source: a per-partition JSON must name every partition of each topic it names,
+    and only partitions that exist."""
+    if bound.kind not in ("offsets", "timestamps"):
+        return
+    named = {p for (t, p) in bound.values if t == topic}
+    if not named and not any(t == topic for (t, _) in bound.values):
+        missing = sorted(partitions)
+    else:
+        missing = sorted(set(partitions) - named)
+    if missing:
+        raise InvalidTopicError(
+            f"seglog source: option {bound.option!r} must give every partition of topic {topic!r}; missing: "
+            f"{', '.join(f'{topic}-{p}' for p in missing)}")
+    unknown = sorted(named - set(partitions))
+    if unknown:
+        raise InvalidTopicError(
+            f"seglog source: option {bound.option!r} names partitions that topic {topic!r} does not have: "
+            f"{', '.join(f'{topic}-{p}' for p in unknown)} (partitions: {', '.join(map(str, partitions))})")
+
+
+def check_layout(opts: SourceOptions) -> dict[str, list[int]]:
+    """Every topic exists, and every per-partition JSON covers its partitions exactly."""
+    layout = {}
+    for topic in opts.topics:
+        parts = topic_partitions(opts.root, topic)
+        check_bound_partitions(opts.starting, topic, parts)
+        check_bound_partitions(opts.ending, topic, parts)
+        layout[topic] = parts
+    return layout
+
+
+def committed_ends(root: str, topic: str) -> dict[int, int] | None:
+    """The committed end of every partition (the high watermark), or None if the topic has no commit
+    log (written through the Log API directly: the log end offset is then the end)."""
+    try:
+        from indexer.commit_log import CommitLog
+    except ImportError:
+        return None
+    log = CommitLog(root, topic)
+    if log.latest() is None:
+        return None
+    return dict(log.end_offsets())
+
+
+def data_loss_message(topic: str, partition: int, start: int, log_start: int) -> str:
+    return (f"seglog source: {topic}-{partition}: offsets {start} to {log_start - 1} are no longer in the "
+            f"log (deleted by retention; the log now starts at offset {log_start}). Some data may have been "
+            f"lost. Set failOnDataLoss=false to skip to offset {log_start} instead of failing.")
+
+
+def _timestamp_of(bound: Bound, topic: str, partition: int) -> int:
+    return bound.timestamp if bound.kind == "timestamp" else bound.values[(topic, partition)]
+
+
+def resolve_range(opts: SourceOptions, bounds: ScanBounds, topic: str, partition: int,
+                  log, committed: int | None) -> PartitionRange:
+    """[start, end) for one partition. Raises on data loss (failOnDataLoss), on a start past the end
+    given as offsets, and on a starting timestamp with no offset under strategy `error`."""
+    log_start, log_end = log.log_start_offset, log.log_end_offset
+    # Readers never pass the committed end (SPEC 4); without a commit log the log end is the end.
+    end_cap = log_end if committed is None else min(committed, log_end)
+    end_cap = max(end_cap, log_start)
+
+    # Ending bound (exclusive).
+    ending = opts.ending
+    if ending.kind == "latest":
+        end = end_cap
+    elif ending.kind == "offsets":
+        value = ending.values[(topic, partition)]
+        end = end_cap if value == LATEST else min(value, end_cap)
+    else:  # by timestamp: no offset for it means latest (Spark's Kafka source)
+        found = log.offset_for_timestamp(_timestamp_of(ending, topic, partition))
+        end = end_cap if found is None else min(found, end_cap)
+
+    # Starting bound.
+    starting = opts.starting
+    explicit = False
+    if starting.kind == "earliest":
+        start = log_start
+    elif starting.kind == "offsets":
+        value = starting.values[(topic, partition)]
+        start = log_start if value == EARLIEST else value
+        explicit = value != EARLIEST
+    else:
+        ts = _timestamp_of(starting, topic, partition)
+        found = log.offset_for_timestamp(ts)
+        if found is None or found >= end_cap:
+            if opts.strategy == "error":
+                raise NoOffsetForTimestampError(
+                    f"seglog source: {topic}-{partition} has no record with a timestamp at or after {ts} "
+                    f"({starting.option}); set startingOffsetsByTimestampStrategy=latest to start at the "
+                    f"latest offset ({end_cap}) instead")
+            found = end_cap
+        start = min(found, end)
+
+    skipped = False
+    if start < log_start:
+        if explicit and opts.fail_on_data_loss:
+            raise OffsetOutOfRangeError(data_loss_message(topic, partition, start, log_start))
+        start, skipped = log_start, True
+    if explicit and not skipped and start > end:
+        raise OffsetOutOfRangeError(
+            f"seglog source: {topic}-{partition}: starting offset {start} ({starting.option}) is after the "
+            f"ending offset {end} (committed end {end_cap}); ask for a start at or below the end")
+
+    # Pushed-down filters narrow the range: an offset window, and a timestamp seek (SPEC 3.5: every
+    # record with a timestamp >= T is at or after offset_for_timestamp(T)).
+    lo, hi = bounds.offset_range()
+    start = max(start, lo)
+    if hi is not None:
+        end = min(end, hi)
+    low_ts = bounds.lowest_timestamp()
+    if low_ts is not None and start < end:
+        found = log.offset_for_timestamp(low_ts)
+        start = end if found is None else max(start, min(found, end))
+    if bounds.is_empty() or start > end:
+        start = end
+    size = log.byte_size(start, end) if start < end else 0
+    return PartitionRange(topic, partition, start, end, size, log)
+
+
+def target_task_bytes(total: int, opts: SourceOptions, cores: int | None = None) -> int:
+    """About one task per core for a modest read, never tasks above maxBytesPerTask; `minPartitions`
+    asks for at least that many tasks."""
+    if opts.min_partitions is not None:
+        return max(1, min(opts.max_bytes_per_task, math.ceil(total / opts.min_partitions)))
+    cores = cores or os.cpu_count() or 2
+    return max(1, min(opts.max_bytes_per_task, max(MIN_TASK_BYTES, math.ceil(total / cores))))
+
+
+def pack(ranges: Iterable[PartitionRange], target: int,
+         split: Callable[[PartitionRange, int, int, int], int | None]) -> list[list[Slice]]:
+    """Cut the ranges, in order, into tasks of about `target` bytes, as if they were one stream:
+    a range that would overflow the task is cut where the task is full (`split(range, start, end,
+    bytes)` returns an offset holding about `bytes` from `start`, or None), unless the overflow is
+    within target/SLACK. Empty ranges are dropped."""
+    tasks: list[list[Slice]] = []
+    current: list[Slice] = []
+    room = target
+    slack = max(1, target // SLACK)
+    for rng in ranges:
+        start, end, left = rng.start, rng.end, rng.bytes
+        while start < end:
+            if left <= room + slack:
+                current.append(Slice(rng.topic, rng.partition, start, end))
+                room -= left
+                break
+            if room < slack:           # task nearly full: close it rather than cut a sliver
+                tasks.append(current)
+                current, room = [], target
+                continue
+            cut = split(rng, start, end, room)
+            if cut is None or not start < cut < end:
+                current.append(Slice(rng.topic, rng.partition, start, end))
+                room -= left
+                break
+            current.append(Slice(rng.topic, rng.partition, start, cut))
+            left = max(0, left - room)
+            start = cut
+            tasks.append(current)
+            current, room = [], target
+        if room <= 0:
+            tasks.append(current)
+            current, room = [], target
+    if current:
+        tasks.append(current)
+    return [t for t in tasks if t]
+
+
+def _split_with_log(rng: PartitionRange, start: int, end: int, nbytes: int) -> int | None:
+    cuts = rng.log.split_offsets(start, end, max(1, nbytes))
+    inner = [c for c in cuts if start < c < end]
+    return inner[0] if inner else None
+
+
+def open_readonly(root: str, topic: str, partition: int):
+    from indexer.log import Log
+    return Log.open(partition_path(root, topic, partition), readonly=True)
+
+
+def plan(opts: SourceOptions, bounds: ScanBounds, *, cores: int | None = None,
+         opener=open_readonly) -> list[list[Slice]]:
+    """Resolve every partition's range and cut the work into tasks (a list of slices per task)."""
+    layout = check_layout(opts)
+    logs = []
+    try:
+        ranges: list[PartitionRange] = []
+        for topic, parts in layout.items():
+            kept = [p for p in parts if bounds.keeps_partition(topic, p)]
+            if not kept:
+                continue
+            ends = committed_ends(opts.root, topic)
+            for p in kept:
+                log = opener(opts.root, topic, p)
+                logs.append(log)
+                committed = None if ends is None else ends.get(p, log.log_start_offset)
+                ranges.append(resolve_range(opts, bounds, topic, p, log, committed))
+        total = sum(r.bytes for r in ranges)
+        target = target_task_bytes(total, opts, cores)
+        return pack([r for r in ranges if r.start < r.end], target, _split_with_log)
+    finally:
+        for log in logs:
+            log.close()

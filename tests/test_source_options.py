@@ -1,0 +1,99 @@
+"""Option parsing of the seglog data source: Spark's Kafka source names, precedence and refusals."""
+from __future__ import annotations
+
+import pytest
+
+from indexer.errors import ConfigError
+from sink.source_options import DEFAULT_MAX_BYTES_PER_TASK, parse_options
+
+
+def opts(**kw):
+    base = {"path": "/data/log", "topic": "events"}
+    base.update({k.lower(): str(v) for k, v in kw.items()})
+    return parse_options(base)
+
+
+def test_defaults_read_everything_committed():
+    o = opts()
+    assert o.root == "/data/log" and o.topics == ("events",)
+    assert o.starting.kind == "earliest" and o.ending.kind == "latest"
+    assert o.strategy == "error" and o.fail_on_data_loss is True and o.include_headers is False
+    assert o.max_bytes_per_task == DEFAULT_MAX_BYTES_PER_TASK and o.min_partitions is None
+
+
+def test_keys_are_case_insensitive_and_topic_list():
+    o = parse_options({"PATH": "/r", "Topic": "a, b,a", "includeHeaders": "TRUE", "FailOnDataLoss": "false"})
+    assert o.topics == ("a", "b")
+    assert o.include_headers is True and o.fail_on_data_loss is False
+
+
+def test_subscribe_alias():
+    assert parse_options({"path": "/r", "subscribe": "x"}).topics == ("x",)
+    with pytest.raises(ConfigError, match="either 'topic' or 'subscribe'"):
+        parse_options({"path": "/r", "subscribe": "x", "topic": "x"})
+
+
+def test_offsets_json():
+    o = opts(startingOffsets='{"events": {"0": 23, "1": -2}}', endingOffsets='{"events": {"0": 50, "1": -1}}')
+    assert o.starting.kind == "offsets" and dict(o.starting.values) == {("events", 0): 23, ("events", 1): -2}
+    assert o.ending.kind == "offsets" and dict(o.ending.values) == {("events", 0): 50, ("events", 1): -1}
+
+
+def test_timestamp_precedence_as_kafka():
+    o = opts(startingTimestamp=1000, startingOffsetsByTimestamp='{"events": {"0": 5}}', startingOffsets="earliest",
+             endingTimestamp=2000, endingOffsetsByTimestamp='{"events": {"0": 7}}', endingOffsets="latest")
+    assert (o.starting.kind, o.starting.timestamp) == ("timestamp", 1000)
+    assert (o.ending.kind, o.ending.timestamp) == ("timestamp", 2000)
+    o = opts(startingOffsetsByTimestamp='{"events": {"0": 5}}', startingOffsets="earliest",
+             endingOffsetsByTimestamp='{"events": {"0": 7}}')
+    assert o.starting.kind == "timestamps" and dict(o.starting.values) == {("events", 0): 5}
+    assert o.ending.kind == "timestamps" and dict(o.ending.values) == {("events", 0): 7}
+
+
+def test_strategy():
+    assert opts(startingOffsetsByTimestampStrategy="LATEST").strategy == "latest"
+    with pytest.raises(ConfigError, match=r"startingOffsetsByTimestampStrategy.*'error' or 'latest'"):
+        opts(startingOffsetsByTimestampStrategy="earliest")
+
+
+@pytest.mark.parametrize("key,value,needle", [
+    ("startingOffsets", "latest", "not allowed for a batch read"),
+    ("startingOffsets", '{"events": {"0": -1}}', "-1, latest, is not allowed"),
+    ("startingOffsets", '{"events": {"0": "x"}}', "an offset >= 0"),
+    ("startingOffsets", '{"events": {"zero": 1}}', "partition keys are non-negative integers"),
+    ("startingOffsets", "{not json", "a JSON object"),
+    ("startingOffsets", '{"other": {"0": 1}}', "names topic 'other', which is not read"),
+    ("endingOffsets", "earliest", "not allowed for endingOffsets"),
+    ("endingOffsets", '{"events": {"0": -2}}', "-2, earliest, is not allowed"),
+    ("startingTimestamp", "yesterday", "startingTimestamp"),
+    ("endingTimestamp", "-5", "endingTimestamp"),
+    ("startingOffsetsByTimestamp", '{"events": {"0": -3}}', "a timestamp in milliseconds"),
+    ("failOnDataLoss", "yes", "'true' or 'false'"),
+    ("includeHeaders", "1", "'true' or 'false'"),
+    ("minPartitions", "0", "minPartitions"),
+    ("maxBytesPerTask", "lots", "maxBytesPerTask"),
+])
+def test_bad_values_name_option_and_what_is_allowed(key, value, needle):
+    with pytest.raises(ConfigError) as e:
+        opts(**{key: value})
+    assert needle in str(e.value)
+    assert key in str(e.value) or "topic" in needle
+
+
+def test_shadowed_start_option_still_checked():
+    with pytest.raises(ConfigError, match="startingOffsets"):
+        opts(startingTimestamp=5, startingOffsets="bogus")
+
+
+def test_unknown_option_suggests_nearest():
+    with pytest.raises(ConfigError, match="did you mean 'startingTimestamp'"):
+        opts(startingTimestmap=5)
+
+
+def test_missing_path_and_topic():
+    with pytest.raises(ConfigError, match="no path given"):
+        parse_options({"topic": "events"})
+    with pytest.raises(ConfigError, match="'topic' is required"):
+        parse_options({"path": "/r"})
+    with pytest.raises(ConfigError, match="invalid topic name"):
+        parse_options({"path": "/r", "topic": "../etc"})

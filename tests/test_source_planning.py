@@ -1,0 +1,139 @@
+"""Planning of seglog reads without Spark: cutting work into tasks by bytes, and filter translation."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.datasource import (
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNotNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    StringStartsWith,
+)
+
+from sink.source import _BoundsBuilder, _constant_strings, _row_mask
+from sink.source_options import parse_options
+from sink.source_planning import MIN_TASK_BYTES, PartitionRange, ScanBounds, Slice, pack, target_task_bytes
+
+BYTES_PER_OFFSET = 100
+
+
+def split_uniform(rng, start, end, nbytes):
+    """A partition whose records are all BYTES_PER_OFFSET bytes: the offset holding nbytes from start."""
+    return start + max(1, nbytes // BYTES_PER_OFFSET)
+
+
+def rng(p, start, end):
+    return PartitionRange("t", p, start, end, (end - start) * BYTES_PER_OFFSET)
+
+
+def covered(tasks):
+    """Every (partition, offset) read, in task order; asserts no offset is read twice."""
+    seen = []
+    for task in tasks:
+        for s in task:
+            seen.extend((s.partition, o) for o in range(s.start, s.end))
+    assert len(seen) == len(set(seen))
+    return set(seen)
+
+
+def test_small_partitions_share_one_task():
+    ranges = [rng(p, 0, 10) for p in range(8)]
+    tasks = pack(ranges, 10_000, split_uniform)
+    assert len(tasks) == 1 and len(tasks[0]) == 8
+    assert covered(tasks) == {(p, o) for p in range(8) for o in range(10)}
+
+
+def test_large_partition_is_split():
+    tasks = pack([rng(0, 0, 1000)], 25_000, split_uniform)
+    assert len(tasks) == 4
+    assert [t[0].start for t in tasks] == [0, 250, 500, 750]
+    assert covered(tasks) == {(0, o) for o in range(1000)}
+
+
+def test_mixed_partitions_cut_as_one_stream():
+    ranges = [rng(0, 0, 150), rng(1, 0, 0), rng(2, 30, 200), rng(3, 5, 10)]
+    tasks = pack(ranges, 10_000, split_uniform)
+    sizes = [sum((s.end - s.start) * BYTES_PER_OFFSET for s in t) for t in tasks]
+    assert all(size <= 10_000 * 9 // 8 for size in sizes)
+    assert len(tasks) == 4   # 325 offsets * 100 B / 10 kB
+    assert covered(tasks) == ({(0, o) for o in range(150)} | {(2, o) for o in range(30, 200)}
+                              | {(3, o) for o in range(5, 10)})
+
+
+def test_unsplittable_range_stays_whole():
+    tasks = pack([rng(0, 0, 1000)], 10_000, lambda *a: None)
+    assert tasks == [[Slice("t", 0, 0, 1000)]]
+
+
+def test_target_bytes():
+    o = parse_options({"path": "/r", "topic": "t"})
+    assert target_task_bytes(1 << 20, o, cores=2) == MIN_TASK_BYTES           # modest read: one task
+    assert target_task_bytes(100 << 20, o, cores=2) == 50 << 20                # one task per core
+    assert target_task_bytes(100 << 30, o, cores=2) == o.max_bytes_per_task    # capped
+    o = parse_options({"path": "/r", "topic": "t", "minpartitions": "10"})
+    assert target_task_bytes(1000, o) == 100
+
+
+def us(ms):
+    return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=ms)
+
+
+def push(*filters):
+    b = _BoundsBuilder()
+    handled = [f for f in filters if b.push(f)]
+    return b.build(), handled
+
+
+def test_timestamp_filters_to_ms_bounds():
+    bounds, handled = push(GreaterThanOrEqual(("timestamp",), us(1000)), LessThan(("timestamp",), us(2000)),
+                           IsNotNull(("timestamp",)))
+    assert len(handled) == 3
+    assert (bounds.ts_min, bounds.ts_max) == (1000, 1999)
+    # sub-millisecond literals: records are whole ms
+    half = us(1000) + dt.timedelta(microseconds=500)
+    bounds, _ = push(GreaterThanOrEqual(("timestamp",), half), LessThanOrEqual(("timestamp",), half))
+    assert (bounds.ts_min, bounds.ts_max) == (1001, 1000) and bounds.is_empty()
+    bounds, _ = push(GreaterThan(("timestamp",), us(1000)))
+    assert bounds.ts_min == 1001
+    bounds, _ = push(In(("timestamp",), (us(5), us(9), half)), EqualTo(("timestamp",), us(9)))
+    assert bounds.ts_in == frozenset({9}) and bounds.lowest_timestamp() == 9
+
+
+def test_offset_partition_topic_filters():
+    bounds, handled = push(GreaterThan(("offset",), 10), LessThanOrEqual(("offset",), 20),
+                           In(("partition",), (0, 2)), EqualTo(("topic",), "t"))
+    assert len(handled) == 4
+    assert bounds.offset_range() == (11, 21)
+    assert bounds.keeps_partition("t", 2) and not bounds.keeps_partition("t", 1)
+    assert not bounds.keeps_partition("u", 0)
+    bounds, _ = push(In(("offset",), (7, 3)))
+    assert bounds.offset_range() == (3, 8) and bounds.needs_row_filter()
+
+
+def test_unsupported_filters_are_returned():
+    _, handled = push(Not(EqualTo(("offset",), 3)), StringStartsWith(("topic",), "e"),
+                      EqualTo(("key",), b"k"), GreaterThan(("offset",), 1.5), IsNotNull(("key",)))
+    assert handled == []
+
+
+def test_row_mask_and_constant_strings():
+    batch = pa.record_batch({"offset": pa.array([0, 1, 2, 3], pa.int64()),
+                             "timestamp": pa.array([50, 10, 30, -1], pa.int64())})
+    mask = _row_mask(batch, ScanBounds(ts_min=20, offset_in=frozenset({0, 2, 3})))
+    assert batch.filter(mask).column("offset").to_pylist() == [0, 2]
+    col = _constant_strings("évents", 3)
+    col.validate(full=True)
+    assert col.to_pylist() == ["évents"] * 3 and _constant_strings("x", 0).to_pylist() == []
+
+
+@pytest.mark.parametrize("n", [1, 7])
+def test_empty_scan_bounds(n):
+    assert ScanBounds(offset_in=frozenset()).is_empty()
+    assert not ScanBounds(offset_min=n).is_empty()

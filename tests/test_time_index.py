@@ -1,0 +1,305 @@
+"""TimeIndex (.timeindex, SPEC 2.4, KIP-33's text): property tests against a brute-force model of a
+segment's records, and targeted ones for the seal entry, full files, crashes and corrupt files."""
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from indexer.errors import ReadOnlyLogError
+from indexer.mmap_index import IndexFullError, IndexOffsetOverflowError, InvalidIndexEntryError
+from indexer.time_index import TimeIndex
+
+ROOT = Path(__file__).resolve().parents[1]
+SETTINGS = settings(max_examples=150, deadline=None)
+
+# A segment's appends: (record timestamp, whether an index entry is due after it). Timestamps go
+# backwards as CreateTime may; -1 is "no timestamp".
+events = st.lists(st.tuples(st.one_of(st.just(-1), st.integers(0, 60)), st.booleans()), max_size=80)
+bases = st.sampled_from([0, 3, 1 << 33])
+
+
+class Segment:
+    """Brute-force model: the records, and the entries KIP-33's rules write."""
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+        self.ts: list[int] = []  # record timestamps, by relative offset
+        self.entries: list[tuple[int, int]] = []
+
+    @property
+    def next_offset(self) -> int:
+        return self.base + len(self.ts)
+
+    def max_ts(self) -> int:
+        return max(self.ts, default=-1)
+
+    def run(self, idx: TimeIndex, evs) -> None:
+        for ts, index_now in evs:
+            self.ts.append(ts)
+            if index_now:
+                appended = idx.maybe_append(self.max_ts(), self.next_offset)
+                due = self.max_ts() > (self.entries[-1][0] if self.entries else -1)
+                assert appended == due
+                if due:
+                    self.entries.append((self.max_ts(), self.next_offset))
+
+    def truncate(self, cut: int) -> None:
+        self.ts = self.ts[:max(0, cut - self.base)]
+        self.entries = [e for e in self.entries if e[1] <= cut]
+
+    def check_promises(self, entries) -> None:
+        # KIP-33: an entry (T, O) promises every record below O has a timestamp <= T.
+        for t, o in entries:
+            assert all(x <= t for x in self.ts[:o - self.base])
+
+
+def model_lookup(entries, target):
+    below = [e for e in entries if e[0] < target]
+    return below[-1] if below else None
+
+
+def check(idx: TimeIndex, seg: Segment, entries=None) -> None:
+    entries = seg.entries if entries is None else entries
+    assert idx.entries == len(entries)
+    assert [idx.entry(i) for i in range(idx.entries)] == entries
+    assert idx.last_entry() == (entries[-1] if entries else None)
+    assert idx.max_timestamp() == (entries[-1][0] if entries else -1)
+    targets = {-5, -1, 0, 10**15}
+    for t, _ in entries:
+        targets.update((t - 1, t, t + 1))
+    for target in sorted(targets):
+        assert idx.lookup(target) == model_lookup(entries, target), target
+    ts, offs = idx.timestamps_and_offsets()
+    assert list(zip(ts.tolist(), offs.tolist())) == entries
+    seg.check_promises(entries)
+
+
+# ---- properties -------------------------------------------------------------------------------
+@SETTINGS
+@given(base=bases, evs=events)
+def test_entries_lookups_and_seal_match_the_model(base, evs):
+    size = 12 * 100
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "0.timeindex"
+        seg = Segment(base)
+        with TimeIndex(path, base, size) as idx:
+            seg.run(idx, evs)
+            check(idx, seg)
+            assert idx.sanity_check() == []
+            with TimeIndex(path, base, size, writable=False) as reader:  # beside the writer
+                check(reader, seg)
+        with TimeIndex(path, base, size) as idx:  # reopened preallocated
+            check(idx, seg)
+            # Seal: (largest timestamp, next segment base); rewrite if the last entry holds it.
+            next_base = seg.next_offset + 5
+            max_ts = seg.max_ts()
+            sealed = list(seg.entries)
+            if max_ts >= 0:
+                if sealed and sealed[-1][0] == max_ts:
+                    sealed[-1] = (max_ts, next_base)
+                else:
+                    sealed.append((max_ts, next_base))
+            if not seg.ts:
+                next_base = base + 5
+            assert idx.seal_entry(max_ts, next_base) == (sealed != seg.entries)
+            assert idx.seal_entry(max_ts, next_base) is False  # idempotent
+            check(idx, seg, sealed)
+            idx.trim()
+        with TimeIndex(path, base, size, writable=False, preallocate=False) as idx:
+            check(idx, seg, sealed)
+            assert idx.is_trimmed and idx.sanity_check() == []
+        with TimeIndex(path, base, size, preallocate=False) as idx:  # sealing again after a crash
+            assert idx.seal_entry(max_ts, next_base) is False
+            check(idx, seg, sealed)
+        assert path.stat().st_size == 12 * len(sealed)
+
+
+@SETTINGS
+@given(base=bases, evs=events, more=events, cut_frac=st.floats(0, 1), cut_jitter=st.integers(-1, 1))
+def test_truncate_then_append_matches_the_model(base, evs, more, cut_frac, cut_jitter):
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "0.timeindex"
+        seg = Segment(base)
+        with TimeIndex(path, base, 12 * 200) as idx:
+            seg.run(idx, evs)
+            cut = max(base, base + int(len(seg.ts) * cut_frac) + cut_jitter)
+            idx.truncate_to(cut)
+            seg.truncate(cut)
+            check(idx, seg)
+            seg.run(idx, more)  # appends resume from the cut, the largest timestamp recomputed
+            check(idx, seg)
+            assert idx.sanity_check() == []
+        with TimeIndex(path, base, 12 * 200, writable=False) as idx:  # dropped slots were zeroed
+            check(idx, seg)
+            assert idx.sanity_check() == []
+
+
+# ---- the seal entry ---------------------------------------------------------------------------
+def test_seal_rewrites_the_last_entry_when_it_holds_the_largest_timestamp(tmp_path):
+    with TimeIndex(tmp_path / "100.timeindex", 100, 12 * 10) as idx:
+        assert idx.maybe_append(50, 101)
+        assert idx.maybe_append(70, 104)
+        assert idx.seal_entry(70, 110) is True
+        assert idx.entries == 2 and idx.last_entry() == (70, 110)
+        assert idx.seal_entry(70, 110) is False
+        with pytest.raises(InvalidIndexEntryError):
+            idx.seal_entry(70, 109)  # the promise never narrows
+        with pytest.raises(InvalidIndexEntryError):
+            idx.seal_entry(60, 110)  # below the last entry's timestamp
+
+
+def test_seal_appends_when_the_largest_timestamp_is_newer(tmp_path):
+    with TimeIndex(tmp_path / "100.timeindex", 100, 12 * 10) as idx:
+        idx.maybe_append(50, 101)
+        assert idx.seal_entry(80, 110) is True
+        assert [idx.entry(i) for i in range(2)] == [(50, 101), (80, 110)]
+        assert idx.seal_entry(80, 110) is False
+        assert idx.lookup(80) == (50, 101) and idx.lookup(81) == (80, 110)
+    with TimeIndex(tmp_path / "200.timeindex", 200, 12 * 10) as idx:
+        assert idx.seal_entry(5, 230) is True  # empty index: the seal entry is the only one
+        assert idx.last_entry() == (5, 230)
+    with TimeIndex(tmp_path / "300.timeindex", 300, 12 * 10) as idx:
+        assert idx.seal_entry(-1, 330) is False  # no record had a timestamp: stays empty
+        assert idx.entries == 0
+        idx.trim()
+        assert idx.is_trimmed and idx.file_size == 0
+
+
+def test_seal_refuses_a_newer_timestamp_at_the_same_offset(tmp_path):
+    with TimeIndex(tmp_path / "0.timeindex", 0, 120) as idx:
+        idx.maybe_append(10, 5)
+        with pytest.raises(InvalidIndexEntryError):
+            idx.seal_entry(11, 5)
+        with pytest.raises(IndexOffsetOverflowError):
+            idx.seal_entry(11, 2**31)
+        assert idx.entries == 1
+
+
+def test_full_index_keeps_a_slot_for_the_seal_entry(tmp_path):
+    path = tmp_path / "0.timeindex"
+    with TimeIndex(path, 0, 12 * 3 + 7) as idx:
+        assert idx.max_entries == 3
+        assert idx.maybe_append(1, 1) and idx.maybe_append(2, 2)
+        assert idx.is_full()
+        assert idx.maybe_append(2, 3) is False  # nothing to write: no error even when full
+        with pytest.raises(IndexFullError, match="seal"):
+            idx.maybe_append(3, 3)
+        assert idx.seal_entry(3, 4) is True
+        assert idx.entries == 3 and idx.file_size == 36
+        assert idx.seal_entry(3, 4) is False
+    # A trimmed file without the seal entry (sealed by an older writer) grows one slot for it.
+    trimmed = tmp_path / "1.timeindex"
+    with TimeIndex(trimmed, 0, 120) as idx:
+        idx.maybe_append(1, 1)
+        idx.trim()
+    with TimeIndex(trimmed, 0, 120, preallocate=False) as idx:
+        assert idx.is_full()
+        assert idx.seal_entry(9, 7) is True
+        assert idx.is_trimmed and [idx.entry(i) for i in range(2)] == [(1, 1), (9, 7)]
+    assert trimmed.stat().st_size == 24
+
+
+# ---- maybe_append rules -----------------------------------------------------------------------
+def test_maybe_append_rules(tmp_path):
+    with TimeIndex(tmp_path / "10.timeindex", 10, 120) as idx:
+        assert idx.maybe_append(-1, 11) is False  # no timestamp is never indexed
+        with pytest.raises(IndexOffsetOverflowError):
+            idx.maybe_append(5, 10)  # a next offset is above the base
+        assert idx.maybe_append(0, 11) is True  # timestamp 0 is a real entry
+        assert idx.maybe_append(0, 12) is False
+        with pytest.raises(InvalidIndexEntryError):
+            idx.maybe_append(1, 11)  # greater timestamp, same next offset: a caller bug
+        with pytest.raises(InvalidIndexEntryError):
+            idx.maybe_append(0, 10)  # offsets never go backwards
+        assert idx.maybe_append(7, 15)
+        assert idx.lookup(0) is None and idx.lookup(1) == (0, 11) and idx.lookup(8) == (7, 15)
+        idx.truncate_to(14)  # (7, 15) promises about offset 14, which is gone
+        assert idx.last_entry() == (0, 11)
+        idx.truncate_to(11)  # (0, 11) still holds: every record below 11 is kept
+        assert idx.last_entry() == (0, 11)
+        idx.truncate_to(10)
+        assert idx.entries == 0
+    with TimeIndex(tmp_path / "10.timeindex", 10, 120, writable=False) as ro:
+        with pytest.raises(ReadOnlyLogError):
+            ro.maybe_append(1, 11)
+        with pytest.raises(ReadOnlyLogError):
+            ro.seal_entry(1, 11)
+
+
+# ---- crashes and padding ----------------------------------------------------------------------
+def test_zero_tail_after_a_crash_is_never_an_entry_even_with_timestamp_zero(tmp_path):
+    path = tmp_path / "00000000000000000000.timeindex"
+    code = (
+        "import os\n"
+        "from indexer.time_index import TimeIndex\n"
+        f"idx = TimeIndex({str(path)!r}, 0, 12 * 500)\n"
+        "for i in range(50):\n"
+        "    idx.maybe_append(i, i + 1)  # the first entry has timestamp 0\n"
+        "os._exit(0)  # dies: no trim, no flush, no close\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})
+    data = path.read_bytes()
+    assert len(data) == 6000 and data[600:] == bytes(5400)
+    with TimeIndex(path, 0, 12 * 500) as idx:
+        assert idx.entries == 50
+        assert idx.entry(0) == (0, 1)
+        assert idx.last_entry() == (49, 50) and idx.max_timestamp() == 49
+        assert idx.lookup(10**12) == (49, 50)  # never a (0, 0) from the padding
+        assert idx.sanity_check() == []
+        assert idx.seal_entry(49, 60) is True
+        idx.trim()
+    assert path.stat().st_size == 600
+
+
+def test_empty_and_zero_length_files(tmp_path):
+    path = tmp_path / "0.timeindex"
+    TimeIndex(path, 0, 120).close()
+    assert path.read_bytes() == bytes(120)
+    with TimeIndex(path, 0, 120, writable=False) as idx:
+        assert idx.entries == 0 and idx.lookup(5) is None and idx.max_timestamp() == -1
+    empty = tmp_path / "1.timeindex"
+    empty.touch()
+    with TimeIndex(empty, 1, 120, writable=False, preallocate=False) as idx:
+        assert idx.entries == 0 and idx.lookup(5) is None and idx.sanity_check() == []
+
+
+# ---- corrupt files ----------------------------------------------------------------------------
+def write_raw(path: Path, entries, extra: bytes = b"") -> None:
+    path.write_bytes(b"".join(struct.pack(">qi", t, r) for t, r in entries) + extra)
+
+
+def test_sanity_check_reports_corrupt_files(tmp_path):
+    short = tmp_path / "0.timeindex"
+    write_raw(short, [(5, 1)], extra=b"\x00" * 7)
+    with TimeIndex(short, 0, 0, writable=False, preallocate=False) as idx:
+        assert any("not a multiple of the entry size 12" in p for p in idx.sanity_check())
+
+    disorder = tmp_path / "1.timeindex"
+    write_raw(disorder, [(5, 1), (4, 2), (6, 2), (-7, 9)])
+    with TimeIndex(disorder, 0, 0, writable=False, preallocate=False) as idx:
+        assert idx.entries == 4
+        problems = idx.sanity_check()
+        assert any("timestamp not above" in p and "entry 1" in p for p in problems)
+        assert any("offset not above" in p and "entry 2" in p for p in problems)
+        assert any("negative timestamp" in p for p in problems)
+        assert idx.open_problems  # the cheap check at open saw the last two entries
+
+    hole = tmp_path / "2.timeindex"
+    write_raw(hole, [(5, 1), (0, 0), (0, 0), (9, 3)])
+    with TimeIndex(hole, 0, 0, writable=False, preallocate=True) as idx:
+        assert idx.entries == 1
+        assert any("non-zero bytes" in p for p in idx.sanity_check())
+
+    tail = tmp_path / "3.timeindex"
+    write_raw(tail, [(5, 1), (0, 0)])
+    with TimeIndex(tail, 0, 0, writable=False, preallocate=False) as idx:
+        assert any("expected to be trimmed" in p for p in idx.sanity_check())
