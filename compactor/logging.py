@@ -56,7 +56,8 @@ def setup(level: int = logging.INFO, stream: TextIO | None = None) -> None:
     global _handler
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonLineFormatter())
-    for name, lvl in ((LOGGER_NAME, level), ("apscheduler", logging.WARNING)):
+    # APScheduler warns on every coalesced or skipped run, which is by design here (max_instances=1).
+    for name, lvl in ((LOGGER_NAME, level), ("apscheduler", logging.ERROR)):
         logger = logging.getLogger(name)
         if _handler is not None:
             logger.removeHandler(_handler)

@@ -219,6 +219,9 @@ class Log:
         for i, r in enumerate(records):
             if not isinstance(r, Record):
                 raise InvalidRecordError(f"record {i} is a {type(r).__name__}, not an indexer.Record")
+            for k, v in r.headers:
+                if not isinstance(k, str) or not (v is None or isinstance(v, (bytes, bytearray, memoryview))):
+                    raise InvalidRecordError(f"record {i}: header ({k!r}, {v!r}) must be (str, bytes or None)")
         now = now_ms()
         timestamps = np.array([now if r.timestamp is None else r.timestamp for r in records], dtype=np.int64) \
             if records else np.zeros(0, dtype=np.int64)
@@ -350,12 +353,9 @@ class Log:
         i = self._segment_position(start)
         while i < len(self._bases) and self._bases[i] < end:
             seg = self.segment(self._bases[i])
-            pos, header = seg.position_of(max(start, seg.base_offset))
+            pos, header, prev_last = seg.position_of(max(start, seg.base_offset))
             if header is not None:
-                for file_pos, buf in seg.read_bytes(pos, seg.size):
-                    scan = scan_batches(buf, 0, len(buf), check_crc=True)
-                    if scan.error:
-                        raise CorruptRecordError(f"{seg.log_path}: {scan.error} (chunk at file position {file_pos})")
+                for file_pos, buf, scan in _checked_chunks(seg, pos, prev_last):
                     yield seg, file_pos, buf, scan
                     if len(scan.last_offsets) and int(scan.last_offsets[-1]) >= end - 1:
                         return
@@ -597,16 +597,27 @@ def _run_that_fits(seg: LogSegment, enc: EncodedBatches, i: int, n: int, now: in
 def _find_in_segment(seg: LogSegment, timestamp: int, lower: int) -> int | None:
     entry = seg.time_index.lookup(timestamp)
     start = max(lower, entry[1] if entry else seg.base_offset)
-    pos, header = seg.position_of(start)
+    pos, header, prev_last = seg.position_of(start)
     if header is None:
         return None
-    for file_pos, buf in seg.read_bytes(pos, seg.size):
-        scan = scan_batches(buf, 0, len(buf), check_crc=True)
-        if scan.error:
-            raise CorruptRecordError(f"{seg.log_path}: {scan.error} (chunk at file position {file_pos})")
+    for file_pos, buf, scan in _checked_chunks(seg, pos, prev_last):
         candidates = np.nonzero((scan.max_timestamps >= timestamp) & (scan.last_offsets >= start))[0]
         for k in candidates:  # only batches that can hold the answer are decoded
             for rec in decode_batch(buf, int(scan.positions[k])):
                 if rec.offset >= start and rec.timestamp >= timestamp:
                     return rec.offset
     return None
+
+
+def _checked_chunks(seg: LogSegment, pos: int, prev_last: int):
+    """Chunks of whole batches from `pos` to the segment's end, each batch checked: CRC, leader
+    epoch, and offsets dense from `prev_last`. Raises CorruptRecordError rather than return
+    anything it cannot vouch for."""
+    for file_pos, buf in seg.read_bytes(pos, seg.size):
+        scan = scan_batches(buf, 0, len(buf), check_crc=True, prev_last_offset=prev_last, dense=True,
+                            leader_epoch=0)
+        if scan.error:
+            raise CorruptRecordError(f"{seg.log_path}: {scan.error} (chunk at file position {file_pos})")
+        if len(scan.positions):
+            prev_last = int(scan.last_offsets[-1])
+        yield file_pos, buf, scan

@@ -126,14 +126,17 @@ def _check_tail(seg: LogSegment, report: list[str]) -> None:
     start = entry[1] if entry else 0
     scan = seg.scan(start, seg.size, check_crc=True)
     if scan.valid_end < seg.size:
+        if not len(scan.positions) and entry is not None:
+            # The indexed batch itself is bad: where the good records end is known only from
+            # the batches before it, so index the whole segment again (one read).
+            rebuild_indexes(seg, report)
+            return
         _cut_tail(seg, scan, report)
 
 
 def _cut_tail(seg: LogSegment, scan, report: list[str]) -> None:
-    next_offset = int(scan.last_offsets[-1]) + 1 if len(scan.positions) else None
-    if next_offset is None:
-        entry = seg.offset_index.last_entry()
-        next_offset = entry[0] + 1 if entry else seg.base_offset
+    # With no good batch, the scan started at the segment's start (see _check_tail).
+    next_offset = int(scan.last_offsets[-1]) + 1 if len(scan.positions) else seg.base_offset
     dropped = seg.size - scan.valid_end
     report.append(f"{seg.log_path}: dropped a torn or corrupt tail of {dropped} bytes at position "
                   f"{scan.valid_end} (records from offset {next_offset} on): {scan.error}")
@@ -147,7 +150,7 @@ def rebuild_indexes(seg: LogSegment, report: list[str]) -> None:
     """Empty both indexes and index every batch again, reading the log once (CRCs checked)."""
     seg.offset_index.truncate_to(seg.base_offset)
     seg.time_index.truncate_to(seg.base_offset)
-    scan = seg.scan(0, seg.size, check_crc=True)
+    scan = seg.scan(0, seg.size, check_crc=True, strict=True)
     if scan.valid_end < seg.size:
         _cut_tail(seg, scan, report)
     seg.max_timestamp = -1
@@ -174,7 +177,7 @@ def truncate(log: "Log", offset: int) -> None:
         i = log._segment_position(offset)
         base = log._bases[i]
         seg = log.segment(base)
-        pos, header = seg.position_of(offset)
+        pos, header, _ = seg.position_of(offset)
         rewritten = b""
         if header is not None and header.base_offset < offset:
             rewritten = _rewrite_straddling(seg, pos, header, offset)

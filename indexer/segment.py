@@ -111,13 +111,17 @@ class LogSegment:
     def pread(self, position: int, length: int) -> bytes:
         return os.pread(self._fd, length, position)
 
-    def scan(self, start: int, end: int, *, check_crc: bool):
-        """Batch headers of [start, end), read in chunks so memory stays bounded."""
+    def scan(self, start: int, end: int, *, check_crc: bool, strict: bool = False):
+        """Batch headers of [start, end), read in chunks so memory stays bounded. `strict` (from
+        the segment's start only) also requires dense offsets from the base and leader epoch 0,
+        which catches flipped bytes in the header fields the CRC does not cover."""
+        extra = {"prev_last_offset": self.base_offset - 1, "dense": True, "leader_epoch": 0} \
+            if strict and start == 0 else {}
         if end - start <= READ_CHUNK:
             buf = self.pread(start, end - start)
-            result = scan_batches(buf, 0, len(buf), check_crc=check_crc)
+            result = scan_batches(buf, 0, len(buf), check_crc=check_crc, **extra)
             return _shift(result, start)
-        return _scan_chunked(self, start, end, check_crc)
+        return _scan_chunked(self, start, end, check_crc, extra)
 
     def append(self, enc, first: int, last: int) -> None:
         """Append batches first..last-1 of an EncodedBatches, growing both indexes."""
@@ -189,16 +193,32 @@ class LogSegment:
             self._fd = None
 
     # ------------------------------------------------------------------ lookups
-    def position_of(self, offset: int) -> tuple[int, object | None]:
-        """(start of the batch holding `offset`, its header), or (size, None) if it is past the end.
-        Index floor, then a forward scan of batch headers (SPEC 3.4)."""
-        _, pos = self.offset_index.lookup(offset)
+    def position_of(self, offset: int) -> tuple[int, object | None, int]:
+        """(start of the batch holding `offset`, its header, the last offset before that batch),
+        or (size, None, ...) past the end. Index floor, then a forward walk of batch headers
+        (SPEC 3.4) that checks each step: the floor batch ends at the entry's offset (or, at
+        position 0, starts at the base) and offsets are dense from there. A flipped byte in a
+        header field the CRC does not cover (base offset, length) is caught here, never read as
+        other offsets."""
+        key, pos = self.offset_index.lookup(offset)
+        prev_last = self.base_offset - 1 if pos == 0 else None
         while pos < self.size:
             header = parse_header(self.pread(pos, BATCH_HEADER_SIZE), 0)
+            if prev_last is None:
+                if header.last_offset != key:
+                    raise CorruptRecordError(
+                        f"{self.log_path}: the batch at position {pos} ends at offset {header.last_offset}, "
+                        f"but the offset index says {key}")
+                prev_last = header.base_offset - 1
+            elif header.base_offset != prev_last + 1:
+                raise CorruptRecordError(
+                    f"{self.log_path}: the batch at position {pos} starts at offset {header.base_offset}, "
+                    f"expected {prev_last + 1}")
             if header.last_offset >= offset:
-                return pos, header
+                return pos, header, prev_last
+            prev_last = header.last_offset
             pos += header.size
-        return self.size, None
+        return self.size, None, prev_last if prev_last is not None else self.base_offset - 1
 
     def largest_timestamp(self) -> int:
         """Largest record timestamp: the last time index entry plus the batches after it."""
@@ -213,6 +233,9 @@ class LogSegment:
         if len(tail.positions):
             ts = max(ts, int(tail.max_timestamps.max()))
         return ts
+
+    def file_size(self) -> int:
+        return os.fstat(self._fd).st_size
 
     def mtime_ms(self) -> int:
         return int(os.fstat(self._fd).st_mtime * 1000)
@@ -286,14 +309,16 @@ def _shift(result, start: int):
     return result
 
 
-def _scan_chunked(segment: LogSegment, start: int, end: int, check_crc: bool):
+def _scan_chunked(segment: LogSegment, start: int, end: int, check_crc: bool, extra: dict):
     """scan_batches over a long range, chunk by chunk, merged into one ScanResult. A chunk's end
     cutting a batch is not an error: the next chunk starts at that batch."""
     parts = []
     pos, error = start, None
     while pos < end:
         buf = segment.pread(pos, min(READ_CHUNK, end - pos))
-        result = scan_batches(buf, 0, len(buf), check_crc=check_crc)
+        if parts and extra:
+            extra = dict(extra, prev_last_offset=parts[-1].headers[-1].last_offset)
+        result = scan_batches(buf, 0, len(buf), check_crc=check_crc, **extra)
         if result.valid_end == 0 and len(buf) >= BATCH_HEADER_SIZE:
             try:  # a single batch larger than the chunk
                 size = parse_header(buf, 0).size
@@ -301,7 +326,7 @@ def _scan_chunked(segment: LogSegment, start: int, end: int, check_crc: bool):
                 size = 0
             if len(buf) < size <= end - pos:
                 buf = segment.pread(pos, size)
-                result = scan_batches(buf, 0, len(buf), check_crc=check_crc)
+                result = scan_batches(buf, 0, len(buf), check_crc=check_crc, **extra)
         if result.valid_end == 0:
             error = result.error or f"no whole batch at position {pos}"
             break

@@ -48,7 +48,7 @@ def write_partition(root: Path, topic: str, partition: int, partitions: int, old
     with Log.open(root / f"{topic}-{partition}", cfg) as log:
         for i in range(old + recent):
             ts = now - 10 * DAY + i if i < old else now + i
-            value = f"{topic}/{partition}/{i}/".encode() * 40
+            value = f"{topic}/{partition}/{i}/".encode().ljust(800, b".")  # one record per 1 KiB segment
             info = log.append([Record(key=b"%d" % i, value=value, timestamp=ts)])
             written[info.first_offset] = value
         log.flush()
