@@ -12,6 +12,8 @@ one tight loop reading only the length varints; every other field is parsed for 
 """
 from __future__ import annotations
 
+import logging
+import os
 from dataclasses import dataclass, field
 
 import crc32c as _crc32c
@@ -49,6 +51,28 @@ _NUL = pa.scalar(b"\x00", _LB)          # headerCount 0
 # zigzag varint widths: a value u takes k+1 bytes when u >= 2**(7k) for the largest such k
 _WIDTH_THRESHOLDS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
 _MIN_RECORD_SIZE = 7                     # length, attributes, ts, offset, key len, value len, count
+
+
+_NO_HEADERS = pa.StructArray.from_arrays([pa.array([], pa.string()), pa.array([], pa.binary())],
+                                         fields=list(HEADER_TYPE.value_type))
+_log = logging.getLogger(__name__)
+_native = None                  # indexer.native once imported, False when numba is unusable
+
+
+def native_kernels():
+    """The compiled kernels (`indexer.native`), or None: numba missing or unusable, or the
+    environment variable SEGLOG_NO_NUMBA set to anything but 0 (read on every call, for tests)."""
+    global _native
+    if os.environ.get("SEGLOG_NO_NUMBA", "0") not in ("", "0"):
+        return None
+    if _native is None:
+        try:
+            from indexer import native
+            _native = native
+        except Exception as exc:        # ImportError, or numba finding no cache dir it can use
+            _log.warning("seglog: compiled codec unavailable, using the numpy path: %s", exc)
+            _native = False
+    return _native or None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -410,11 +434,31 @@ def encode_columns(base_offset: int, values, keys=None, timestamps=None, headers
     hdr = _encode_headers(headers, n)
     if n == 0:
         return _empty_encoded(tstype)
+    max_records = min(n, max_batch_bytes // _MIN_RECORD_SIZE + 1)
+    kernels = native_kernels()
+    if kernels is not None and (hdr is None or not hdr.counts.u.any()):
+        # the sink's common case, headerless: one compiled pass (None: the numpy path raises)
+        got = kernels.encode_plain(base_offset, vals, key_arr, ts, append_time_ms, max_batch_bytes,
+                                   _width_of(max(max_records - 1, 0)))
+        if got is not None:
+            out, positions, starts, first_ts, max_ts = got
+            counts = np.diff(starts)
+            base_offsets = base_offset + starts[:-1]
+            return EncodedBatches(memoryview(out), positions, base_offsets,
+                                  base_offsets + counts - 1, first_ts, max_ts, counts, n, tstype, out)
+    return _encode_numpy(base_offset, vals, key_arr, ts, hdr, max_batch_bytes, max_records,
+                         log_append, tstype)
+
+
+def _encode_numpy(base_offset: int, vals: pa.Array, key_arr: pa.Array | None, ts: np.ndarray,
+                  hdr: _Headers | None, max_batch_bytes: int, max_records: int, log_append: bool,
+                  tstype: int) -> EncodedBatches:
+    """encode_columns after validation, with numpy and Arrow joins: any records, with headers too."""
+    n = len(vals)
     vlen = _lengths(vals)
     klen = _lengths(key_arr) if key_arr is not None else np.full(n, -1, dtype=np.int64)
 
     # 1. batch boundaries from per-record upper bounds: each batch's true size <= its bound sum
-    max_records = min(n, max_batch_bytes // _MIN_RECORD_SIZE + 1)
     kv, vv = _Varints(klen), _Varints(vlen)
     bound = _bound_sizes(ts, kv, klen, vv, vlen, hdr, max_records, log_append)
     starts = _group(bound, max_batch_bytes - BATCH_HEADER_SIZE)
@@ -525,8 +569,51 @@ def decode_to_arrow(buf, batch_positions, *, start_offset: int, end_offset: int)
     [start_offset, end_offset) are dropped. Bad structure raises CorruptRecordError naming the
     batch position (CRCs are scan_batches' job)."""
     view = memoryview(buf)
-    if view.ndim != 1 or view.itemsize != 1:
+    if view.ndim != 1 or view.format != "B":      # Arrow buffers export signed 'b': bytes as ints < 0
         view = view.cast("B")
+    kernels = native_kernels()
+    if kernels is not None:
+        got = _decode_native(kernels, view, batch_positions, int(start_offset), int(end_offset))
+        if got is not None:
+            return got
+    return _decode_numpy(view, batch_positions, start_offset, end_offset)
+
+
+def _decode_native(kernels, view: memoryview, batch_positions, start: int,
+                   end: int) -> pa.RecordBatch | None:
+    """decode_to_arrow through the compiled kernel; None when the numpy path must decide (it
+    raises the precise error for whatever the kernel found wrong)."""
+    positions = np.ascontiguousarray(np.asarray(batch_positions, dtype=np.int64).ravel())
+    res = kernels.decode_batches(np.frombuffer(view, dtype=np.uint8), positions, start, end)
+    if res is None:
+        return None
+    (_, offsets, timestamps, tstypes, koff, kdata, kbits, knulls, voff, vdata, vbits, vnulls,
+     hoff, hks, hkl, hvs, hvl) = res
+    m = len(offsets)
+    keys = pa.Array.from_buffers(pa.binary(), m, [pa.py_buffer(kbits) if knulls else None,
+                                                  pa.py_buffer(koff), pa.py_buffer(kdata)], knulls)
+    values = pa.Array.from_buffers(pa.binary(), m, [pa.py_buffer(vbits) if vnulls else None,
+                                                    pa.py_buffer(voff), pa.py_buffer(vdata)], vnulls)
+    if len(hks):
+        data = pa.py_buffer(view)
+        try:
+            hkeys = _gather(data, hks, hkl).cast(pa.string())
+        except pa.ArrowInvalid:
+            return None                              # not UTF-8: the numpy path names the batch
+        structs = pa.StructArray.from_arrays([hkeys, _gather(data, hvs, hvl)],
+                                             fields=list(HEADER_TYPE.value_type))
+    else:
+        hoff = np.zeros(m + 1, dtype=np.int32)
+        structs = _NO_HEADERS
+    hlist = pa.ListArray.from_arrays(pa.array(hoff), structs, type=HEADER_TYPE)
+    return pa.RecordBatch.from_arrays(
+        [keys, values, pa.array(offsets), pa.array(timestamps), pa.array(tstypes), hlist],
+        schema=ARROW_SCHEMA)
+
+
+def _decode_numpy(view: memoryview, batch_positions, start_offset: int,
+                  end_offset: int) -> pa.RecordBatch:
+    """decode_to_arrow with numpy: the reference for the kernel, and the path that raises."""
     positions = [int(p) for p in np.asarray(batch_positions, dtype=np.int64).ravel()]
     picked = []                                  # (position, header) of batches in range
     for p in positions:

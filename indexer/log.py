@@ -25,7 +25,7 @@ from indexer.errors import (CorruptRecordError, InvalidRecordError, LogClosedErr
                             ReadOnlyLogError, RecordTooLargeError, TimestampOutOfRangeError)
 from indexer.locks import partition_lock
 from indexer.names import DELETED_SUFFIX, parse_partition_dir, parse_segment_file
-from indexer.records import NO_TIMESTAMP, Record, decode_batch, scan_batches
+from indexer.records import NO_TIMESTAMP, Record, decode_batch, first_offset_at_or_after, scan_batches
 from indexer.segment import LogSegment, SegmentInfo, now_ms
 
 EARLIEST = -2
@@ -54,6 +54,7 @@ class Log:
         self.topic, self.partition = parsed if parsed else (None, None)
         self._bases: list[int] = []
         self._open: "OrderedDict[int, LogSegment]" = OrderedDict()
+        self._unflushed: dict[int, LogSegment] = {}   # rolled past, not yet fsynced
         self._active: LogSegment | None = None
         self._lock = None
         self._log_start = 0
@@ -151,10 +152,15 @@ class Log:
                 f"{self.path}: segment {base} was deleted (retention or truncation) while in use") from None
         seg.next_offset = self._next_base(base)
         self._open[base] = seg
-        if len(self._open) > _OPEN_SEGMENTS:
-            _, old = self._open.popitem(last=False)
-            old.close()
+        self._evict()
         return seg
+
+    def _evict(self) -> None:
+        while len(self._open) > _OPEN_SEGMENTS:
+            base, old = self._open.popitem(last=False)
+            if self._unflushed.pop(base, None) is not None:
+                old.flush()  # durability first: it was appended to since the last flush
+            old.close()
 
     def _next_base(self, base: int) -> int:
         i = bisect.bisect_right(self._bases, base)
@@ -193,21 +199,33 @@ class Log:
             raise ReadOnlyLogError(f"{self.path} is open read-only")
 
     def flush(self) -> None:
-        """fsync the active segment's files (appends are in the OS cache when append returns)."""
+        """fsync every segment appended to since the last flush (appends are in the OS cache when
+        append returns; a roll does not fsync)."""
         self._check_writable()
+        for seg in self._unflushed.values():
+            if not seg.closed:
+                seg.flush()
+        self._unflushed.clear()
         self._active.flush()
 
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
-        for seg in self._open.values():
-            seg.close()
-        self._open.clear()
-        if self._active is not None:
-            if not self.readonly:
-                self._active.flush()
-            self._active.close()
+        try:
+            if not self.readonly and self._active is not None:
+                self.flush()
+                # A clean close trims the active indexes as Kafka's broker does (its tools read
+                # slot 0 of an empty preallocated index as an entry); the next writable open
+                # preallocates them again.
+                self._active.offset_index.trim()
+                self._active.time_index.trim()
+        finally:
+            self._closed = True
+            for seg in self._open.values():
+                seg.close()
+            self._open.clear()
+            if self._active is not None:
+                self._active.close()
         if self._lock is not None:
             self._lock.release()
 
@@ -294,10 +312,11 @@ class Log:
     # ------------------------------------------------------------------ rolling and sealing
     def _roll_active(self) -> LogSegment:
         old = self._active
-        old.flush()
-        old.offset_index.flush()
-        # The old segment stays open as an inactive segment; the sidecar seals it later.
+        # No fsync here (a roll must stay cheap): the old segment joins the segments the next
+        # flush() makes durable. It stays open as an inactive segment; the sidecar seals it later.
+        self._unflushed[old.base_offset] = old
         self._open[old.base_offset] = old
+        self._evict()
         return self._create_segment(old.next_offset)
 
     def roll(self) -> int | None:
@@ -602,10 +621,10 @@ def _find_in_segment(seg: LogSegment, timestamp: int, lower: int) -> int | None:
         return None
     for file_pos, buf, scan in _checked_chunks(seg, pos, prev_last):
         candidates = np.nonzero((scan.max_timestamps >= timestamp) & (scan.last_offsets >= start))[0]
-        for k in candidates:  # only batches that can hold the answer are decoded
-            for rec in decode_batch(buf, int(scan.positions[k])):
-                if rec.offset >= start and rec.timestamp >= timestamp:
-                    return rec.offset
+        for k in candidates:  # only batches that can hold the answer are walked
+            found = first_offset_at_or_after(buf, int(scan.positions[k]), scan.headers[k], timestamp, start)
+            if found is not None:
+                return found
     return None
 
 

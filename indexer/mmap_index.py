@@ -112,7 +112,7 @@ class MmapIndex:
                 # "As found": neither extended nor trimmed here; a zero tail is expected exactly
                 # when the file has one (an unsealed segment), and trimmed files stay strict.
                 self._preallocated = self._entries < self._slots
-            self._quick_problems = self._quick_check()
+            self._quick_problems: list[str] | None = None   # computed on first use: opens stay cheap
         except BaseException:
             os.close(self._fd)
             self._fd = -1
@@ -158,6 +158,8 @@ class MmapIndex:
     @property
     def open_problems(self) -> list[str]:
         """What the cheap O(1) check found when the file was opened (sanity_check() is the full one)."""
+        if self._quick_problems is None:
+            self._quick_problems = self._quick_check()
         return self._size_problems + self._quick_problems
 
     def is_full(self) -> bool:
@@ -173,6 +175,8 @@ class MmapIndex:
 
     def _count_entries(self, slots: int) -> int:
         """Index of the first slot with a zero marker: valid entries are a non-zero prefix."""
+        if slots and self._marker_at(slots - 1) != 0:
+            return slots  # a trimmed or full file: one read instead of a search
         lo, hi = 0, slots
         while lo < hi:
             mid = (lo + hi) // 2

@@ -384,6 +384,29 @@ def decode_batch(buf, pos: int, header: BatchHeader | None = None) -> list[Recor
     return records
 
 
+def first_offset_at_or_after(buf, pos: int, header: BatchHeader, timestamp: int, min_offset: int) -> int | None:
+    """The first offset >= min_offset in the batch at `pos` whose record has a timestamp >=
+    `timestamp`, or None. Reads only each record's length, timestamp and offset deltas (the
+    lookup-by-timestamp scan; keys and values are skipped, not decoded)."""
+    if header.timestamp_type == LOG_APPEND_TIME:
+        if header.max_timestamp < timestamp or header.last_offset < min_offset:
+            return None
+        return max(min_offset, header.base_offset)
+    view = memoryview(buf)
+    p = pos + BATCH_HEADER_SIZE
+    end = pos + header.size
+    base_ts, base_off = header.base_timestamp, header.base_offset
+    for _ in range(header.record_count):
+        length, q = read_varint(view, p, end)
+        ts_delta, r = read_varint(view, q + 1, end, 10)
+        off_delta, _ = read_varint(view, r, end)
+        offset = base_off + off_delta
+        if offset >= min_offset and base_ts + ts_delta >= timestamp:
+            return offset
+        p = q + length
+    return None
+
+
 def _field_varint(data, p: int, end: int, pos: int, i: int, what: str,
                   max_bytes: int = 5) -> tuple[int, int]:
     try:

@@ -21,7 +21,7 @@ from typing import Iterator
 import numpy as np
 
 from indexer.errors import CorruptRecordError, ReadOnlyLogError
-from indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file
+from indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from indexer.offset_index import OffsetIndex
 from indexer.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, NO_TIMESTAMP, parse_header, scan_batches
 from indexer.time_index import TimeIndex
@@ -51,33 +51,45 @@ class LogSegment:
 
     def __init__(self, dir_path: Path, base_offset: int, config, *, writable: bool, active: bool,
                  create: bool = False):
-        self.dir = Path(dir_path)
+        self.dir = dir_path
         self.base_offset = base_offset
         self.config = config
         self.writable = writable
-        self.log_path = segment_file(self.dir, base_offset, LOG_SUFFIX)
-        self.index_path = segment_file(self.dir, base_offset, INDEX_SUFFIX)
-        self.time_index_path = segment_file(self.dir, base_offset, TIME_INDEX_SUFFIX)
+        # Plain strings here: opening a segment is on the lookup path, and pathlib is slow.
+        stem = os.path.join(dir_path, f"{base_offset:020d}")
+        self._log_name = stem + LOG_SUFFIX
         if create:
             # The .log is created first: a segment exists when its .log does (recovery rebuilds
             # indexes that are missing, and drops index files without a .log).
-            fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(self._log_name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
             os.close(fd)
-        self._fd = os.open(self.log_path, os.O_RDWR if writable else os.O_RDONLY)
+        self._fd = os.open(self._log_name, os.O_RDWR if writable else os.O_RDONLY)
         self.size = os.fstat(self._fd).st_size
         index_bytes = config["segment.index.bytes"]
         # The active segment's indexes are preallocated; any other is taken as found (an
         # inactive one keeps its zero tail until sealed, a sealed one is trimmed).
         prealloc = True if (writable and active) else None
-        self.offset_index = OffsetIndex(self.index_path, base_offset, index_bytes,
+        self.offset_index = OffsetIndex(stem + INDEX_SUFFIX, base_offset, index_bytes,
                                         writable=writable, preallocate=prealloc)
-        self.time_index = TimeIndex(self.time_index_path, base_offset, index_bytes,
+        self.time_index = TimeIndex(stem + TIME_INDEX_SUFFIX, base_offset, index_bytes,
                                     writable=writable, preallocate=prealloc)
         self.next_offset = base_offset        # set by load_state / appends
         self.max_timestamp = NO_TIMESTAMP      # largest record timestamp (KIP-33 "max timestamp so far")
         self.first_timestamp = NO_TIMESTAMP    # first record timestamp: the segment.ms rolling base
         self.bytes_since_index_entry = 0
         self.created_ms = now_ms() if create else int(os.fstat(self._fd).st_mtime * 1000)
+
+    @property
+    def log_path(self) -> Path:
+        return Path(self._log_name)
+
+    @property
+    def index_path(self) -> Path:
+        return self.offset_index.path
+
+    @property
+    def time_index_path(self) -> Path:
+        return self.time_index.path
 
     # ------------------------------------------------------------------ state
     def load_state(self, *, tolerate_torn_tail: bool = False) -> None:
@@ -234,6 +246,10 @@ class LogSegment:
             ts = max(ts, int(tail.max_timestamps.max()))
         return ts
 
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
     def file_size(self) -> int:
         return os.fstat(self._fd).st_size
 
@@ -266,9 +282,8 @@ class LogSegment:
         if max_ts >= 0:
             self.time_index.seal_entry(max_ts, next_base)
         os.fsync(self._fd)
-        self.time_index.flush()
-        self.offset_index.flush()
-        # Trimming is last: a segment is decidably sealed only once both files are trimmed.
+        # Trimming is last (trim fsyncs): a segment is decidably sealed only once both files are
+        # trimmed; a crash before that leaves it unsealed, and sealing again repairs it.
         self.time_index.trim()
         self.offset_index.trim()
         return True

@@ -33,10 +33,8 @@ def verify_log(log: "Log") -> list[str]:
             if prev_next is not None and first < prev_next:
                 problems.append(f"{where}: offsets go backwards across segments ({first} after {prev_next - 1})")
             prev_next = int(scan.last_offsets[-1]) + 1
-        for p in seg.offset_index.sanity_check():
-            problems.append(f"{seg.index_path}: {p}")
-        for p in seg.time_index.sanity_check():
-            problems.append(f"{seg.time_index_path}: {p}")
+        problems += seg.offset_index.sanity_check()   # each message names its file
+        problems += seg.time_index.sanity_check()
         problems += _check_offset_index(seg, scan)
         problems += _check_time_index(seg, scan)
         last = i == len(bases) - 1

@@ -335,5 +335,7 @@ def _python_key_partitions(df, cols: InputColumns):
     """Fallback without javac: a first Python pass that computes `_kp` (murmur2 partition or null)."""
     from sink.partitioner import KeyPartitionPass
 
-    schema = df.schema.add("_kp", "int")
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    schema = StructType(list(df.schema.fields) + [StructField("_kp", IntegerType())])
     return df.mapInArrow(KeyPartitionPass(), schema)

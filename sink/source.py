@@ -282,6 +282,8 @@ class SeglogReader(DataSourceReader):
         self.bounds = ScanBounds()
 
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:
+        if not self.opts.filter_pushdown:
+            return list(filters)
         builder = _BoundsBuilder()
         unhandled = [f for f in filters if not builder.push(f)]
         self.bounds = builder.build()

@@ -41,6 +41,7 @@ KNOWN_OPTIONS = {
     "minpartitions": "minPartitions",
     "maxbytespertask": "maxBytesPerTask",
     "maxrowsperbatch": "maxRowsPerBatch",
+    "filterpushdown": "filterPushdown",
 }
 
 
@@ -66,6 +67,10 @@ class SourceOptions:
     min_partitions: int | None = None
     max_bytes_per_task: int = DEFAULT_MAX_BYTES_PER_TASK
     max_rows_per_batch: int = DEFAULT_MAX_ROWS_PER_BATCH
+    # Pushed filters become seeks. Spark 4.1 keeps the read planned during pushdown on the relation
+    # and reuses it for a later query on the same DataFrame that pushes no filter; false keeps the
+    # reader stateless (Spark then applies every filter itself).
+    filter_pushdown: bool = True
 
 
 def _bad(option: str, value: object, allowed: str) -> ConfigError:
@@ -248,4 +253,5 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         min_partitions=min_partitions,
         max_bytes_per_task=max_bytes,
         max_rows_per_batch=max_rows,
+        filter_pushdown=_parse_bool("filterPushdown", opts.get("filterpushdown"), True),
     )

@@ -160,7 +160,7 @@ def test_verify_flipped_byte_in_a_sealed_segment(scratch):
     faults = [line for line in proc.stdout.splitlines() if line.startswith("FAULT")]
     assert faults and all(line.startswith("FAULT events-1:") for line in faults)
     assert str(seg) in faults[0] and re.search(r"position \d+", faults[0])
-    assert "1 fault(s) in 1 partition(s)" in proc.stdout or "fault(s) in 1 partition(s)" in proc.stdout
+    assert re.search(r"verified 2 partition\(s\): \d+ fault\(s\) in 1 partition\(s\)", proc.stdout)
 
 
 def test_verify_torn_tail_then_recover(scratch):
@@ -207,7 +207,7 @@ def test_describe_text(root):
 # ----------------------------------------------------------------------------- offsets-for-times
 
 def test_offsets_for_times(root):
-    times = [0, T0, T0 + 1, T0 + 30_000, T0 + 61_234, T0 + 119_000, T0 + 10**9, "earliest", "latest", -1]
+    times = [0, T0 + 1, T0 + 61_234, T0 + 10**9, "earliest", "latest"]
     for t in times:
         proc = seglog("offsets-for-times", root, "--topic", "events", "--time", t, check_rc=0)
         got = dict(line.rsplit(":", 1) for line in proc.stdout.splitlines())
@@ -243,7 +243,7 @@ def test_truncate_lowers_the_log_and_the_committed_end(scratch):
     ends = CommitLog(scratch, "events").end_offsets()
     assert ends[0] == 100 and ends[1] > 100        # the other partition's end is carried forward
     seglog("verify", scratch, check_rc=0)
-    # below the log start: refused, naming the allowed range
+    # at or past the end, with the committed end already there: nothing to do
     proc = seglog("truncate", scratch, "--topic", "events", "--partition", 0, "--to-offset", 500, "--yes",
                   check_rc=0)
     assert "nothing to do" in proc.stdout
@@ -281,15 +281,14 @@ def test_dump_refuses_a_file_of_another_kind(tmp_path):
 
 
 def test_truncate_below_log_start_is_refused(scratch):
-    from indexer import checkpoint
-    checkpoint.update_log_start_offsets(scratch, {("events", 0): 0})
-    seg_bases = [int(p.stem) for p in _segments(scratch / "events-0")]
-    # retention-like: move the start up by deleting the first segment through the Log
     with Log.open(scratch / "events-0", CFG) as log:
-        log._delete_oldest(1)
+        log.seal_inactive()
+        log.apply_retention()          # every record is years old: all but the active segment go
+        start = log.log_start_offset
+    assert start > 1
     proc = seglog("truncate", scratch, "--topic", "events", "--partition", 0, "--to-offset", 1, "--yes",
                   check_rc=2)
-    assert f"below the log start offset {seg_bases[1]}" in proc.stderr
+    assert f"--to-offset 1 is below the log start offset {start} of events-0" in proc.stderr
 
 
 def test_compactor_and_demo_delegate(tmp_path):

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from indexer.records import LOG_APPEND_TIME, NO_TIMESTAMP, Record, encode_batch
-from tests.kafka_tools import KafkaToolError, dump_log_segments, ensure_jars
+from tests.kafka_tools import dump_log_segments, ensure_jars
 
 T0 = 1_700_000_000_000
 

@@ -122,10 +122,13 @@ def test_starting_and_ending_timestamp(spark, root):
     t_start, t_end = T0 + 400, T0 + 1000  # CreateTime goes backwards in partition 1: later records may be older
     starts = {p: first_at_or_after(root, "events", p, t_start) for p in (0, 1)}
     ends = {p: first_at_or_after(root, "events", p, t_end) for p in (0, 1)}
-    df = reader(spark, root, startingTimestamp=t_start, endingTimestamp=t_end)
+    df = reader(spark, root, startingTimestamp=t_start, endingTimestamp=t_end,
+                startingOffsetsByTimestampStrategy="latest")  # events-2 is empty
     got = rows_of(df)
     assert got == expected_rows(root, "events", [0, 1], lambda p, r: starts[p] <= r.offset < ends[p])
-    assert any(r[5] < t_start for r in got)   # Kafka semantics: from the offset on, not a timestamp filter
+    assert any(r[5] < t_start for r in got)
+    with pytest.raises(Exception, match=r"events-2 has no record with a timestamp at or after"):
+        reader(spark, root, startingTimestamp=t_start).collect()   # strategy error, as Kafka   # Kafka semantics: from the offset on, not a timestamp filter
 
 
 def test_timestamp_tie_starts_at_first_of_equal_timestamps(spark, root):
@@ -146,26 +149,43 @@ def test_timestamp_strategies(spark, root):
 
 
 def test_where_timestamp_is_pushed_and_exact(spark, root):
+    # A fresh DataFrame per query: Spark 4.1 keeps one query's pushdown plan on the relation (see
+    # test_dataframe_reuse_after_pushdown).
+    def base():
+        return reader(spark, root, maxBytesPerTask=2048)
+
     t = T0 + 1200
-    base = reader(spark, root, maxBytesPerTask=2048)
-    df = base.where(f"timestamp >= timestamp_millis({t})")
+    df = base().where(f"timestamp >= timestamp_millis({t})")
     assert rows_of(df) == expected_rows(root, "events", [0, 1], lambda p, r: r.timestamp >= t)
-    # the filter became a seek: fewer byte-sized tasks than the full scan
-    assert tasks_of(df) < tasks_of(base)
+    # the filter became a seek: fewer byte-sized tasks than the full scan, and no Filter left in the plan
+    assert tasks_of(base().where(f"timestamp >= timestamp_millis({t})")) < tasks_of(base())
+    assert "Filter" not in df._jdf.queryExecution().optimizedPlan().toString()
     lo, hi = T0 + 300, T0 + 600
-    df = base.where(f"timestamp > timestamp_millis({lo}) and timestamp <= timestamp_millis({hi}) and partition = 1")
+    df = base().where(f"timestamp > timestamp_millis({lo}) and timestamp <= timestamp_millis({hi}) and partition = 1")
     assert rows_of(df) == expected_rows(root, "events", [1], lambda p, r: lo < r.timestamp <= hi)
-    df = base.where(f"timestamp in (timestamp_millis({T0 + 20}), timestamp_millis({T0 + 30}))")
+    df = base().where(f"timestamp in (timestamp_millis({T0 + 20}), timestamp_millis({T0 + 30}))")
     assert rows_of(df) == expected_rows(root, "events", [0, 1, 2], lambda p, r: r.timestamp in (T0 + 20, T0 + 30))
 
 
 def test_where_offset_is_pushed(spark, root):
-    base = reader(spark, root, maxBytesPerTask=2048)
-    df = base.where("offset >= 100 and offset < 120")
+    def base():
+        return reader(spark, root, maxBytesPerTask=2048)
+
+    df = base().where("offset >= 100 and offset < 120")
     assert rows_of(df) == expected_rows(root, "events", [0, 1], lambda p, r: 100 <= r.offset < 120)
-    assert tasks_of(df) <= 2 < tasks_of(base)
-    df = base.where("offset in (3, 299, 399) and offset != 299")
+    assert tasks_of(base().where("offset >= 100 and offset < 120")) == 1 < tasks_of(base())
+    df = base().where("offset in (3, 299, 399) and offset != 299")
     assert rows_of(df) == expected_rows(root, "events", [0, 1], lambda p, r: r.offset in (3, 399))
+
+
+def test_dataframe_reuse_after_pushdown(spark, root):
+    """Spark 4.1 stores the read plan made during filter pushdown on the relation, and a later query
+    on the same DataFrame with no pushable filter reuses it. With filterPushdown=false the reader keeps
+    no state from pushdown, so reuse is exact."""
+    df = reader(spark, root, filterPushdown="false")
+    assert df.where("offset < 10").count() == 20
+    assert df.count() == 700
+    assert "Filter" in df.where("offset < 10")._jdf.queryExecution().optimizedPlan().toString()
 
 
 def test_include_headers(spark, root):

@@ -1,0 +1,526 @@
+"""Compiled kernels for the bulk batch codec (`indexer.columns`), with numba.
+
+`columns` keeps the numpy/Arrow path as the reference and the fallback; these kernels do the same
+work in one compiled pass each and must produce exactly the same bytes and the same Arrow columns
+(tests/test_native.py holds them to it):
+
+- `encode_plain`: headerless records -> record batches (batch grouping, every header field but the
+  CRC, every record) written straight into one preallocated buffer; the CRC-32C of each batch is
+  then filled in by the `crc32c` C library (hardware CRC, faster than anything compiled here).
+- `decode_batches`: whole batches -> the columns of `columns.ARROW_SCHEMA` (headers as positions,
+  turned into Arrow by the caller).
+
+Errors: a kernel never raises. Any structural problem (a corrupt record, a timestamp delta out of
+range, a batch over 2 GiB) makes it return a non-zero status, and the caller reruns the numpy path,
+which raises the precise, typed error. So a kernel may be stricter than the numpy path, never
+laxer: whatever the numpy path refuses, the kernel reports.
+
+Compilation is lazy (first call) and cached on disk (`cache=True`), so later processes, such as
+Spark's Python workers, load machine code instead of compiling. The cache lives in the package's
+`__pycache__` when that is writable, else in $NUMBA_CACHE_DIR, else ~/.cache/seglog/numba (or a
+per-user temp dir): numba refuses `cache=True` outright when it finds no writable place.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def _writable_dir(path: Path) -> bool:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+        return True
+    except OSError:
+        return False
+
+
+def cache_dir_for(pycache: Path) -> str | None:
+    """Where numba should cache when `pycache` (the package's __pycache__) is not writable: None
+    when it is, or when NUMBA_CACHE_DIR already says; else the first writable of
+    $XDG_CACHE_HOME/seglog/numba (~/.cache/...) and a per-user temp dir."""
+    if os.environ.get("NUMBA_CACHE_DIR") or _writable_dir(pycache):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    for cand in (Path(base) / "seglog" / "numba",
+                 Path(tempfile.gettempdir()) / f"seglog-numba-{os.getuid()}"):
+        if _writable_dir(cand):
+            return str(cand)
+    return None                 # numba will refuse cache=True; columns falls back to numpy
+
+
+def _choose_cache_dir() -> None:
+    chosen = cache_dir_for(Path(__file__).resolve().parent / "__pycache__")
+    if chosen is not None:
+        os.environ["NUMBA_CACHE_DIR"] = chosen
+        import numba.core.config as _cfg          # numba reads the variable at import only
+        _cfg.CACHE_DIR = chosen
+
+
+_choose_cache_dir()
+
+import numpy as np                                      # noqa: E402
+from numba import njit                                  # noqa: E402
+
+_JIT = dict(cache=True, nogil=True)
+_INT32_MAX = 2147483647
+_INT64_MAX = 9223372036854775807
+_HEADER = 61                    # batch header bytes
+_MIN_BATCH_LENGTH = 49          # batchLength of a batch without records
+
+OK = 0
+ERROR = 1                       # the numpy path must run and raise (or decide)
+
+
+# ---------------------------------------------------------------------------------------------
+# varints and big-endian fields (all arithmetic in int64: numba turns uint64 op int64 into float)
+
+@njit(inline="always")
+def _zigzag(v):
+    """Zigzag of an int64, as the int64 with the same bits as the unsigned result."""
+    return (v << 1) ^ (v >> 63)
+
+
+@njit(inline="always")
+def _uwidth(u):
+    """Bytes of the unsigned varint whose bits are the int64 `u` (negative = top bit set: 10)."""
+    if u < 0:
+        return 10
+    w = 1
+    while u >= 0x80:
+        u >>= 7
+        w += 1
+    return w
+
+
+@njit(inline="always")
+def _put_varint(out, p, u):
+    """Write the unsigned varint with the bits of int64 `u` at out[p]; returns the next position."""
+    while u < 0 or u >= 0x80:
+        out[p] = (u & 0x7F) | 0x80
+        u = (u >> 7) & 0x01FFFFFFFFFFFFFF         # logical shift
+        p += 1
+    out[p] = u
+    return p + 1
+
+
+@njit(inline="always")
+def _put_be(out, p, v, nbytes):
+    for k in range(nbytes):
+        out[p + k] = (v >> (8 * (nbytes - 1 - k))) & 0xFF
+
+
+@njit(inline="always")
+def _get_be(a, p, nbytes):
+    """Signed big-endian integer of `nbytes` (2, 4 or 8) at a[p]."""
+    v = np.int64(0)
+    for k in range(nbytes):
+        v = (v << 8) | np.int64(a[p + k])
+    if nbytes < 8:
+        half = np.int64(1) << (8 * nbytes - 1)
+        if v >= half:
+            v -= half << 1
+    return v
+
+
+@njit(inline="always")
+def _get_varint(a, p, end, max_bytes):
+    """Zigzag varint at a[p], no byte at or past `end`: (value, next position, ok)."""
+    u = np.int64(0)
+    for k in range(max_bytes):
+        if p + k >= end:
+            return np.int64(0), p, False
+        b = np.int64(a[p + k])
+        u |= (b & 0x7F) << (7 * k)
+        if b < 0x80:
+            return ((u >> 1) & _INT64_MAX) ^ -(u & 1), p + k + 1, True
+    return np.int64(0), p, False
+
+
+@njit(inline="always")
+def _bit(bits, i):
+    return (bits[i >> 3] >> (i & 7)) & 1
+
+
+# ---------------------------------------------------------------------------------------------
+# encode
+
+@njit(inline="always")
+def _field_len(off, bits, bit_off, has_nulls, i):
+    """Byte length of row i of a large_binary column, -1 for null."""
+    if has_nulls and _bit(bits, bit_off + i) == 0:
+        return np.int64(-1)
+    return np.int64(off[i + 1] - off[i])
+
+
+@njit(**_JIT)
+def _encode(base_offset, voff, vdata, vbits, vbit_off, v_nulls, koff, kdata, kbits, kbit_off,
+            has_keys, k_nulls, ts, log_append, append_time, budget, od_w):
+    """Encode n headerless records as batches (CRC fields left zero).
+
+    Grouping equals `columns._group` over `columns._bound_sizes`: a batch takes records while the
+    sum of their size bounds stays within `budget`, at least one. Returns (status, data, positions,
+    starts, first_ts, max_ts): positions/starts have one entry per batch plus the end."""
+    n = len(voff) - 1
+    z = np.zeros(1, np.int64)
+    # width of the widest timestamp delta in any batch (as columns._width_of(max - min))
+    ts_w = 1
+    if not log_append:
+        tmin = ts[0]
+        tmax = ts[0]
+        for i in range(n):
+            t = ts[i]
+            if t < tmin:
+                tmin = t
+            if t > tmax:
+                tmax = t
+        ts_w = _uwidth(_zigzag(tmax - tmin))     # wraps to 10 bytes at the very top, as it must
+
+    # pass 1: batch boundaries and the exact size of every batch
+    starts = np.empty(n + 1, np.int64)
+    bodies = np.empty(n, np.int64)               # record bytes of each batch
+    first_ts = np.empty(n, np.int64)
+    max_ts = np.empty(n, np.int64)
+    nb = 0
+    acc = np.int64(0)
+    s = 0
+    base_ts = np.int64(0)
+    for i in range(n):
+        vl = _field_len(voff, vbits, vbit_off, v_nulls, i)
+        kl = _field_len(koff, kbits, kbit_off, k_nulls, i) if has_keys else np.int64(-1)
+        fixed = 2 + _uwidth(_zigzag(kl)) + max(kl, 0) + _uwidth(_zigzag(vl)) + max(vl, 0)
+        body = fixed + ts_w + od_w
+        bound = body + _uwidth(_zigzag(body))
+        t = append_time if log_append else ts[i]
+        if i == 0 or acc + bound > budget:       # a new batch (never an empty one)
+            if i > 0:
+                if bodies[nb - 1] > _INT32_MAX - _MIN_BATCH_LENGTH:
+                    return ERROR, np.zeros(0, np.uint8), z, z, z, z
+            starts[nb] = i
+            bodies[nb] = 0
+            first_ts[nb] = t
+            max_ts[nb] = t
+            nb += 1
+            s = i
+            acc = 0
+            base_ts = t
+        acc += bound
+        if t > max_ts[nb - 1]:
+            max_ts[nb - 1] = t
+        tsd = np.int64(0)
+        if not log_append:
+            if base_ts == -1 and t == _INT64_MAX:
+                return ERROR, np.zeros(0, np.uint8), z, z, z, z
+            tsd = t - base_ts
+        exact = fixed + _uwidth(_zigzag(tsd)) + _uwidth(_zigzag(np.int64(i - s)))
+        bodies[nb - 1] += exact + _uwidth(_zigzag(exact))
+    if bodies[nb - 1] > _INT32_MAX - _MIN_BATCH_LENGTH:
+        return ERROR, np.zeros(0, np.uint8), z, z, z, z
+    starts[nb] = n
+    positions = np.empty(nb + 1, np.int64)
+    positions[0] = 0
+    for b in range(nb):
+        positions[b + 1] = positions[b] + _HEADER + bodies[b]
+    out = np.empty(positions[nb], np.uint8)
+
+    # pass 2: write each batch, header (CRC zero) then records
+    attributes = 8 if log_append else 0
+    for b in range(nb):
+        p = positions[b]
+        s = starts[b]
+        e = starts[b + 1]
+        _put_be(out, p, base_offset + s, 8)
+        _put_be(out, p + 8, _MIN_BATCH_LENGTH + bodies[b], 4)
+        _put_be(out, p + 12, 0, 4)               # partitionLeaderEpoch
+        out[p + 16] = 2                          # magic
+        _put_be(out, p + 17, 0, 4)               # crc, filled by the caller
+        _put_be(out, p + 21, attributes, 2)
+        _put_be(out, p + 23, e - s - 1, 4)       # lastOffsetDelta
+        _put_be(out, p + 27, first_ts[b], 8)
+        _put_be(out, p + 35, max_ts[b], 8)
+        _put_be(out, p + 43, -1, 8)              # producerId
+        _put_be(out, p + 51, -1, 2)              # producerEpoch
+        _put_be(out, p + 53, -1, 4)              # baseSequence
+        _put_be(out, p + 57, e - s, 4)           # recordCount
+        p += _HEADER
+        bts = first_ts[b]
+        for i in range(s, e):
+            vl = _field_len(voff, vbits, vbit_off, v_nulls, i)
+            kl = _field_len(koff, kbits, kbit_off, k_nulls, i) if has_keys else np.int64(-1)
+            tz = np.int64(0) if log_append else _zigzag(ts[i] - bts)
+            oz = np.int64(i - s) << 1
+            kz = _zigzag(kl)
+            vz = _zigzag(vl)
+            body = (2 + _uwidth(tz) + _uwidth(oz) + _uwidth(kz) + max(kl, 0) + _uwidth(vz)
+                    + max(vl, 0))
+            p = _put_varint(out, p, body << 1)
+            out[p] = 0                           # attributes
+            p = _put_varint(out, p + 1, tz)
+            p = _put_varint(out, p, oz)
+            p = _put_varint(out, p, kz)
+            if kl > 0:
+                k0 = koff[i]
+                out[p:p + kl] = kdata[k0:k0 + kl]
+                p += kl
+            p = _put_varint(out, p, vz)
+            if vl > 0:
+                v0 = voff[i]
+                out[p:p + vl] = vdata[v0:v0 + vl]
+                p += vl
+            out[p] = 0                           # header count
+            p += 1
+    return OK, out, positions, starts[:nb + 1].copy(), first_ts[:nb].copy(), max_ts[:nb].copy()
+
+
+@njit(**_JIT)
+def _put_crcs(out, positions, crcs):
+    for b in range(len(crcs)):
+        _put_be(out, positions[b] + 17, np.int64(crcs[b]), 4)
+
+
+def _column_parts(arr):
+    """(offsets int64, data uint8, validity bits uint8, bit offset, has nulls) of a large_binary
+    Arrow array, all zero-copy views."""
+    bufs = arr.buffers()
+    n = len(arr)
+    off = readonly(np.frombuffer(bufs[1], dtype=np.int64)[arr.offset:arr.offset + n + 1])
+    data = readonly(np.frombuffer(bufs[2], dtype=np.uint8)) if bufs[2] is not None else _NO_BYTES
+    if arr.null_count and bufs[0] is not None:
+        return off, data, readonly(np.frombuffer(bufs[0], dtype=np.uint8)), arr.offset, True
+    return off, data, _NO_BYTES, 0, False
+
+
+def readonly(x: np.ndarray) -> np.ndarray:
+    """A read-only view: numba compiles one specialisation per (dtype, layout, readonly), so every
+    array handed to a kernel is read-only, whether it came from Arrow, mmap, bytes or numpy."""
+    v = x.view()
+    v.flags.writeable = False
+    return v
+
+
+_NO_BYTES = readonly(np.zeros(0, np.uint8))
+_NO_OFFSETS = readonly(np.zeros(1, np.int64))
+
+
+def encode_plain(base_offset: int, vals, key_arr, ts, append_time_ms, max_batch_bytes: int,
+                 od_w: int):
+    """Headerless records as batches, CRCs filled. `vals`/`key_arr` are large_binary Arrow arrays
+    (key_arr may be None: all keys null); `ts` int64 ms (ignored with `append_time_ms`); `od_w` the
+    offset delta width `columns` bounds with. Returns (data, positions, starts, first_ts, max_ts)
+    as uint8/int64 numpy arrays, or None when the numpy path must run to raise the error."""
+    import crc32c
+    voff, vdata, vbits, vbo, vnull = _column_parts(vals)
+    if key_arr is not None:
+        koff, kdata, kbits, kbo, knull = _column_parts(key_arr)
+    else:
+        koff, kdata, kbits, kbo, knull = _NO_OFFSETS, _NO_BYTES, _NO_BYTES, 0, False
+    log_append = append_time_ms is not None
+    status, out, positions, starts, first_ts, max_ts = _encode(
+        int(base_offset), voff, vdata, vbits, vbo, vnull, koff, kdata, kbits, kbo,
+        key_arr is not None, knull, readonly(ts) if not log_append else _NO_OFFSETS, log_append,
+        int(append_time_ms) if log_append else 0, int(max_batch_bytes) - _HEADER, int(od_w))
+    if status != OK:
+        return None
+    view = memoryview(out)
+    crc = crc32c.crc32c
+    pos = positions.tolist()
+    crcs = np.fromiter((crc(view[pos[b] + 21:pos[b + 1]]) for b in range(len(pos) - 1)),
+                       dtype=np.uint32, count=len(pos) - 1)
+    _put_crcs(out, positions, crcs)
+    return out, positions, starts, first_ts, max_ts
+
+
+# ---------------------------------------------------------------------------------------------
+# decode
+
+@njit(inline="always")
+def _header_ok(a, pos):
+    """The checks of records.parse_header/header_problem for the header at `pos`."""
+    if pos < 0 or pos + _HEADER > len(a):
+        return False
+    if a[pos + 16] != 2:
+        return False
+    bl = _get_be(a, pos + 8, 4)
+    rc = _get_be(a, pos + 57, 4)
+    lod = _get_be(a, pos + 23, 4)
+    if bl < _MIN_BATCH_LENGTH or rc < 0 or lod < 0 or lod < rc - 1:
+        return False
+    base = _get_be(a, pos, 8)
+    if base < 0 or base > _INT64_MAX - lod:     # the last offset must fit (the range test adds)
+        return False
+    if (_get_be(a, pos + 21, 2) & 7) == 0 and rc > bl - _MIN_BATCH_LENGTH:
+        return False
+    return True
+
+
+@njit(**_JIT)
+def _decode(a, positions, start, end):
+    """Decode the records with offsets in [start, end) of the batches at `positions` in `a`.
+
+    Pass 1 checks every structural rule the numpy path checks and sizes the outputs; pass 2 fills
+    them. Returns (status, offsets, timestamps, tstypes, key offsets, key data, key validity bits,
+    key nulls, value offsets, value data, value validity bits, value nulls, header list offsets,
+    header key starts, key lengths, value starts, value lengths); headers are positions in `a`
+    (the list offsets and header arrays are empty when no kept record has a header)."""
+    nb = len(positions)
+    z8 = np.zeros(0, np.int64)
+    zb = np.zeros(0, np.uint8)
+    z4 = np.zeros(0, np.int32)
+    z41 = np.zeros(1, np.int32)
+    picked = np.empty(nb, np.int64)
+    npk = 0
+    for j in range(nb):
+        pos = positions[j]
+        if not _header_ok(a, pos):
+            return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+        base = _get_be(a, pos, 8)
+        lod = _get_be(a, pos + 23, 4)
+        if base + lod < start or base >= end:
+            continue
+        if pos + _get_be(a, pos + 8, 4) + 12 > len(a) or (_get_be(a, pos + 21, 2) & 7) != 0:
+            return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+        if _get_be(a, pos + 57, 4) > 0:
+            picked[npk] = pos
+            npk += 1
+
+    # pass 1: validate, count the kept records, their key/value bytes and headers
+    m = 0
+    kbytes = np.int64(0)
+    vbytes = np.int64(0)
+    nh = np.int64(0)
+    for j in range(npk):
+        pos = picked[j]
+        base = _get_be(a, pos, 8)
+        bend = pos + _get_be(a, pos + 8, 4) + 12
+        q = pos + _HEADER
+        for _ in range(_get_be(a, pos + 57, 4)):
+            length, q, ok = _get_varint(a, q, bend, 5)
+            e = q + length
+            if not ok or length < 0 or e > bend:
+                return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+            tsd, p, ok1 = _get_varint(a, q + 1, e, 10)
+            od, p, ok2 = _get_varint(a, p, e, 5)
+            kl, p, ok3 = _get_varint(a, p, e, 5)
+            if not (ok1 and ok2 and ok3) or kl < -1:
+                return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+            p += max(kl, 0)
+            vl, p, ok = _get_varint(a, p, e, 5)
+            if p > e or not ok or vl < -1:
+                return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+            p += max(vl, 0)
+            hc, p, ok = _get_varint(a, p, e, 5)
+            if p > e or not ok or hc < 0:
+                return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+            for _h in range(hc):
+                hkl, p, ok = _get_varint(a, p, e, 5)
+                if not ok or hkl < 0:
+                    ok = False
+                    break
+                p += hkl
+                hvl, p, ok = _get_varint(a, p, e, 5)
+                if p > e or not ok or hvl < -1:
+                    ok = False
+                    break
+                p += max(hvl, 0)
+            if p != e or not ok:
+                return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+            off = base + od
+            if start <= off < end:
+                m += 1
+                kbytes += max(kl, 0)
+                vbytes += max(vl, 0)
+                nh += hc
+            q = e
+        if q != bend:
+            return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+    if kbytes > _INT32_MAX or vbytes > _INT32_MAX or nh > _INT32_MAX:
+        return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+
+    # pass 2: fill
+    offsets = np.empty(m, np.int64)
+    timestamps = np.empty(m, np.int64)
+    tstypes = np.empty(m, np.int32)
+    koff = np.empty(m + 1, np.int32)
+    voff = np.empty(m + 1, np.int32)
+    kdata = np.empty(kbytes, np.uint8)
+    vdata = np.empty(vbytes, np.uint8)
+    kbits = np.zeros((m + 7) >> 3, np.uint8)
+    vbits = np.zeros((m + 7) >> 3, np.uint8)
+    hoff = np.zeros(m + 1 if nh else 0, np.int32)
+    hks = np.empty(nh, np.int64)
+    hkl = np.empty(nh, np.int64)
+    hvs = np.empty(nh, np.int64)
+    hvl = np.empty(nh, np.int64)
+    knulls = 0
+    vnulls = 0
+    koff[0] = 0
+    voff[0] = 0
+    r = 0
+    kp = 0
+    vp = 0
+    h = 0
+    for j in range(npk):
+        pos = picked[j]
+        base = _get_be(a, pos, 8)
+        bts = _get_be(a, pos + 27, 8)
+        mts = _get_be(a, pos + 35, 8)
+        lat = (_get_be(a, pos + 21, 2) & 8) != 0
+        q = pos + _HEADER
+        for _ in range(_get_be(a, pos + 57, 4)):
+            length, q, ok = _get_varint(a, q, _INT64_MAX, 5)
+            e = q + length
+            tsd, p, ok = _get_varint(a, q + 1, e, 10)
+            od, p, ok = _get_varint(a, p, e, 5)
+            off = base + od
+            q = e
+            if not (start <= off < end):
+                continue
+            offsets[r] = off
+            timestamps[r] = mts if lat else bts + tsd
+            tstypes[r] = 1 if lat else 0
+            kl, p, ok = _get_varint(a, p, e, 5)
+            if kl < 0:
+                knulls += 1
+            else:
+                kbits[r >> 3] |= np.uint8(1 << (r & 7))
+                kdata[kp:kp + kl] = a[p:p + kl]
+                kp += kl
+                p += kl
+            koff[r + 1] = kp
+            vl, p, ok = _get_varint(a, p, e, 5)
+            if vl < 0:
+                vnulls += 1
+            else:
+                vbits[r >> 3] |= np.uint8(1 << (r & 7))
+                vdata[vp:vp + vl] = a[p:p + vl]
+                vp += vl
+                p += vl
+            voff[r + 1] = vp
+            if nh:
+                hc, p, ok = _get_varint(a, p, e, 5)
+                for _h in range(hc):
+                    x, p, ok = _get_varint(a, p, e, 5)
+                    hks[h] = p
+                    hkl[h] = x
+                    p += x
+                    x, p, ok = _get_varint(a, p, e, 5)
+                    hvs[h] = p
+                    hvl[h] = x
+                    p += max(x, 0)
+                    h += 1
+                hoff[r + 1] = h
+            r += 1
+    return (OK, offsets, timestamps, tstypes, koff, kdata, kbits, knulls, voff, vdata, vbits,
+            vnulls, hoff, hks, hkl, hvs, hvl)
+
+
+def decode_batches(a: np.ndarray, positions: np.ndarray, start: int, end: int):
+    """Run the decode kernel over the uint8 array `a`; the kernel's tuple, or None when the numpy
+    path must run (a structural error to raise, or a range the kernel's int64 cannot hold)."""
+    lo, hi = -(1 << 63), (1 << 63) - 1
+    if not (lo <= start <= hi and lo <= end <= hi):
+        return None
+    res = _decode(readonly(a), readonly(positions), start, end)
+    return None if res[0] != OK else res
