@@ -176,10 +176,8 @@ def committed_ends(root: str, topic: str) -> dict[int, int] | None:
         from indexer.commit_log import CommitLog
     except ImportError:
         return None
-    log = CommitLog(root, topic)
-    if log.latest() is None:
-        return None
-    return dict(log.end_offsets())
+    state = CommitLog(root, topic).latest()
+    return None if state is None else dict(state.end_offsets)
 
 
 def data_loss_message(topic: str, partition: int, start: int, log_start: int) -> str:

@@ -39,6 +39,16 @@ def write_partition(root, topic, partition, n, *, headers=False, config=CONFIG, 
         log.flush()
 
 
+def write_old_then_recent(path, config):
+    """200 records from 2023 (expired under a retention.ms of an hour), then 100 from now (kept)."""
+    import time
+    now = int(time.time() * 1000)
+    with Log.open(path, config) as log:
+        for lo, n, ts in ((0, 100, T0), (100, 100, T0), (200, 100, now)):
+            log.append_columns(pa.array([b"v%06d" % i * 20 for i in range(lo, lo + n)]),
+                               timestamps=np.full(n, ts, np.int64))
+
+
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
     root = tmp_path_factory.mktemp("seglog-source")
@@ -119,7 +129,7 @@ def test_offsets_json_missing_partition_refused(spark, root):
 
 
 def test_starting_and_ending_timestamp(spark, root):
-    t_start, t_end = T0 + 400, T0 + 1000  # CreateTime goes backwards in partition 1: later records may be older
+    t_start, t_end = T0 + 400, T0 + 1490  # CreateTime goes backwards in partition 1: later records may be older
     starts = {p: first_at_or_after(root, "events", p, t_start) for p in (0, 1)}
     ends = {p: first_at_or_after(root, "events", p, t_end) for p in (0, 1)}
     df = reader(spark, root, startingTimestamp=t_start, endingTimestamp=t_end,
@@ -218,3 +228,48 @@ def test_bad_options_refused_at_load(spark, root, key, value, needle):
 def test_unknown_topic_refused(spark, root):
     with pytest.raises(Exception, match=r"topic 'nope' not found.*events, other"):
         spark.read.format("seglog").option("topic", "nope").load(str(root))
+
+
+def test_read_bounded_by_committed_end(spark, tmp_path):
+    from indexer.commit_log import CommitLog
+    write_partition(tmp_path, "committed", 0, 100)
+    write_partition(tmp_path, "committed", 1, 100)
+    CommitLog(tmp_path, "committed").commit("w", 0, {0: 60, 1: 100})
+    with Log.open(tmp_path / "committed-1", CONFIG) as log:   # appended, never committed
+        log.append_columns(pa.array([b"uncommitted"] * 20), timestamps=np.full(20, T0 + 50_000, np.int64))
+
+    def read(**options):
+        r = spark.read.format("seglog").option("topic", "committed")
+        for k, v in options.items():
+            r = r.option(k, json.dumps(v) if isinstance(v, dict) else str(v))
+        return rows_of(r.load(str(tmp_path)))
+
+    assert read() == expected_rows(tmp_path, "committed", [0, 1], lambda p, r: r.offset < (60 if p == 0 else 100))
+    got = read(endingOffsets={"committed": {"0": 90, "1": 110}})      # asked past the committed end: capped
+    assert max(o for _, p, o, *_ in got if p == 0) == 59 and max(o for _, p, o, *_ in got if p == 1) == 99
+    # the only records at or after this timestamp are uncommitted: no offset for it
+    with pytest.raises(Exception, match=r"committed-1 has no record with a timestamp at or after"):
+        read(startingOffsetsByTimestamp={"committed": {"0": T0, "1": T0 + 50_000}})
+
+
+def test_retention_deleted_start(spark, tmp_path):
+    config = dict(CONFIG, **{"retention.ms": 3_600_000})
+    write_old_then_recent(tmp_path / "retained-0", config)
+    with Log.open(tmp_path / "retained-0", config) as log:
+        log.seal_inactive()
+        result = log.apply_retention()
+        log_start = log.log_start_offset
+    assert result.deleted_bases and 5 < log_start <= 200
+
+    def read(**options):
+        r = spark.read.format("seglog").option("topic", "retained")
+        for k, v in options.items():
+            r = r.option(k, json.dumps(v) if isinstance(v, dict) else str(v))
+        return rows_of(r.load(str(tmp_path)))
+
+    with pytest.raises(Exception, match=rf"retained-0: offsets 5 to {log_start - 1} are no longer in the log"):
+        read(startingOffsets={"retained": {"0": 5}})
+    want = expected_rows(tmp_path, "retained", [0])
+    assert want[0][2] == log_start
+    assert read(startingOffsets={"retained": {"0": 5}}, failOnDataLoss="false") == want
+    assert read() == want   # earliest is the log start: no data loss

@@ -1,0 +1,65 @@
+"""The configuration reference in README.md, generated from conf/ (and the sidecar's rules), so the
+two cannot drift: tests/test_config_reference.py fails when README's table differs from `render()`.
+
+    python -m seglog.config_reference          # print the table
+    python -m seglog.config_reference --write  # rewrite README.md's section
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from conf.files import default_file
+from conf.topic_config import RULES, TOPIC_DEFAULTS
+
+BEGIN, END = "<!-- config-reference:begin -->", "<!-- config-reference:end -->"
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _comments() -> dict[str, str]:
+    """The `# comment` after each key in conf/topic.yaml."""
+    out = {}
+    for line in default_file("topic.yaml").read_text(encoding="utf-8").splitlines():
+        m = re.match(r"^([a-z.]+):\s*[^#]*#\s*(.*)$", line)
+        if m:
+            out[m.group(1)] = m.group(2).strip()
+    return out
+
+
+def render() -> str:
+    from compactor.config import HTTP_DEFAULTS, SCHEDULE_RULES
+
+    notes = _comments()
+    lines = ["Topic configuration (`conf/topic.yaml`; Kafka's names; per-topic overrides in the sink's "
+             "`config=` or the sidecar's `topics:`):", "",
+             "| key | default | allowed | meaning |", "| --- | --- | --- | --- |"]
+    for key, rule in RULES.items():
+        default = TOPIC_DEFAULTS[key]
+        lines.append(f"| `{key}` | `{default if default is not None else 'null'}` | {rule.describe()} | "
+                     f"{notes.get(key, '')} |")
+    lines += ["", "Sidecar schedule (`conf/compactor.yaml`, section `schedule:`):", "",
+              "| key | default | allowed | what it paces |", "| --- | --- | --- | --- |"]
+    for key, rule in SCHEDULE_RULES.items():
+        lines.append(f"| `{key}` | `{rule.default}` | {rule.describe()} | {rule.help} |")
+    lines += ["", "Sidecar HTTP (`http:`): " + ", ".join(f"`{k}` (default `{v}`)" for k, v in HTTP_DEFAULTS.items())
+              + "."]
+    return "\n".join(lines)
+
+
+def readme_section(text: str) -> str:
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    return text[start:end].strip("\n")
+
+
+def write_readme(path: Path = README) -> None:
+    text = path.read_text(encoding="utf-8")
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    path.write_text(text[:start] + "\n" + render() + "\n" + text[end:], encoding="utf-8")
+
+
+if __name__ == "__main__":
+    if "--write" in sys.argv:
+        write_readme()
+    else:
+        print(render())
