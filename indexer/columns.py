@@ -9,6 +9,12 @@ record. The only Python loops are per batch (header CRCs) and per byte position 
 `decode_to_arrow` reads batches back into one Arrow RecordBatch. Finding where each record starts is
 inherently sequential (a record's start depends on the previous record's length varint), so that is
 one tight loop reading only the length varints; every other field is parsed for all records at once.
+
+Both have a compiled twin in `indexer.native` (numba), used when numba imports and
+SEGLOG_NO_NUMBA is unset: headerless encoding in one pass into one buffer, and decoding of all
+records in two passes. The numpy code here stays the reference the kernels are tested against, the
+path for records with headers (encode), and the path that raises: a kernel that finds anything
+wrong hands over to it, so errors are the same either way.
 """
 from __future__ import annotations
 
@@ -587,27 +593,26 @@ def _decode_native(kernels, view: memoryview, batch_positions, start: int,
     res = kernels.decode_batches(np.frombuffer(view, dtype=np.uint8), positions, start, end)
     if res is None:
         return None
-    (_, offsets, timestamps, tstypes, koff, kdata, kbits, knulls, voff, vdata, vbits, vnulls,
-     hoff, hks, hkl, hvs, hvl) = res
-    m = len(offsets)
-    keys = pa.Array.from_buffers(pa.binary(), m, [pa.py_buffer(kbits) if knulls else None,
-                                                  pa.py_buffer(koff), pa.py_buffer(kdata)], knulls)
-    values = pa.Array.from_buffers(pa.binary(), m, [pa.py_buffer(vbits) if vnulls else None,
-                                                    pa.py_buffer(voff), pa.py_buffer(vdata)], vnulls)
+    m = res["rows"]
+    keys = pa.Array.from_buffers(pa.binary(), m, res["key"], res["key_nulls"])
+    values = pa.Array.from_buffers(pa.binary(), m, res["value"], res["value_nulls"])
+    hoff, hks = res["header_offsets"], res["hks"]
     if len(hks):
         data = pa.py_buffer(view)
         try:
-            hkeys = _gather(data, hks, hkl).cast(pa.string())
+            hkeys = _gather(data, hks, res["hkl"]).cast(pa.string())
         except pa.ArrowInvalid:
             return None                              # not UTF-8: the numpy path names the batch
-        structs = pa.StructArray.from_arrays([hkeys, _gather(data, hvs, hvl)],
+        structs = pa.StructArray.from_arrays([hkeys, _gather(data, res["hvs"], res["hvl"])],
                                              fields=list(HEADER_TYPE.value_type))
     else:
         hoff = np.zeros(m + 1, dtype=np.int32)
         structs = _NO_HEADERS
     hlist = pa.ListArray.from_arrays(pa.array(hoff), structs, type=HEADER_TYPE)
     return pa.RecordBatch.from_arrays(
-        [keys, values, pa.array(offsets), pa.array(timestamps), pa.array(tstypes), hlist],
+        [keys, values, pa.Array.from_buffers(pa.int64(), m, [None, res["offset"]]),
+         pa.Array.from_buffers(pa.int64(), m, [None, res["timestamp"]]),
+         pa.Array.from_buffers(pa.int32(), m, [None, res["timestampType"]]), hlist],
         schema=ARROW_SCHEMA)
 
 

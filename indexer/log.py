@@ -26,7 +26,7 @@ from indexer.errors import (CorruptRecordError, InvalidRecordError, LogClosedErr
 from indexer.locks import partition_lock
 from indexer.names import DELETED_SUFFIX, parse_partition_dir, parse_segment_file
 from indexer.records import NO_TIMESTAMP, Record, decode_batch, first_offset_at_or_after, scan_batches
-from indexer.segment import LogSegment, SegmentInfo, now_ms
+from indexer.segment import LogSegment, SegmentInfo, now_ms, sealed_summary
 
 EARLIEST = -2
 LATEST = -1
@@ -345,10 +345,24 @@ class Log:
         self._check_writable()
         sealed = []
         for i, base in enumerate(self._bases[:-1]):
+            if sealed_summary(self.path, base, self._bases[i + 1]) is not None:
+                continue  # already sealed: decided from the files, not opened
             seg = self.segment(base)
             if seg.seal(self._bases[i + 1]):
                 sealed.append(base)
         return sealed
+
+    def segment_facts(self, i: int) -> tuple[int, int, int, bool]:
+        """(size, largest timestamp, mtime ms, sealed) of the i-th segment; a sealed segment is
+        answered from its files alone (no open), the others by opening them."""
+        base = self._bases[i]
+        last = i == len(self._bases) - 1
+        if not last:
+            summary = sealed_summary(self.path, base, self._bases[i + 1])
+            if summary is not None:
+                return summary.size, summary.largest_timestamp, summary.mtime_ms, True
+        seg = self._active if last else self.segment(base)
+        return seg.size, seg.largest_timestamp(), seg.mtime_ms(), (not last and seg.is_sealed(self._bases[i + 1]))
 
     # ------------------------------------------------------------------ reads
     def _segment_position(self, offset: int) -> int:
@@ -402,8 +416,7 @@ class Log:
     # ------------------------------------------------------------------ lookup by timestamp
     def _segment_max_timestamps(self) -> tuple[np.ndarray, np.ndarray]:
         if self._max_ts is None or len(self._max_ts) != len(self._bases):
-            maxes = np.array([self.segment(b).largest_timestamp() if b != self._bases[-1]
-                              else self._active.largest_timestamp() for b in self._bases], dtype=np.int64)
+            maxes = np.array([self.segment_facts(i)[1] for i in range(len(self._bases))], dtype=np.int64)
             self._max_ts = maxes
             self._running_max = np.maximum.accumulate(maxes) if len(maxes) else maxes
         return self._max_ts, self._running_max
@@ -492,11 +505,12 @@ class Log:
         self._check_open()
         infos = []
         for i, base in enumerate(self._bases):
-            seg = self.segment(base)
             last = i == len(self._bases) - 1
             next_base = self._active.next_offset if last else self._bases[i + 1]
-            state = "active" if last else ("sealed" if seg.is_sealed(next_base) else "inactive")
-            infos.append(seg.info(next_base, state))
+            size, largest, mtime, sealed = self.segment_facts(i)
+            state = "active" if last else ("sealed" if sealed else "inactive")
+            infos.append(SegmentInfo(base, next_base, size, largest, largest if largest >= 0 else mtime, state,
+                                     self.path / f"{base:020d}.log", mtime))
         return infos
 
     @property

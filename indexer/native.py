@@ -61,8 +61,12 @@ def _choose_cache_dir() -> None:
 
 _choose_cache_dir()
 
+import crc32c as _crc32c                                # noqa: E402
 import numpy as np                                      # noqa: E402
-from numba import njit                                  # noqa: E402
+import pyarrow as pa                                    # noqa: E402
+from numba import njit, types                           # noqa: E402
+from numba.core import cgutils                          # noqa: E402
+from numba.extending import intrinsic                   # noqa: E402
 
 _JIT = dict(cache=True, nogil=True)
 _INT32_MAX = 2147483647
@@ -147,6 +151,22 @@ def _bit(bits, i):
 # ---------------------------------------------------------------------------------------------
 # encode
 
+@intrinsic
+def _copy(typingctx, out, p, src, s, n):
+    """out[p:p + n] = src[s:s + n] as one memcpy (uint8 arrays, positions in bounds, no overlap).
+    A slice assignment costs ~100 ns of view and refcount bookkeeping per call, and a byte loop
+    does not vectorise (numba's negative-index wraparound on every access)."""
+    sig = types.void(out, types.int64, src, types.int64, types.int64)
+
+    def codegen(context, builder, signature, args):
+        dst, dpos, srcv, spos, count = args
+        d = context.make_array(signature.args[0])(context, builder, dst)
+        s_ = context.make_array(signature.args[2])(context, builder, srcv)
+        cgutils.raw_memcpy(builder, builder.gep(d.data, [dpos]), builder.gep(s_.data, [spos]),
+                           count, 1)
+    return sig, codegen
+
+
 @njit(inline="always")
 def _field_len(off, bits, bit_off, has_nulls, i):
     """Byte length of row i of a large_binary column, -1 for null."""
@@ -155,14 +175,24 @@ def _field_len(off, bits, bit_off, has_nulls, i):
     return np.int64(off[i + 1] - off[i])
 
 
+@njit(inline="always")
+def _grow(a, n):
+    if n < len(a):
+        return a
+    b = np.empty(2 * len(a), a.dtype)
+    b[:n] = a[:n]
+    return b
+
+
 @njit(**_JIT)
-def _encode(base_offset, voff, vdata, vbits, vbit_off, v_nulls, koff, kdata, kbits, kbit_off,
-            has_keys, k_nulls, ts, log_append, append_time, budget, od_w):
-    """Encode n headerless records as batches (CRC fields left zero).
+def _encode_plan(voff, vbits, vbit_off, v_nulls, koff, kbits, kbit_off, has_keys, k_nulls, ts,
+                 log_append, append_time, budget, od_w):
+    """Group n headerless records into batches and size them.
 
     Grouping equals `columns._group` over `columns._bound_sizes`: a batch takes records while the
-    sum of their size bounds stays within `budget`, at least one. Returns (status, data, positions,
-    starts, first_ts, max_ts): positions/starts have one entry per batch plus the end."""
+    sum of their size bounds stays within `budget`, at least one. Returns (status, positions,
+    starts, first_ts, max_ts): batch i holds records starts[i]..starts[i+1]-1 and the bytes
+    positions[i]..positions[i+1]-1 of the output."""
     n = len(voff) - 1
     z = np.zeros(1, np.int64)
     # width of the widest timestamp delta in any batch (as columns._width_of(max - min))
@@ -177,12 +207,11 @@ def _encode(base_offset, voff, vdata, vbits, vbit_off, v_nulls, koff, kdata, kbi
             if t > tmax:
                 tmax = t
         ts_w = _uwidth(_zigzag(tmax - tmin))     # wraps to 10 bytes at the very top, as it must
-
-    # pass 1: batch boundaries and the exact size of every batch
-    starts = np.empty(n + 1, np.int64)
-    bodies = np.empty(n, np.int64)               # record bytes of each batch
-    first_ts = np.empty(n, np.int64)
-    max_ts = np.empty(n, np.int64)
+    cap = 64
+    starts = np.empty(cap, np.int64)
+    bodies = np.empty(cap, np.int64)             # record bytes of each batch
+    first_ts = np.empty(cap, np.int64)
+    max_ts = np.empty(cap, np.int64)
     nb = 0
     acc = np.int64(0)
     s = 0
@@ -195,9 +224,12 @@ def _encode(base_offset, voff, vdata, vbits, vbit_off, v_nulls, koff, kdata, kbi
         bound = body + _uwidth(_zigzag(body))
         t = append_time if log_append else ts[i]
         if i == 0 or acc + bound > budget:       # a new batch (never an empty one)
-            if i > 0:
-                if bodies[nb - 1] > _INT32_MAX - _MIN_BATCH_LENGTH:
-                    return ERROR, np.zeros(0, np.uint8), z, z, z, z
+            if i > 0 and bodies[nb - 1] > _INT32_MAX - _MIN_BATCH_LENGTH:
+                return ERROR, z, z, z, z
+            starts = _grow(starts, nb + 1)
+            bodies = _grow(bodies, nb)
+            first_ts = _grow(first_ts, nb)
+            max_ts = _grow(max_ts, nb)
             starts[nb] = i
             bodies[nb] = 0
             first_ts[nb] = t
@@ -212,27 +244,33 @@ def _encode(base_offset, voff, vdata, vbits, vbit_off, v_nulls, koff, kdata, kbi
         tsd = np.int64(0)
         if not log_append:
             if base_ts == -1 and t == _INT64_MAX:
-                return ERROR, np.zeros(0, np.uint8), z, z, z, z
+                return ERROR, z, z, z, z
             tsd = t - base_ts
         exact = fixed + _uwidth(_zigzag(tsd)) + _uwidth(_zigzag(np.int64(i - s)))
         bodies[nb - 1] += exact + _uwidth(_zigzag(exact))
     if bodies[nb - 1] > _INT32_MAX - _MIN_BATCH_LENGTH:
-        return ERROR, np.zeros(0, np.uint8), z, z, z, z
+        return ERROR, z, z, z, z
+    starts = _grow(starts, nb + 1)
     starts[nb] = n
     positions = np.empty(nb + 1, np.int64)
     positions[0] = 0
     for b in range(nb):
         positions[b + 1] = positions[b] + _HEADER + bodies[b]
-    out = np.empty(positions[nb], np.uint8)
+    return OK, positions, starts[:nb + 1].copy(), first_ts[:nb].copy(), max_ts[:nb].copy()
 
-    # pass 2: write each batch, header (CRC zero) then records
+
+@njit(**_JIT)
+def _encode_write(out, positions, starts, first_ts, max_ts, base_offset, voff, vdata, vbits,
+                  vbit_off, v_nulls, koff, kdata, kbits, kbit_off, has_keys, k_nulls, ts,
+                  log_append):
+    """Write the batches `_encode_plan` sized into `out`: each header (CRC zero), then its records."""
     attributes = 8 if log_append else 0
-    for b in range(nb):
+    for b in range(len(positions) - 1):
         p = positions[b]
         s = starts[b]
         e = starts[b + 1]
         _put_be(out, p, base_offset + s, 8)
-        _put_be(out, p + 8, _MIN_BATCH_LENGTH + bodies[b], 4)
+        _put_be(out, p + 8, positions[b + 1] - p - 12, 4)   # batchLength
         _put_be(out, p + 12, 0, 4)               # partitionLeaderEpoch
         out[p + 16] = 2                          # magic
         _put_be(out, p + 17, 0, 4)               # crc, filled by the caller
@@ -261,17 +299,14 @@ def _encode(base_offset, voff, vdata, vbits, vbit_off, v_nulls, koff, kdata, kbi
             p = _put_varint(out, p, oz)
             p = _put_varint(out, p, kz)
             if kl > 0:
-                k0 = koff[i]
-                out[p:p + kl] = kdata[k0:k0 + kl]
+                _copy(out, p, kdata, koff[i], kl)
                 p += kl
             p = _put_varint(out, p, vz)
             if vl > 0:
-                v0 = voff[i]
-                out[p:p + vl] = vdata[v0:v0 + vl]
+                _copy(out, p, vdata, voff[i], vl)
                 p += vl
             out[p] = 0                           # header count
             p += 1
-    return OK, out, positions, starts[:nb + 1].copy(), first_ts[:nb].copy(), max_ts[:nb].copy()
 
 
 @njit(**_JIT)
@@ -280,21 +315,9 @@ def _put_crcs(out, positions, crcs):
         _put_be(out, positions[b] + 17, np.int64(crcs[b]), 4)
 
 
-def _column_parts(arr):
-    """(offsets int64, data uint8, validity bits uint8, bit offset, has nulls) of a large_binary
-    Arrow array, all zero-copy views."""
-    bufs = arr.buffers()
-    n = len(arr)
-    off = readonly(np.frombuffer(bufs[1], dtype=np.int64)[arr.offset:arr.offset + n + 1])
-    data = readonly(np.frombuffer(bufs[2], dtype=np.uint8)) if bufs[2] is not None else _NO_BYTES
-    if arr.null_count and bufs[0] is not None:
-        return off, data, readonly(np.frombuffer(bufs[0], dtype=np.uint8)), arr.offset, True
-    return off, data, _NO_BYTES, 0, False
-
-
 def readonly(x: np.ndarray) -> np.ndarray:
     """A read-only view: numba compiles one specialisation per (dtype, layout, readonly), so every
-    array handed to a kernel is read-only, whether it came from Arrow, mmap, bytes or numpy."""
+    input array handed to a kernel is read-only, whether it came from Arrow, mmap, bytes or numpy."""
     v = x.view()
     v.flags.writeable = False
     return v
@@ -304,27 +327,48 @@ _NO_BYTES = readonly(np.zeros(0, np.uint8))
 _NO_OFFSETS = readonly(np.zeros(1, np.int64))
 
 
+def _column_parts(arr):
+    """(offsets int64, data uint8, validity bits uint8, bit offset, has nulls) of a large_binary
+    Arrow array, all zero-copy read-only views."""
+    bufs = arr.buffers()
+    n = len(arr)
+    off = readonly(np.frombuffer(bufs[1], dtype=np.int64)[arr.offset:arr.offset + n + 1])
+    data = readonly(np.frombuffer(bufs[2], dtype=np.uint8)) if bufs[2] is not None else _NO_BYTES
+    if arr.null_count and bufs[0] is not None:
+        return off, data, readonly(np.frombuffer(bufs[0], dtype=np.uint8)), arr.offset, True
+    return off, data, _NO_BYTES, 0, False
+
+
+def _arrow_bytes(n: int) -> np.ndarray:
+    """A writable uint8 array of n bytes from Arrow's memory pool (mimalloc/jemalloc keep freed
+    pages, so the next call does not page-fault them in again as a fresh numpy allocation would)."""
+    return np.frombuffer(pa.allocate_buffer(n), dtype=np.uint8) if n else np.zeros(0, np.uint8)
+
+
 def encode_plain(base_offset: int, vals, key_arr, ts, append_time_ms, max_batch_bytes: int,
                  od_w: int):
     """Headerless records as batches, CRCs filled. `vals`/`key_arr` are large_binary Arrow arrays
     (key_arr may be None: all keys null); `ts` int64 ms (ignored with `append_time_ms`); `od_w` the
     offset delta width `columns` bounds with. Returns (data, positions, starts, first_ts, max_ts)
     as uint8/int64 numpy arrays, or None when the numpy path must run to raise the error."""
-    import crc32c
     voff, vdata, vbits, vbo, vnull = _column_parts(vals)
     if key_arr is not None:
         koff, kdata, kbits, kbo, knull = _column_parts(key_arr)
     else:
         koff, kdata, kbits, kbo, knull = _NO_OFFSETS, _NO_BYTES, _NO_BYTES, 0, False
     log_append = append_time_ms is not None
-    status, out, positions, starts, first_ts, max_ts = _encode(
-        int(base_offset), voff, vdata, vbits, vbo, vnull, koff, kdata, kbits, kbo,
-        key_arr is not None, knull, readonly(ts) if not log_append else _NO_OFFSETS, log_append,
+    ts = readonly(ts) if not log_append else _NO_OFFSETS
+    has_keys = key_arr is not None
+    status, positions, starts, first_ts, max_ts = _encode_plan(
+        voff, vbits, vbo, vnull, koff, kbits, kbo, has_keys, knull, ts, log_append,
         int(append_time_ms) if log_append else 0, int(max_batch_bytes) - _HEADER, int(od_w))
     if status != OK:
         return None
+    out = _arrow_bytes(int(positions[-1]))
+    _encode_write(out, positions, starts, first_ts, max_ts, int(base_offset), voff, vdata, vbits,
+                  vbo, vnull, koff, kdata, kbits, kbo, has_keys, knull, ts, log_append)
     view = memoryview(out)
-    crc = crc32c.crc32c
+    crc = _crc32c.crc32c
     pos = positions.tolist()
     crcs = np.fromiter((crc(view[pos[b] + 21:pos[b + 1]]) for b in range(len(pos) - 1)),
                        dtype=np.uint32, count=len(pos) - 1)
@@ -356,36 +400,26 @@ def _header_ok(a, pos):
 
 
 @njit(**_JIT)
-def _decode(a, positions, start, end):
-    """Decode the records with offsets in [start, end) of the batches at `positions` in `a`.
-
-    Pass 1 checks every structural rule the numpy path checks and sizes the outputs; pass 2 fills
-    them. Returns (status, offsets, timestamps, tstypes, key offsets, key data, key validity bits,
-    key nulls, value offsets, value data, value validity bits, value nulls, header list offsets,
-    header key starts, key lengths, value starts, value lengths); headers are positions in `a`
-    (the list offsets and header arrays are empty when no kept record has a header)."""
+def _decode_plan(a, positions, start, end):
+    """Pass 1: check every structural rule the numpy path checks (records.parse_header's and the
+    record layout's) and size the outputs. Returns (status, positions of the batches to read,
+    records kept, their key bytes, value bytes, headers)."""
     nb = len(positions)
-    z8 = np.zeros(0, np.int64)
-    zb = np.zeros(0, np.uint8)
-    z4 = np.zeros(0, np.int32)
-    z41 = np.zeros(1, np.int32)
     picked = np.empty(nb, np.int64)
     npk = 0
     for j in range(nb):
         pos = positions[j]
         if not _header_ok(a, pos):
-            return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+            return ERROR, picked, 0, np.int64(0), np.int64(0), np.int64(0)
         base = _get_be(a, pos, 8)
         lod = _get_be(a, pos + 23, 4)
         if base + lod < start or base >= end:
-            continue
+            continue                            # out of range: not read, as the numpy path
         if pos + _get_be(a, pos + 8, 4) + 12 > len(a) or (_get_be(a, pos + 21, 2) & 7) != 0:
-            return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+            return ERROR, picked, 0, np.int64(0), np.int64(0), np.int64(0)
         if _get_be(a, pos + 57, 4) > 0:
             picked[npk] = pos
             npk += 1
-
-    # pass 1: validate, count the kept records, their key/value bytes and headers
     m = 0
     kbytes = np.int64(0)
     vbytes = np.int64(0)
@@ -395,24 +429,29 @@ def _decode(a, positions, start, end):
         base = _get_be(a, pos, 8)
         bend = pos + _get_be(a, pos + 8, 4) + 12
         q = pos + _HEADER
+        ok = True
         for _ in range(_get_be(a, pos + 57, 4)):
             length, q, ok = _get_varint(a, q, bend, 5)
             e = q + length
             if not ok or length < 0 or e > bend:
-                return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+                ok = False
+                break
             tsd, p, ok1 = _get_varint(a, q + 1, e, 10)
             od, p, ok2 = _get_varint(a, p, e, 5)
             kl, p, ok3 = _get_varint(a, p, e, 5)
             if not (ok1 and ok2 and ok3) or kl < -1:
-                return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+                ok = False
+                break
             p += max(kl, 0)
-            vl, p, ok = _get_varint(a, p, e, 5)
-            if p > e or not ok or vl < -1:
-                return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+            vl, p, ok = _get_varint(a, p, e, 5)     # fails when the key ran past e
+            if not ok or vl < -1:
+                ok = False
+                break
             p += max(vl, 0)
             hc, p, ok = _get_varint(a, p, e, 5)
-            if p > e or not ok or hc < 0:
-                return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+            if not ok or hc < 0:
+                ok = False
+                break
             for _h in range(hc):
                 hkl, p, ok = _get_varint(a, p, e, 5)
                 if not ok or hkl < 0:
@@ -420,12 +459,13 @@ def _decode(a, positions, start, end):
                     break
                 p += hkl
                 hvl, p, ok = _get_varint(a, p, e, 5)
-                if p > e or not ok or hvl < -1:
+                if not ok or hvl < -1:
                     ok = False
                     break
                 p += max(hvl, 0)
-            if p != e or not ok:
-                return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+            if not ok or p != e:
+                ok = False
+                break
             off = base + od
             if start <= off < end:
                 m += 1
@@ -433,35 +473,31 @@ def _decode(a, positions, start, end):
                 vbytes += max(vl, 0)
                 nh += hc
             q = e
-        if q != bend:
-            return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+        if not ok or q != bend:
+            return ERROR, picked, 0, np.int64(0), np.int64(0), np.int64(0)
     if kbytes > _INT32_MAX or vbytes > _INT32_MAX or nh > _INT32_MAX:
-        return (ERROR, z8, z8, z4, z41, zb, zb, 0, z41, zb, zb, 0, z4, z8, z8, z8, z8)
+        return ERROR, picked, 0, np.int64(0), np.int64(0), np.int64(0)
+    return OK, picked[:npk].copy(), m, kbytes, vbytes, nh
 
-    # pass 2: fill
-    offsets = np.empty(m, np.int64)
-    timestamps = np.empty(m, np.int64)
-    tstypes = np.empty(m, np.int32)
-    koff = np.empty(m + 1, np.int32)
-    voff = np.empty(m + 1, np.int32)
-    kdata = np.empty(kbytes, np.uint8)
-    vdata = np.empty(vbytes, np.uint8)
-    kbits = np.zeros((m + 7) >> 3, np.uint8)
-    vbits = np.zeros((m + 7) >> 3, np.uint8)
-    hoff = np.zeros(m + 1 if nh else 0, np.int32)
-    hks = np.empty(nh, np.int64)
-    hkl = np.empty(nh, np.int64)
-    hvs = np.empty(nh, np.int64)
-    hvl = np.empty(nh, np.int64)
+
+@njit(**_JIT)
+def _decode_fill(a, picked, start, end, offsets, timestamps, tstypes, koff, kdata, kbits, voff,
+                 vdata, vbits, hoff, hks, hkl, hvs, hvl):
+    """Pass 2, over what `_decode_plan` checked: fill the outputs (validity bitmaps and, when there
+    are headers, the list offsets and the header positions in `a`). Returns the null counts."""
+    kbits[:] = 0
+    vbits[:] = 0
     knulls = 0
     vnulls = 0
     koff[0] = 0
     voff[0] = 0
+    if len(hoff):
+        hoff[0] = 0
     r = 0
     kp = 0
     vp = 0
     h = 0
-    for j in range(npk):
+    for j in range(len(picked)):
         pos = picked[j]
         base = _get_be(a, pos, 8)
         bts = _get_be(a, pos + 27, 8)
@@ -485,7 +521,7 @@ def _decode(a, positions, start, end):
                 knulls += 1
             else:
                 kbits[r >> 3] |= np.uint8(1 << (r & 7))
-                kdata[kp:kp + kl] = a[p:p + kl]
+                _copy(kdata, kp, a, p, kl)
                 kp += kl
                 p += kl
             koff[r + 1] = kp
@@ -494,11 +530,11 @@ def _decode(a, positions, start, end):
                 vnulls += 1
             else:
                 vbits[r >> 3] |= np.uint8(1 << (r & 7))
-                vdata[vp:vp + vl] = a[p:p + vl]
+                _copy(vdata, vp, a, p, vl)
                 vp += vl
                 p += vl
             voff[r + 1] = vp
-            if nh:
+            if len(hoff):
                 hc, p, ok = _get_varint(a, p, e, 5)
                 for _h in range(hc):
                     x, p, ok = _get_varint(a, p, e, 5)
@@ -512,15 +548,43 @@ def _decode(a, positions, start, end):
                     h += 1
                 hoff[r + 1] = h
             r += 1
-    return (OK, offsets, timestamps, tstypes, koff, kdata, kbits, knulls, voff, vdata, vbits,
-            vnulls, hoff, hks, hkl, hvs, hvl)
+    return knulls, vnulls
+
+
+def _arrow_array(n: int, dtype) -> tuple[pa.Buffer, np.ndarray]:
+    buf = pa.allocate_buffer(int(n) * np.dtype(dtype).itemsize)
+    return buf, np.frombuffer(buf, dtype=dtype)
 
 
 def decode_batches(a: np.ndarray, positions: np.ndarray, start: int, end: int):
-    """Run the decode kernel over the uint8 array `a`; the kernel's tuple, or None when the numpy
-    path must run (a structural error to raise, or a range the kernel's int64 cannot hold)."""
+    """Decode the records with offsets in [start, end) of the batches at `positions` in the uint8
+    array `a`. Returns None when the numpy path must run (a structural error for it to raise, or
+    a range the kernel's int64 cannot hold); else a dict of Arrow buffers ("offset", "timestamp",
+    "timestampType", "key"/"value": [validity or None, int32 offsets, data], "key_nulls",
+    "value_nulls", "rows") and, for the headers, numpy arrays "header_offsets" (int32 list
+    offsets, empty when no kept record has a header) and header key/value starts and lengths
+    in `a` ("hks", "hkl", "hvs", "hvl")."""
     lo, hi = -(1 << 63), (1 << 63) - 1
     if not (lo <= start <= hi and lo <= end <= hi):
         return None
-    res = _decode(readonly(a), readonly(positions), start, end)
-    return None if res[0] != OK else res
+    a = readonly(a)
+    status, picked, m, kbytes, vbytes, nh = _decode_plan(a, readonly(positions), start, end)
+    if status != OK:
+        return None
+    ob, offsets = _arrow_array(m, np.int64)
+    tb, timestamps = _arrow_array(m, np.int64)
+    yb, tstypes = _arrow_array(m, np.int32)
+    kob, koff = _arrow_array(m + 1, np.int32)
+    vob, voff = _arrow_array(m + 1, np.int32)
+    kdb, kdata = _arrow_array(kbytes, np.uint8)
+    vdb, vdata = _arrow_array(vbytes, np.uint8)
+    kbb, kbits = _arrow_array((m + 7) >> 3, np.uint8)
+    vbb, vbits = _arrow_array((m + 7) >> 3, np.uint8)
+    hoff = np.empty(m + 1 if nh else 0, np.int32)
+    hks, hkl, hvs, hvl = (np.empty(nh, np.int64) for _ in range(4))
+    knulls, vnulls = _decode_fill(a, readonly(picked), start, end, offsets, timestamps, tstypes,
+                                  koff, kdata, kbits, voff, vdata, vbits, hoff, hks, hkl, hvs, hvl)
+    return {"rows": m, "offset": ob, "timestamp": tb, "timestampType": yb,
+            "key": [kbb if knulls else None, kob, kdb], "key_nulls": knulls,
+            "value": [vbb if vnulls else None, vob, vdb], "value_nulls": vnulls,
+            "header_offsets": hoff, "hks": hks, "hkl": hkl, "hvs": hvs, "hvl": hvl}

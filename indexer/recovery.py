@@ -23,7 +23,7 @@ from indexer.fsutil import atomic_write, fsync_dir
 from indexer.names import (DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_file,
                            segment_file)
 from indexer.records import LOG_APPEND_TIME, Record, decode_batch, encode_batch, parse_header
-from indexer.segment import LogSegment
+from indexer.segment import LogSegment, sealed_summary
 
 if TYPE_CHECKING:
     from indexer.log import Log
@@ -79,6 +79,8 @@ def _drop_orphan_indexes(d: Path, report: list[str]) -> None:
 
 def _recover_segment(log: "Log", base: int, next_base: int | None, report: list[str]) -> None:
     d = log.path
+    if next_base is not None and sealed_summary(d, base, next_base) is not None:
+        return  # sealed: trusted without opening it; reads check CRCs, `verify` checks everything
     log_path = segment_file(d, base, LOG_SUFFIX)
     had_index = segment_file(d, base, INDEX_SUFFIX).exists()
     had_time_index = segment_file(d, base, TIME_INDEX_SUFFIX).exists()

@@ -52,12 +52,9 @@ def excess_by_size(sizes: list[int], retention_bytes: int) -> int:
 
 def _retention_timestamps(log: "Log") -> list[int]:
     out = []
-    for base in log._bases:
-        seg = log.segment(base)
-        if seg.size == 0:
-            out.append(None)
-        else:
-            out.append(seg.retention_timestamp())
+    for i in range(len(log._bases)):
+        size, largest, mtime, _ = log.segment_facts(i)
+        out.append(None if size == 0 else (largest if largest >= 0 else mtime))
     return out
 
 
@@ -65,7 +62,7 @@ def apply(log: "Log", now: int) -> RetentionResult:
     cfg = log.config
     bases = list(log._bases)
     timestamps = _retention_timestamps(log)
-    sizes = [log.segment(b).size for b in bases]
+    sizes = [log.segment_facts(i)[0] for i in range(len(bases))]
     # An empty active segment neither expires nor holds bytes: it is where the next append goes.
     live = [t for t in timestamps if t is not None]
     by_time = expired_by_time(live, now, cfg["retention.ms"])

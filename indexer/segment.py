@@ -13,6 +13,7 @@ Invariants kept here:
 from __future__ import annotations
 
 import os
+import struct
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,8 @@ from indexer.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, NO_TIMESTAMP, parse
 from indexer.time_index import TimeIndex
 
 INT32_MAX = (1 << 31) - 1
+_TIME_ENTRY = struct.Struct(">qi")
+_OFFSET_ENTRY = struct.Struct(">ii")
 READ_CHUNK = 4 << 20   # bytes read at a time when scanning or decoding
 
 
@@ -44,6 +47,39 @@ class SegmentInfo:
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class SealedSummary:
+    size: int
+    largest_timestamp: int
+    mtime_ms: int
+
+
+def sealed_summary(dir_path, base_offset: int, next_base: int) -> SealedSummary | None:
+    """A sealed segment's facts from its files alone (SPEC 2.5), without opening it: both indexes
+    trimmed to whole, non-zero entries and the last time index entry pointing at the next
+    segment's base. Two stats and two small reads. None when that does not hold, or when the time
+    index is empty (then only a scan can tell a timestamp-free segment from an unsealed one)."""
+    stem = os.path.join(dir_path, f"{base_offset:020d}")
+    try:
+        isize = os.stat(stem + INDEX_SUFFIX).st_size
+        tst = os.stat(stem + TIME_INDEX_SUFFIX)
+        lst = os.stat(stem + LOG_SUFFIX)
+        if isize % 8 or tst.st_size % 12 or tst.st_size == 0:
+            return None
+        with open(stem + TIME_INDEX_SUFFIX, "rb", buffering=0) as fh:
+            ts, rel = _TIME_ENTRY.unpack(os.pread(fh.fileno(), 12, tst.st_size - 12))
+        if rel == 0 or base_offset + rel != next_base:
+            return None
+        if isize:
+            with open(stem + INDEX_SUFFIX, "rb", buffering=0) as fh:
+                _, pos = _OFFSET_ENTRY.unpack(os.pread(fh.fileno(), 8, isize - 8))
+            if pos == 0:
+                return None  # a zero tail: preallocated, not trimmed
+    except FileNotFoundError:
+        return None
+    return SealedSummary(lst.st_size, ts, int(lst.st_mtime * 1000))
 
 
 class LogSegment:

@@ -18,7 +18,7 @@ from indexer.log import Log
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-FILES, ROWS = 10, 400
+FILES, ROWS = 6, 400
 PARTITIONS = 3
 
 CHILD = textwrap.dedent("""

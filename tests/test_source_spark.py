@@ -132,6 +132,8 @@ def test_starting_and_ending_timestamp(spark, root):
     t_start, t_end = T0 + 400, T0 + 1490  # CreateTime goes backwards in partition 1: later records may be older
     starts = {p: first_at_or_after(root, "events", p, t_start) for p in (0, 1)}
     ends = {p: first_at_or_after(root, "events", p, t_end) for p in (0, 1)}
+    ends = {p: 1 << 62 if e is None else e for p, e in ends.items()}   # none at or after: the end
+    assert ends[0] == 1 << 62 and ends[1] < 300
     df = reader(spark, root, startingTimestamp=t_start, endingTimestamp=t_end,
                 startingOffsetsByTimestampStrategy="latest")  # events-2 is empty
     got = rows_of(df)
