@@ -12,4 +12,9 @@ fi
 .venv/bin/python -m pip install -q -e '.[test,bench]'
 [ -f .ci/kafka-jars.sh ] && bash .ci/kafka-jars.sh
 [ -f .ci/helm.sh ] && bash .ci/helm.sh >/dev/null
+# Delta's jars (the benchmarks' baseline, and the tests' session) resolved once into Ivy's cache
+.venv/bin/python - <<'PY' >/dev/null 2>&1 || { echo "setup: could not resolve Delta's jars from Maven Central" >&2; exit 1; }
+from sink.session import local_session
+local_session("seglog-setup", with_delta=True, cores=1).stop()
+PY
 echo "seglog is set up in .venv ($(.venv/bin/python --version))"

@@ -7,6 +7,26 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
+
+# Spark's default Ivy chain tries ~/.m2 first and fails on artifacts Maven left there as POMs
+# only (no jar), instead of downloading them. These settings resolve from Maven Central alone.
+_IVY_SETTINGS = """<ivysettings>
+  <settings defaultResolver="central"/>
+  <resolvers>
+    <ibiblio name="central" m2compatible="true" root="https://repo1.maven.org/maven2/"/>
+  </resolvers>
+</ivysettings>
+"""
+
+
+def ivy_settings_file() -> str:
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "seglog"
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / "ivysettings.xml"
+    if not path.exists() or path.read_text() != _IVY_SETTINGS:
+        path.write_text(_IVY_SETTINGS)
+    return str(path)
 
 
 def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool = False,
@@ -32,6 +52,7 @@ def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool 
     )
     if with_delta:
         builder = (builder
+                   .config("spark.jars.ivySettings", ivy_settings_file())
                    .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
                    .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
         from delta import configure_spark_with_delta_pip
