@@ -177,6 +177,10 @@ def truncate(log: "Log", offset: int) -> None:
         intent = {"offset": offset, "segment": -1}
     else:
         i = log._segment_position(offset)
+        if i > 0 and log._bases[i] == offset:
+            # A cut at a segment's base removes that segment whole; the one before becomes
+            # active again (no empty segment left behind, the files as they were before it).
+            i -= 1
         base = log._bases[i]
         seg = log.segment(base)
         pos, header, _ = seg.position_of(offset)

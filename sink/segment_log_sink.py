@@ -6,10 +6,12 @@ Per call `(df, batch_id)`:
    `default`) and the target topics; take each topic's driver lock
    (`<root>/_seglog/locks/<topic>.writer`) so two queries never interleave batches of one topic.
 3. Skip topics whose commit log already holds this batch for this writer (a re-delivery).
-4. One JVM aggregate per topic (rows, min/max timestamp, largest record, partition range) refuses a
-   bad batch before anything is written: partition out of range, record larger than
-   max.message.bytes, timestamp out of range under policy `fail` (with `quarantine` those rows are
-   routed to the quarantine topic instead). Topics are created (or checked) here.
+4. Topics are created (or checked). With a `topic` column one aggregate finds the batch's topics;
+   otherwise no job runs before the write: the checks ride in the one write pass (a partition out of
+   range fails the slot expression, a record over max.message.bytes or a timestamp out of range under
+   policy `fail` is refused by `Log.append_columns` in the task), and a refused batch is rolled back
+   and reported by `_explain` naming the record. Under policy `quarantine` out-of-range rows are
+   routed to the quarantine topic in SQL.
 5. Roll back: any partition whose log end is past its committed end (a crashed delivery) is
    truncated back under its lock.
 6. The write: a JVM expression gives every row its slot (topic, partition): the `partition` column,
@@ -27,6 +29,7 @@ Python pass computes the keyed partitions (`sink.partitioner`), at the cost of a
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shutil
 import time
@@ -36,7 +39,7 @@ from typing import Any, Mapping
 
 from conf.topic_config import validate_topic_config
 from indexer.commit_log import CommitLog
-from indexer.errors import RecordTooLargeError, TimestampOutOfRangeError
+from indexer.errors import InvalidRecordError, RecordTooLargeError, TimestampOutOfRangeError
 from indexer.locks import FileLock, partition_lock
 from indexer.names import META_DIR, partition_dir_name, validate_topic
 from indexer.topics import TopicMetadata, create_topic, load_topic
@@ -98,6 +101,7 @@ class SegmentLogSink:
         self.lock_timeout = lock_timeout
         self.jvm_partitioner = jvm_partitioner
         self.last_results: list[dict] = []       # the last batch's per-partition results (driver side)
+        self.last_timings: dict[str, float] = {}  # the last batch's phases in seconds: where time goes
 
     # ------------------------------------------------------------------ entry point
     def __call__(self, df, batch_id: int) -> None:
@@ -118,35 +122,53 @@ class SegmentLogSink:
             with self._locked(known_topics):
                 if self._all_committed(known_topics, writer, batch_id):
                     return
-        stats = self._stats(df, cols, topic_expr)
-        topics = sorted(stats)
-        if None in stats:
-            raise SinkInputError(f"{stats[None]['rows']} row(s) have a null 'topic' and the sink has no topic= "
-                                 f"to fall back on; nothing was written")
-        if not topics and self.topic:
+        timings = self.last_timings = {}
+        t0 = time.perf_counter()
+        if cols.has_topic:
+            # Rows pick their topic: one aggregate learns which topics this batch touches.
+            stats = self._stats(df, topic_expr)
+            if None in stats:
+                raise SinkInputError(f"{stats[None]} row(s) have a null 'topic' and the sink has no topic= "
+                                     f"to fall back on; nothing was written")
+            topics = sorted(stats) or ([self.topic] if self.topic else [])
+        else:
             topics = [self.topic]
         now = int(time.time() * 1000)
         metas = {t: self._topic(t) for t in topics}
-        quarantine = self._check(df, cols, topic_expr, stats, metas, now)
+        quarantine = self._quarantine_targets(cols, metas)
         for q in quarantine.values():
             if q not in metas:
                 metas[q] = self._topic(q, default_partitions=metas[next(iter(metas))].partitions)
         all_topics = sorted(metas)
+        timings["plan_s"] = time.perf_counter() - t0
         with self._locked(all_topics):
             todo = [t for t in all_topics if not self._committed(t, writer, batch_id)]
             if not todo:
                 return
+            t0 = time.perf_counter()
             for t in todo:
                 self._roll_back(t, metas[t])
+            timings["roll_back_s"] = time.perf_counter() - t0
             run_id = uuid.uuid4().hex
+            existed = {t: {p for p in range(metas[t].partitions)
+                           if (Path(self.root) / partition_dir_name(t, p)).is_dir()} for t in todo}
             try:
+                t0 = time.perf_counter()
                 results = self._write(df, cols, topic_expr, metas, todo, quarantine, writer, batch_id, run_id, now)
+                timings["write_job_s"] = time.perf_counter() - t0
+                t0 = time.perf_counter()
                 self._commit(todo, metas, results, writer, batch_id)
-            except BaseException:
+                timings["commit_s"] = time.perf_counter() - t0
+            except BaseException as exc:
+                # Nothing of this batch was committed: cut every partition back, so a refused or
+                # failed batch leaves each log as it was.
                 for t in todo:
                     with contextlib.suppress(Exception):
-                        self._roll_back(t, metas[t])
-                raise
+                        self._restore(t, metas[t], existed[t])
+                explained = self._explain(exc, df, cols, topic_expr, metas, now)
+                if explained is None:
+                    raise
+                raise explained from exc
             finally:
                 for t in todo:
                     shutil.rmtree(inflight_dir(self.root, t, writer, batch_id), ignore_errors=True)
@@ -187,51 +209,61 @@ class SegmentLogSink:
         return create_topic(self.root, topic, partitions,
                             self.config if default_partitions is None else None)
 
-    def _stats(self, df, cols: InputColumns, topic_expr: str) -> dict:
-        """One JVM aggregate over the batch, per topic: what the checks need."""
+    def _stats(self, df, topic_expr: str) -> dict:
+        """Rows per topic, for a batch whose rows pick their topic (one JVM aggregate)."""
         from pyspark.sql import functions as F
 
-        aggs = [F.count(F.lit(1)).alias("rows"), F.max(F.expr(_record_batch_size_sql(cols))).alias("max_size")]
-        if cols.has_timestamp:
-            ts = "unix_millis(CAST(timestamp AS TIMESTAMP))"
-            aggs += [F.min(F.expr(ts)).alias("min_ts"), F.max(F.expr(ts)).alias("max_ts")]
-        if cols.has_partition:
-            aggs += [F.min("partition").alias("min_p"), F.max("partition").alias("max_p")]
-        rows = df.groupBy(F.expr(topic_expr).alias("_t")).agg(*aggs).collect()
-        return {r["_t"]: r.asDict() for r in rows}
+        rows = df.groupBy(F.expr(topic_expr).alias("_t")).agg(F.count(F.lit(1)).alias("rows")).collect()
+        return {r["_t"]: r["rows"] for r in rows}
 
-    def _check(self, df, cols, topic_expr, stats, metas, now) -> dict[str, str]:
-        """Refuse a bad batch before anything is written; returns {topic: quarantine topic}."""
-        quarantine = {}
-        for t, s in stats.items():
-            cfg = metas[t].topic_config()
-            n = metas[t].partitions
-            if cols.has_partition and s.get("min_p") is not None and (s["min_p"] < 0 or s["max_p"] >= n):
-                bad = s["min_p"] if s["min_p"] < 0 else s["max_p"]
-                raise SinkInputError(f"topic {t!r} has {n} partitions (0 to {n - 1}); the batch has a row with "
-                                     f"partition {bad}; nothing was written")
-            limit = cfg["max.message.bytes"]
-            if s["max_size"] is not None and s["max_size"] > limit:
-                size_sql = _record_batch_size_sql(cols)
+    @staticmethod
+    def _quarantine_targets(cols: InputColumns, metas) -> dict[str, str]:
+        """{topic: quarantine topic} for topics whose out-of-range CreateTime rows are rerouted."""
+        out = {}
+        for t, meta in metas.items():
+            cfg = meta.topic_config()
+            if (cols.has_timestamp and not cfg.log_append_time and cfg["max.message.time.difference.ms"] < INT64_MAX
+                    and cfg["message.timestamp.out.of.range.policy"] == "quarantine"):
+                out[t] = validate_topic(cfg["quarantine.topic"])
+        return out
+
+    def _explain(self, exc: BaseException, df, cols: InputColumns, topic_expr: str, metas, now: int):
+        """A failed write job as the typed error the user needs, naming the record; None to re-raise
+        as is. The checks run inside the one write pass (no extra pass over every batch); only a
+        refused batch pays for a query that finds the offending record."""
+        text = str(exc)
+        if "seglog: partition out of range:" in text:
+            detail = text[text.index("seglog: partition out of range:") + 32:].split("\n")[0]
+            return SinkInputError(detail.split(" SQLSTATE")[0].strip())
+        show_key = "key" if cols.has_key else "NULL AS key"
+        if "RecordTooLargeError" in text:
+            size_sql = _record_batch_size_sql(cols)
+            for t, meta in metas.items():
+                limit = meta.topic_config()["max.message.bytes"]
                 row = df.where(f"{topic_expr} = {_sql_str(t)} AND {size_sql} > {limit}") \
-                    .selectExpr(("key" if cols.has_key else "NULL AS key"), f"{size_sql} AS size").first()
-                raise RecordTooLargeError(
-                    f"topic {t!r}: a record (key {_show(row['key'])}) encodes to a batch of {row['size']} bytes, "
-                    f"more than max.message.bytes={limit}; nothing was written")
-            diff = cfg["max.message.time.difference.ms"]
-            if cols.has_timestamp and not cfg.log_append_time and diff < INT64_MAX and s["min_ts"] is not None:
-                if s["min_ts"] < now - diff or s["max_ts"] > now + diff:
-                    if cfg["message.timestamp.out.of.range.policy"] == "quarantine":
-                        quarantine[t] = validate_topic(cfg["quarantine.topic"])
-                        continue
-                    ts = "unix_millis(CAST(timestamp AS TIMESTAMP))"
-                    row = df.where(f"{topic_expr} = {_sql_str(t)} AND abs({ts} - {now}) > {diff}").selectExpr(
-                        ("key" if cols.has_key else "NULL AS key"), f"{ts} AS ts").first()
-                    raise TimestampOutOfRangeError(
+                    .selectExpr(show_key, f"{size_sql} AS size").first()
+                if row is not None:
+                    return RecordTooLargeError(
+                        f"topic {t!r}: a record (key {_show(row['key'])}) encodes to a batch of {row['size']} "
+                        f"bytes, more than max.message.bytes={limit}; nothing was written")
+        if "TimestampOutOfRangeError" in text and cols.has_timestamp:
+            ts = "unix_millis(CAST(timestamp AS TIMESTAMP))"
+            for t, meta in metas.items():
+                diff = meta.topic_config()["max.message.time.difference.ms"]
+                row = df.where(f"{topic_expr} = {_sql_str(t)} AND abs({ts} - {now}) > {diff}") \
+                    .selectExpr(show_key, f"{ts} AS ts").first()
+                if row is not None:
+                    return TimestampOutOfRangeError(
                         f"topic {t!r}: a record (key {_show(row['key'])}) has timestamp {row['ts']}, "
                         f"{row['ts'] - now} ms from now ({now}); max.message.time.difference.ms={diff}; "
                         f"the batch was refused whole, nothing was written")
-        return quarantine
+        for name, kind in (("RecordTooLargeError", RecordTooLargeError),
+                           ("TimestampOutOfRangeError", TimestampOutOfRangeError),
+                           ("InvalidRecordError", InvalidRecordError)):
+            if name + ":" in text:
+                detail = text[text.index(name + ":") + len(name) + 1:].split("\n")[0].strip()
+                return kind(f"{detail}; the batch was refused, nothing was written")
+        return None
 
     def _roll_back(self, topic: str, meta: TopicMetadata) -> None:
         """Truncate every partition whose log end is past its committed end (a crashed delivery)."""
@@ -250,6 +282,31 @@ class SegmentLogSink:
                 if log.log_end_offset > committed:
                     log.truncate_to(committed)
                     log.flush()
+
+    def _restore(self, topic: str, meta: TopicMetadata, existed: set[int]) -> None:
+        """After a failed or refused write: every partition back to its committed end, its files as
+        they were. Tasks killed mid-write leave preallocated indexes (a clean close trims them),
+        segments rolled during the batch (their `.deleted` files held only uncommitted records, so
+        no reader has them open: unlinked now), and folders of partitions this batch created."""
+        from indexer.log import Log
+        from indexer.names import DELETED_SUFFIX, parse_segment_file
+
+        ends = CommitLog(self.root, topic).end_offsets()
+        for p in range(meta.partitions):
+            path = Path(self.root) / partition_dir_name(topic, p)
+            if not path.is_dir():
+                continue
+            committed = ends.get(p, 0)
+            with Log.open(path, meta.config, lock_timeout=self.lock_timeout) as log:
+                if log.log_end_offset > committed:
+                    log.truncate_to(committed)
+                empty = log.log_end_offset == 0
+            for name in os.listdir(path):
+                parsed = parse_segment_file(name)
+                if parsed and parsed[2] == DELETED_SUFFIX and parsed[0] >= committed:
+                    os.unlink(path / name)
+            if p not in existed and empty and committed == 0:
+                shutil.rmtree(path, ignore_errors=True)
 
     def _slot_sql(self, cols, topic_expr, metas, todo, quarantine, now):
         """SQL for each row's topic (after quarantine routing), its topic's partition count, the slot base
@@ -296,7 +353,14 @@ class SegmentLogSink:
         else:
             p_expr = spread
         if cols.has_partition:
-            p_expr = f"coalesce(CAST(partition AS INT), {p_expr})"
+            # Range-checked in the same pass: a row out of range fails the job before its task
+            # writes, and the driver rolls every partition back (see _explain for the message).
+            p_expr = (f"(CASE WHEN partition IS NULL THEN {p_expr} "
+                      f"WHEN partition < 0 OR partition >= {n_expr} THEN raise_error(concat("
+                      f"'seglog: partition out of range: topic ', _t, ' has ', CAST({n_expr} AS STRING), "
+                      f"' partitions (0 to ', CAST({n_expr} - 1 AS STRING), '); the batch has a row with partition ', "
+                      f"CAST(partition AS STRING), '; nothing was written')) "
+                      f"ELSE CAST(partition AS INT) END)")
         staged = staged.withColumn(SLOT, F.expr(f"{base_expr} + {p_expr}")).where(f"{SLOT} IS NOT NULL")
         keep = [c for c in ("key", "value", "timestamp", "headers") if c in df.columns] + [SLOT]
         ntasks = self.tasks or max(1, min(len(slots), 2 * spark.sparkContext.defaultParallelism))
@@ -304,7 +368,10 @@ class SegmentLogSink:
         configs = {}
         for t in todo:
             c = dict(metas[t].config)
-            c["max.message.time.difference.ms"] = INT64_MAX   # the driver checked it against one `now`
+            if t in quarantine:
+                # Out-of-range rows were rerouted in SQL against the driver's `now`: the tasks
+                # must not refuse a borderline row that the routing kept.
+                c["max.message.time.difference.ms"] = INT64_MAX
             configs[t] = c
         plan = WritePlan(self.root, writer, batch_id, run_id, tuple(slots), configs, self.lock_timeout)
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
