@@ -52,11 +52,20 @@ def global_rows(lo: int, hi: int, partitions: int, pool: np.ndarray):
 # ---------------------------------------------------------------------------------------------
 # The ceiling source.
 
-_CACHE: dict = {}
+def _cache() -> dict:
+    """A per-process cache that survives this module being unpickled afresh for every task
+    (the bench registers it to be pickled by value, so its own globals do not persist)."""
+    import sys
+    cache = getattr(sys, "_seglog_ceiling_cache", None)
+    if cache is None:
+        cache = {}
+        sys._seglog_ceiling_cache = cache
+    return cache
 
 
 def _prepared(rows_per_batch: int, distinct: int) -> list[pa.RecordBatch]:
     key = (rows_per_batch, distinct)
+    _CACHE = _cache()
     got = _CACHE.get(key)
     if got is None:
         pool = _pool(11)

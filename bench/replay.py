@@ -134,6 +134,15 @@ def timed(fn, repeats: int) -> list[float]:
     return out
 
 
+def interleaved(cases: dict, repeats: int) -> dict[str, list[float]]:
+    """Seconds of each case, `repeats` times, round robin over the cases."""
+    out: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(repeats):
+        for name, fn in cases.items():
+            out[name].extend(timed(fn, 1))
+    return out
+
+
 def noop(df) -> None:
     df.write.format("noop").mode("overwrite").save()
 
@@ -184,7 +193,7 @@ def run(quick: bool = False, work: Path | None = None, repeats: int | None = Non
     own = work is None
     work = Path(tempfile.mkdtemp(prefix="seglog-replay-")) if own else Path(work)
     work.mkdir(parents=True, exist_ok=True)
-    repeats = repeats or (3 if quick else 3)
+    repeats = repeats or (5 if quick else 3)
     # ~1.1 M rows (~250 MB of log) quick, ~9.5 M (~2.2 GB) full; the "large" log is 10x the small.
     rows = 1_100_000 if quick else 9_500_000
     load_before = os.getloadavg()
@@ -217,38 +226,48 @@ def run(quick: bool = False, work: Path | None = None, repeats: int | None = Non
         for _ in range(2):
             noop(seglog_df(spark, small, None))
             noop(delta_df(spark, delta, None))
-            first_row(seglog_df(spark, large, starts["1%"] + 0))
+            first_row(seglog_df(spark, large, sb.TS0 + int((rows * 10 - 1) * 0.99)))
 
-        # Time to first row, small log and 10x log (same relative position: the last 1%).
-        large_span = rows * 10 - 1
-        ttfr = {}
-        for name, root, t in (("small", small, starts["1%"]), ("large", large, sb.TS0 + int(large_span * 0.99))):
-            ttfr[f"seglog_{name}"] = statistics.median(timed(lambda: first_row(seglog_df(spark, root, t)), repeats + 2))
-        ttfr["delta_small"] = statistics.median(timed(lambda: first_row(delta_df(spark, delta, starts["1%"])), repeats + 2))
+        # Time to first row, small log and 10x log (same relative position: the last 1%),
+        # interleaved so that a change of load on the shared machine hits every case alike.
+        large_t = sb.TS0 + int((rows * 10 - 1) * 0.99)
+        ttfr_cases = {
+            "seglog_small": lambda: first_row(seglog_df(spark, small, starts["1%"])),
+            "seglog_large": lambda: first_row(seglog_df(spark, large, large_t)),
+            "delta_small": lambda: first_row(delta_df(spark, delta, starts["1%"])),
+        }
+        ttfr_runs = interleaved(ttfr_cases, repeats + 2)
+        ttfr = {k: statistics.median(v) for k, v in ttfr_runs.items()}
         results["time_to_first_row_s"] = ttfr
+        results["time_to_first_row_runs"] = {k: [round(x, 4) for x in v] for k, v in ttfr_runs.items()}
 
-        # Total time per range.
-        cases = {}
-        for label, t in starts.items():
-            frac = {"1%": 0.01, "10%": 0.10, "100%": 1.0}[label]
-            n = rows - (t - sb.TS0)
-            nb = int(log_bytes * frac)
-            cases[f"seglog_{label}"] = _case(timed(lambda: noop(seglog_df(spark, small, t)), repeats), n, nb)
-            cases[f"delta_{label}"] = _case(timed(lambda: noop(delta_df(spark, delta, t)), repeats), n, nb)
-        cases["seglog_full_scan"] = _case(timed(lambda: noop(seglog_df(spark, small, None)), repeats), rows, log_bytes)
-        cases["delta_full_scan"] = _case(timed(lambda: noop(delta_df(spark, delta, None)), repeats), rows, log_bytes)
-
-        # The ceiling: same rows, same tasks, batches of seglog's size.
-        tasks = seglog_plan(small, starts["100%"])
-        task_rows = [sum(s.end - s.start for s in t) for t in tasks]
+        # The ceiling: same rows, same tasks, batches of seglog's size (wide), and the narrow
+        # range's rows in as many tasks as seglog plans for it.
         probe = plain_read(small, starts["100%"])
         rows_per_batch = max(1, probe["rows"] // max(1, probe["batches"]))
-        cdf = lambda: ceiling_df(spark, task_rows, rows_per_batch)  # noqa: E731
-        noop(cdf())
-        noop(cdf())
-        cases["ceiling_100%"] = _case(timed(lambda: noop(cdf()), repeats), sum(task_rows), log_bytes)
+        task_rows = {label: [sum(s.end - s.start for s in t) for t in seglog_plan(small, starts[label])]
+                     for label in ("1%", "100%")}
+        for label in ("1%", "100%"):        # builds the prepared batches in each worker
+            for _ in range(2):
+                noop(ceiling_df(spark, task_rows[label], rows_per_batch))
+        results["ceiling"] = {"tasks_100%": len(task_rows["100%"]), "tasks_1%": len(task_rows["1%"]),
+                              "rows_per_batch": rows_per_batch}
+
+        # Total time per range (noop write: all rows to the JVM, none to the driver).
+        bench_cases, sizes = {}, {}
+        for label, t in starts.items():
+            frac = {"1%": 0.01, "10%": 0.10, "100%": 1.0}[label]
+            sizes[label] = (rows - (t - sb.TS0), int(log_bytes * frac))
+            bench_cases[f"seglog_{label}"] = (lambda t=t: noop(seglog_df(spark, small, t)), label)
+            bench_cases[f"delta_{label}"] = (lambda t=t: noop(delta_df(spark, delta, t)), label)
+        sizes["full"] = (rows, log_bytes)
+        bench_cases["seglog_full_scan"] = (lambda: noop(seglog_df(spark, small, None)), "full")
+        bench_cases["delta_full_scan"] = (lambda: noop(delta_df(spark, delta, None)), "full")
+        bench_cases["ceiling_1%"] = (lambda: noop(ceiling_df(spark, task_rows["1%"], rows_per_batch)), "1%")
+        bench_cases["ceiling_100%"] = (lambda: noop(ceiling_df(spark, task_rows["100%"], rows_per_batch)), "100%")
+        runs = interleaved({k: fn for k, (fn, _) in bench_cases.items()}, repeats)
+        cases = {k: _case(runs[k], *sizes[label]) for k, (_, label) in bench_cases.items()}
         results["cases"] = cases
-        results["ceiling"] = {"tasks": len(task_rows), "rows_per_batch": rows_per_batch}
 
         # Where seglog's own time goes: plain Python, no Spark.
         results["plain_python"] = {label: plain_read(small, t) for label, t in starts.items()}
@@ -260,6 +279,8 @@ def run(quick: bool = False, work: Path | None = None, repeats: int | None = Non
             "wide_100pct_seglog_over_ceiling_throughput":
                 cases["ceiling_100%"]["seconds"] / cases["seglog_100%"]["seconds"],
             "wide_target_min": 0.8,
+            "narrow_1pct_ceiling_over_delta_time": cases["ceiling_1%"]["seconds"] / cases["delta_1%"]["seconds"],
+            "wide_100pct_seglog_over_delta_time": cases["seglog_100%"]["seconds"] / cases["delta_100%"]["seconds"],
             "full_scan_seglog_over_delta_time":
                 cases["seglog_full_scan"]["seconds"] / cases["delta_full_scan"]["seconds"],
             "ttfr_large_over_small": ttfr["seglog_large"] / ttfr["seglog_small"],

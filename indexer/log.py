@@ -55,6 +55,7 @@ class Log:
         self._bases: list[int] = []
         self._open: "OrderedDict[int, LogSegment]" = OrderedDict()
         self._unflushed: dict[int, LogSegment] = {}   # rolled past, not yet fsynced
+        self._dirty = False                            # appended or truncated since the last flush
         self._active: LogSegment | None = None
         self._lock = None
         self._log_start = 0
@@ -207,18 +208,20 @@ class Log:
                 seg.flush()
         self._unflushed.clear()
         self._active.flush()
+        self._dirty = False
 
     def close(self) -> None:
         if self._closed:
             return
         try:
             if not self.readonly and self._active is not None:
-                self.flush()
+                if self._dirty:
+                    self.flush()
                 # A clean close trims the active indexes as Kafka's broker does (its tools read
                 # slot 0 of an empty preallocated index as an entry); the next writable open
                 # preallocates them again.
-                self._active.offset_index.trim()
-                self._active.time_index.trim()
+                self._active.offset_index.trim(fsync=False)
+                self._active.time_index.trim(fsync=False)
         finally:
             self._closed = True
             for seg in self._open.values():
@@ -284,6 +287,7 @@ class Log:
                 f"{self.path}: record {int(enc.base_offsets[i]) - base} of this append encodes to a batch of "
                 f"{int(sizes[i])} bytes, more than max.message.bytes={self.config['max.message.bytes']}")
         # Every check passed: from here on bytes are written.
+        self._dirty = True
         self._write_batches(enc, now)
         max_ts = int(enc.max_timestamps.max())
         return AppendInfo(base, int(enc.last_offsets[-1]), max_ts, now if log_append_time else -1,

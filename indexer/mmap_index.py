@@ -287,15 +287,17 @@ class MmapIndex:
             os.ftruncate(self._fd, (self._entries + 1) * self.ENTRY_SIZE)
             self._remap()
 
-    def trim(self) -> None:
-        """Shrink the file to its entries (sealing: no preallocated tail remains), and fsync it."""
+    def trim(self, *, fsync: bool = True) -> None:
+        """Shrink the file to its entries (no preallocated tail remains). Sealing fsyncs (a sealed
+        segment must stay decidably sealed); a clean close need not (recovery copes with either)."""
         self._check_writable()
-        if self._mm is not None:
+        if fsync and self._mm is not None:
             self._mm.flush()
         os.ftruncate(self._fd, self._entries * self.ENTRY_SIZE)
         self._remap()
         self._preallocated = False
-        os.fsync(self._fd)
+        if fsync:
+            os.fsync(self._fd)
 
     def resize(self, max_index_size: int) -> None:
         """Extend (zero filled) to max_index_size rounded down to entries, never below the entries

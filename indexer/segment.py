@@ -228,10 +228,11 @@ class LogSegment:
         return now - self.created_ms > segment_ms
 
     def flush(self) -> None:
+        """fsync the .log. The indexes are not fsynced here: recovery checks them against the log
+        and rebuilds what a crash lost, so only the records need to be durable (sealing fsyncs the
+        indexes, because a sealed segment is trusted without a check)."""
         if self.writable:
             os.fsync(self._fd)
-            self.offset_index.flush()
-            self.time_index.flush()
 
     def close(self) -> None:
         if self._fd is not None:

@@ -364,7 +364,20 @@ class SegmentLogSink:
         staged = staged.withColumn(SLOT, F.expr(f"{base_expr} + {p_expr}")).where(f"{SLOT} IS NOT NULL")
         keep = [c for c in ("key", "value", "timestamp", "headers") if c in df.columns] + [SLOT]
         ntasks = self.tasks or max(1, min(len(slots), 2 * spark.sparkContext.defaultParallelism))
-        grouped = staged.select(*keep).repartition(ntasks, SLOT)
+        confs = {}
+        if self.tasks:
+            grouped = staged.select(*keep).repartition(ntasks, SLOT)
+        elif df.rdd.getNumPartitions() == 1:
+            # One input partition: its one task sees every row, so it alone writes every log
+            # partition, in input order; no shuffle (a stage fewer for small micro-batches).
+            grouped = staged.select(*keep)
+        else:
+            # At most `ntasks` shuffle partitions, merged by adaptive execution when small: a Python
+            # task costs ~100 ms or more to start, so a 1,000-row micro-batch should be one task.
+            # Merging keeps whole slots together, so each log partition still has one writer.
+            grouped = staged.select(*keep).repartition(SLOT)
+            confs = {"spark.sql.shuffle.partitions": str(ntasks), "spark.sql.adaptive.enabled": "true",
+                     "spark.sql.adaptive.coalescePartitions.enabled": "true"}
         configs = {}
         for t in todo:
             c = dict(metas[t].config)
@@ -374,8 +387,9 @@ class SegmentLogSink:
                 c["max.message.time.difference.ms"] = INT64_MAX
             configs[t] = c
         plan = WritePlan(self.root, writer, batch_id, run_id, tuple(slots), configs, self.lock_timeout)
-        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(ARROW_BATCH_ROWS))
-        rows = grouped.mapInArrow(TaskWriter(plan), RESULT_SCHEMA).collect()
+        confs["spark.sql.execution.arrow.maxRecordsPerBatch"] = str(ARROW_BATCH_ROWS)
+        with _session_confs(spark, confs):
+            rows = grouped.mapInArrow(TaskWriter(plan), RESULT_SCHEMA).collect()
         return [r.asDict() for r in rows]
 
     def _commit(self, todo, metas, results, writer, batch_id) -> None:
@@ -389,6 +403,22 @@ class SegmentLogSink:
             finally:
                 for lock in reversed(locks):
                     lock.release()
+
+
+@contextlib.contextmanager
+def _session_confs(spark, confs: dict[str, str]):
+    """Set session confs for the write job only, and put the user's values back."""
+    saved = {k: spark.conf.get(k, None) for k in confs}
+    try:
+        for k, v in confs.items():
+            spark.conf.set(k, v)
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
 
 
 def _show(key) -> str:

@@ -42,12 +42,12 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(480)]
 
 REPO = Path(__file__).resolve().parents[1]
 TOPIC, PARTITIONS = "soak", 3
-RETENTION_MS = 6_000
+RETENTION_MS = 20_000          # a few seconds, but well above a micro-batch's latency on a busy 2-core box
 MARGIN_MS = 1_000                 # clock granularity, ms rounding, a retention pass in flight
 SOAK_S = float(os.environ.get("SEGLOG_SOAK_SECONDS", "65"))
 ROWS_PER_FILE = 90
 TOPIC_CONFIG = {"segment.bytes": 4096, "segment.index.bytes": 1024, "index.interval.bytes": 256,
-                "segment.ms": 3_000, "retention.ms": RETENTION_MS, "file.delete.delay.ms": 1_000}
+                "segment.ms": 4_000, "retention.ms": RETENTION_MS, "file.delete.delay.ms": 1_000}
 FILE_RE = re.compile(r"part-(\d{6})\.json$")
 
 
@@ -75,11 +75,12 @@ class Ledger:
 
 
 def generator(src: Path, ledger: Ledger, stop: threading.Event, backlog, errors: list) -> None:
-    """A new file whenever the query is less than two files behind (at most one every 0.6 s)."""
+    """A new file whenever the query has caught up (at most one every 0.6 s): records reach the log a
+    batch's latency after their timestamp, well inside retention.ms."""
     index, next_id = 0, 0
     try:
         while not stop.is_set():
-            if backlog(index) >= 2:
+            if backlog(index) >= 1:
                 stop.wait(0.1)
                 continue
             ids = range(next_id, next_id + ROWS_PER_FILE)
@@ -120,7 +121,7 @@ def id_of(key: bytes) -> int:
 class Checker:
     def __init__(self, root: Path, ledger: Ledger, writer: callable):
         self.root, self.ledger, self.writer = root, ledger, writer
-        self.reads = 0
+        self.reads: dict[str, int] = defaultdict(int)
         self.checked_present = 0       # unexpired committed records found present, over all reads
         self.data_loss_skips = 0
 
@@ -132,7 +133,7 @@ class Checker:
               after: int | None, t1: int, ts_from: int | None = None, ordered: bool = False) -> None:
         """rows: (partition, offset, key, value, ts) in the order read. `before`/`after`: the committed
         batch before the read started and after it ended; `t1`: when it ended."""
-        self.reads += 1
+        self.reads[what] += 1
         if not ordered:
             rows = sorted(rows, key=lambda r: (r[0], r[1]))
         last: dict[int, int] = {}
@@ -191,6 +192,21 @@ def driver_rows(root: Path, checker: Checker) -> list[tuple]:
     return rows
 
 
+def watcher(root: Path, side: Sidecar, stop: threading.Event, seen: dict, errors: list) -> None:
+    """Every 100 ms: the probes answer 200, and whether a .deleted file exists (they live about
+    file.delete.delay.ms, too short to catch between two Spark reads)."""
+    try:
+        while not stop.wait(0.1):
+            for path in ("/healthz", "/readyz"):
+                code, body = side.get(path)
+                if code != 200:
+                    errors.append(f"{path} answered {code}: {body}")
+            seen["probes"] = seen.get("probes", 0) + 1
+            seen.setdefault("deleted", set()).update(root.glob(f"{TOPIC}-*/*.deleted"))
+    except BaseException as exc:  # noqa: BLE001 (reported by the test)
+        errors.append(f"watcher: {exc!r}")
+
+
 def metric_total(side: Sidecar, name: str) -> float:
     value = side.metric(name)
     return 0.0 if value is None else value
@@ -231,12 +247,16 @@ def test_sidecar_sink_and_readers_under_load(spark, tmp_path):
 
     stop = threading.Event()
     errors: list[str] = []
-    gen = threading.Thread(target=generator, args=(src, ledger, stop, backlog, errors), daemon=True)
+    gen_stop = threading.Event()
+    gen = threading.Thread(target=generator, args=(src, ledger, gen_stop, backlog, errors), daemon=True)
     side = Sidecar(tmp_path, config, port)
+    seen: dict = {}
+    watch = threading.Thread(target=watcher, args=(root, side, stop, seen, errors), daemon=True)
     q = None
-    seen_sealed = seen_deleted_files = False
+    seen_sealed = False
     try:
         side.wait_for("/readyz", 200, timeout=60)
+        watch.start()
         gen.start()
         wait_until(lambda: any(src.glob("part-*.json")), timeout=30, what="the first input file")
         stream = (spark.readStream.schema("key string, value string, ts long").option("maxFilesPerTrigger", 1)
@@ -256,29 +276,28 @@ def test_sidecar_sink_and_readers_under_load(spark, tmp_path):
             assert side.get("/healthz")[0] == 200 and side.get("/readyz")[0] == 200
             before, t0 = checker.committed_batch(), now_ms()
             reader = spark.read.format("seglog").option("topic", TOPIC).option("failOnDataLoss", "false")
-            if kind % 3 == 0:
+            if kind % 2 == 1:
+                rows = driver_rows(root, checker)
+                checker.check("Log.read", rows, before, checker.committed_batch(), now_ms(), ordered=True)
+            elif kind % 4 == 0:
                 rows = spark_rows(reader.option("startingOffsets", "earliest").load(str(root)))
                 checker.check("seglog earliest", rows, before, checker.committed_batch(), now_ms())
-            elif kind % 3 == 1:
+            else:
                 ts_from = t0 - RETENTION_MS // 2
                 rows = spark_rows(reader.option("startingTimestamp", ts_from)
                                   .option("startingOffsetsByTimestampStrategy", "latest").load(str(root)))
                 checker.check("seglog startingTimestamp", rows, before, checker.committed_batch(), now_ms(),
                               ts_from=ts_from)
-            else:
-                rows = driver_rows(root, checker)
-                checker.check("Log.read", rows, before, checker.committed_batch(), now_ms(), ordered=True)
             kind += 1
             for p in range(PARTITIONS):
                 path = root / f"{TOPIC}-{p}"
                 if path.is_dir():
-                    seen_deleted_files |= any(path.glob("*.deleted"))
                     with Log.open(path, readonly=True) as log:
                         seen_sealed |= any(s.state == "sealed" for s in log.segments())
             time.sleep(0.2)
 
         # Drain: stop adding input, let the query catch up, stop it cleanly.
-        stop.set()
+        gen_stop.set()
         gen.join(10)
         assert not errors, errors
         q.processAllAvailable()
@@ -293,24 +312,25 @@ def test_sidecar_sink_and_readers_under_load(spark, tmp_path):
         assert metric_total(side, "seglog_compactor_segments_deleted_total") > 0
         for job in ("recover", "roll", "seal", "retention", "purge"):
             assert side.metric("seglog_compactor_job_failures_total", job=job) == 0, side.logs()[-3000:]
-        assert seen_deleted_files, "no .deleted file was ever seen"
+        assert seen.get("deleted"), "no .deleted file was ever seen"
         for p in range(PARTITIONS):
             with Log.open(root / f"{TOPIC}-{p}", readonly=True) as log:
                 assert log.log_start_offset > 0, f"{TOPIC}-{p}: retention never moved the log start"
-        # Everything expires RETENTION_MS after the last write (retention rolls the active segment to
-        # delete it); the .deleted files go file.delete.delay.ms later.
-        def all_expired_and_purged() -> bool:
-            for p in range(PARTITIONS):
-                with Log.open(root / f"{TOPIC}-{p}", readonly=True) as log:
-                    if log.log_start_offset != log.log_end_offset:
-                        return False
-            return not list(root.rglob("*.deleted"))
-        wait_until(all_expired_and_purged, timeout=40, what="every record expired and the .deleted files purged")
+        # Every .deleted file seen was unlinked after file.delete.delay.ms (purge runs every 300 ms).
+        deleted = set(seen.get("deleted", ()))
+        wait_until(lambda: not any(f.exists() for f in deleted), timeout=30, what="the .deleted files purged")
+        stop.set()
+        watch.join(10)
+        assert not errors, errors
+        assert seen["probes"] > 100
         assert side.get("/healthz")[0] == 200 and side.get("/readyz")[0] == 200
-        assert checker.reads >= 10 and checker.checked_present > 0, (checker.reads, checker.checked_present)
+        assert all(checker.reads[k] >= 2 for k in ("seglog earliest", "seglog startingTimestamp", "Log.read")), \
+            checker.reads
+        assert checker.checked_present >= 500, checker.checked_present
         assert len(ledger.batch_files) >= 10
     finally:
         stop.set()
+        gen_stop.set()
         if q is not None and q.isActive:
             q.stop()
         try:
@@ -326,6 +346,6 @@ def test_sidecar_sink_and_readers_under_load(spark, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "seglog", "verify", str(root)], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    print(f"soak: {checker.reads} reads, {len(ledger.batch_files)} batches, {len(ledger.records)} records, "
+    print(f"soak: {dict(checker.reads)} reads, {len(ledger.batch_files)} batches, {len(ledger.records)} records, "
           f"{checker.checked_present} unexpired records checked present, "
           f"{checker.data_loss_skips} data-loss skips in Log.read")
