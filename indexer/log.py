@@ -26,7 +26,7 @@ from indexer.errors import (CorruptRecordError, InvalidRecordError, LogClosedErr
 from indexer.locks import partition_lock
 from indexer.names import DELETED_SUFFIX, parse_partition_dir, parse_segment_file
 from indexer.records import NO_TIMESTAMP, Record, decode_batch, first_offset_at_or_after, scan_batches
-from indexer.segment import LogSegment, SegmentInfo, now_ms, sealed_summary
+from indexer.segment import LogSegment, SegmentInfo, now_ms, read_checked, sealed_summary
 
 EARLIEST = -2
 LATEST = -1
@@ -647,14 +647,5 @@ def _find_in_segment(seg: LogSegment, timestamp: int, lower: int) -> int | None:
 
 
 def _checked_chunks(seg: LogSegment, pos: int, prev_last: int):
-    """Chunks of whole batches from `pos` to the segment's end, each batch checked: CRC, leader
-    epoch, and offsets dense from `prev_last`. Raises CorruptRecordError rather than return
-    anything it cannot vouch for."""
-    for file_pos, buf in seg.read_bytes(pos, seg.size):
-        scan = scan_batches(buf, 0, len(buf), check_crc=True, prev_last_offset=prev_last, dense=True,
-                            leader_epoch=0)
-        if scan.error:
-            raise CorruptRecordError(f"{seg.log_path}: {scan.error} (chunk at file position {file_pos})")
-        if len(scan.positions):
-            prev_last = int(scan.last_offsets[-1])
-        yield file_pos, buf, scan
+    """Chunks of whole, checked batches from `pos` to the segment's end (segment.read_checked)."""
+    return read_checked(seg, pos, prev_last)

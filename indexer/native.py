@@ -588,3 +588,38 @@ def decode_batches(a: np.ndarray, positions: np.ndarray, start: int, end: int):
             "key": [kbb if knulls else None, kob, kdb], "key_nulls": knulls,
             "value": [vbb if vnulls else None, vob, vdb], "value_nulls": vnulls,
             "header_offsets": hoff, "hks": hks, "hkl": hkl, "hvs": hvs, "hvl": hvl}
+
+
+# ---------------------------------------------------------------------------------------------
+# lookup by timestamp
+
+@njit(**_JIT)
+def _first_at_or_after(a, p, end, count, base_ts, base_off, ts, min_off):
+    """Walk the records of one batch (lengths and the two deltas only); -1 when none has an offset
+    >= min_off and a timestamp >= ts, -2 on a structural fault (the caller then uses the checked
+    Python walk, which names the fault)."""
+    for _ in range(count):
+        length, q, ok = _get_varint(a, p, end, 5)
+        if not ok:
+            return -2
+        delta, r, ok = _get_varint(a, q + 1, end, 10)
+        if not ok:
+            return -2
+        od, _, ok = _get_varint(a, r, end, 5)
+        if not ok:
+            return -2
+        off = base_off + od
+        if off >= min_off and base_ts + delta >= ts:
+            return off
+        p = q + length
+    return -1
+
+
+def first_at_or_after(buf, pos: int, header, timestamp: int, min_offset: int) -> int | None | bool:
+    """records.first_offset_at_or_after compiled: the offset, None, or False on a fault."""
+    a = np.frombuffer(buf, dtype=np.uint8)
+    found = _first_at_or_after(a, pos + 61, pos + header.size, header.record_count, header.base_timestamp,
+                               header.base_offset, timestamp, min_offset)
+    if found == -2:
+        return False
+    return None if found == -1 else int(found)

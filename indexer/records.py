@@ -392,6 +392,13 @@ def first_offset_at_or_after(buf, pos: int, header: BatchHeader, timestamp: int,
         if header.max_timestamp < timestamp or header.last_offset < min_offset:
             return None
         return max(min_offset, header.base_offset)
+    from indexer.columns import native_kernels  # late: the compiled walk, where numba is usable
+
+    native = native_kernels()
+    if native is not None and isinstance(buf, (bytes, bytearray)):
+        found = native.first_at_or_after(buf, pos, header, timestamp, min_offset)
+        if found is not False:
+            return found
     view = memoryview(buf)
     p = pos + BATCH_HEADER_SIZE
     end = pos + header.size

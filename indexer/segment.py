@@ -31,6 +31,7 @@ INT32_MAX = (1 << 31) - 1
 _TIME_ENTRY = struct.Struct(">qi")
 _OFFSET_ENTRY = struct.Struct(">ii")
 READ_CHUNK = 4 << 20   # bytes read at a time when scanning or decoding
+FIRST_CHUNK = 64 << 10  # the first read after a seek
 
 
 @dataclass(frozen=True)
@@ -332,10 +333,14 @@ class LogSegment:
                            largest if largest >= 0 else mtime, state, self.log_path, mtime)
 
     def read_bytes(self, start: int, end: int) -> Iterator[tuple[int, bytes]]:
-        """Chunks of whole batches covering [start, end): (file position, bytes)."""
+        """Chunks of whole batches covering [start, end): (file position, bytes). The first chunk is
+        small and each next one doubles up to READ_CHUNK: a seek that finds its record in the first
+        batch reads little, a long scan soon reads in large chunks."""
         pos = start
+        chunk = FIRST_CHUNK
         while pos < end:
-            want = min(READ_CHUNK, end - pos)
+            want = min(chunk, end - pos)
+            chunk = min(chunk * 2, READ_CHUNK)
             buf = self.pread(pos, want)
             if len(buf) < BATCH_HEADER_SIZE:
                 raise CorruptRecordError(f"{self.log_path}: truncated batch at position {pos}")
@@ -352,6 +357,49 @@ class LogSegment:
                 raise CorruptRecordError(f"{self.log_path}: {result.error} (at file position {pos})")
             yield pos, buf[:result.valid_end]
             pos += result.valid_end
+
+
+def read_checked(seg: "LogSegment", pos: int, prev_last: int):
+    """(file position, bytes, scan) for chunks of whole batches from `pos` to the segment's end,
+    every batch checked once (CRC, leader epoch, offsets dense from `prev_last`). A chunk boundary
+    that cuts a batch is not a fault: the next chunk starts at that batch. Anything else that fails
+    a check raises CorruptRecordError: a read never returns what it cannot vouch for."""
+    end = seg.size
+    chunk = FIRST_CHUNK
+    while pos < end:
+        buf = seg.pread(pos, min(chunk, end - pos))
+        chunk = min(chunk * 2, READ_CHUNK)
+        scan = scan_batches(buf, 0, len(buf), check_crc=True, prev_last_offset=prev_last, dense=True,
+                            leader_epoch=0)
+        good = scan.valid_end
+        if good < len(buf):
+            # Where the walk stopped: a batch the chunk cut short (read on), or a fault.
+            rest = len(buf) - good
+            cut = False
+            if pos + len(buf) < end:
+                if rest < BATCH_HEADER_SIZE:
+                    cut = True
+                else:
+                    try:
+                        size = parse_header(buf, good).size
+                    except CorruptRecordError:
+                        size = 0
+                    cut = size > rest and pos + good + size <= end and scan.error is not None \
+                        and "past the end" in scan.error
+            if not cut:
+                raise CorruptRecordError(f"{seg.log_path}: {scan.error} (chunk at file position {pos})")
+            if good == 0:  # one batch larger than the chunk: read it whole
+                size = parse_header(buf, 0).size
+                buf = seg.pread(pos, size)
+                scan = scan_batches(buf, 0, len(buf), check_crc=True, prev_last_offset=prev_last, dense=True,
+                                    leader_epoch=0)
+                if scan.error or scan.valid_end != size:
+                    raise CorruptRecordError(f"{seg.log_path}: {scan.error} (batch at file position {pos})")
+                good = size
+        if len(scan.positions):
+            prev_last = scan.headers[-1].last_offset
+        yield pos, (buf if good == len(buf) else memoryview(buf)[:good]), scan
+        pos += good
 
 
 def _shift(result, start: int):

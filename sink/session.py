@@ -20,13 +20,28 @@ _IVY_SETTINGS = """<ivysettings>
 """
 
 
-def ivy_settings_file() -> str:
+# Local runs print Spark's warnings only from ERROR up (the demo's output stays readable).
+_LOG4J2 = """rootLogger.level = error
+rootLogger.appenderRef.stdout.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def _cached_file(name: str, text: str) -> str:
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "seglog"
     cache.mkdir(parents=True, exist_ok=True)
-    path = cache / "ivysettings.xml"
-    if not path.exists() or path.read_text() != _IVY_SETTINGS:
-        path.write_text(_IVY_SETTINGS)
+    path = cache / name
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
     return str(path)
+
+
+def ivy_settings_file() -> str:
+    return _cached_file("ivysettings.xml", _IVY_SETTINGS)
 
 
 def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool = False,
@@ -36,6 +51,7 @@ def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool 
     # Python workers must run this interpreter, or they will not find pyarrow or seglog.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")   # a local session needs no other interface
     builder = (
         SparkSession.builder.master(f"local[{cores}]").appName(app_name)
         .config("spark.driver.memory", driver_memory)
@@ -49,6 +65,9 @@ def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool 
         .config("spark.sql.python.filterPushdown.enabled", "true")
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
         .config("spark.python.worker.reuse", "true")
+        # Workers fork from a daemon that has loaded seglog and its compiled codec already.
+        .config("spark.python.daemon.module", "sink.worker_daemon")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_cached_file('log4j2.properties', _LOG4J2)}")
     )
     if with_delta:
         builder = (builder

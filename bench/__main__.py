@@ -1,0 +1,67 @@
+"""Run the whole benchmark suite: `python -m bench [--quick] [--only storage,sink,...] [--no-readme]`.
+
+Each part measures seglog against a baseline in the same run (raw writes and reads, a linear walk,
+Delta, Parquet, the ceilings of any Python sink or source); results go to bench/results/<part>.json,
+plots to bench/results/*.png, and the summary table into README.md (between the bench markers).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+README = HERE.parent / "README.md"
+PARTS = ("storage", "sidecar", "sink", "replay")
+
+
+def _machine() -> dict:
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "load_avg": os.getloadavg(),
+            "time": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+
+
+def run_part(name: str, quick: bool) -> dict:
+    module = __import__(f"bench.{name}", fromlist=["run"])
+    started = time.time()
+    result = module.run(quick=quick)
+    result["_meta"] = dict(_machine(), quick=quick, seconds=time.time() - started)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2, default=float))
+    return result
+
+
+def load(name: str) -> dict | None:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes: a few minutes in all")
+    parser.add_argument("--only", help="comma list of parts: " + ",".join(PARTS))
+    parser.add_argument("--no-readme", action="store_true", help="do not rewrite README.md's table")
+    args = parser.parse_args(argv)
+    parts = args.only.split(",") if args.only else list(PARTS)
+    for name in parts:
+        if name not in PARTS:
+            parser.error(f"unknown part {name!r}; parts: {', '.join(PARTS)}")
+        print(f"[bench] {name} ...", flush=True)
+        result = run_part(name, args.quick)
+        print(f"[bench] {name} done in {result['_meta']['seconds']:.0f} s -> {RESULTS / (name + '.json')}", flush=True)
+    from bench.report import draw_plots, summary_markdown, write_readme
+
+    draw_plots(RESULTS)
+    table = summary_markdown(RESULTS)
+    print(table)
+    if not args.no_readme:
+        write_readme(README, table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""Turn bench/results/*.json into the README's table and PNG plots."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def _load(results: Path, name: str) -> dict | None:
+    path = results / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _ok(value: float, target: float, higher_is_better: bool = True) -> str:
+    met = value >= target if higher_is_better else value <= target
+    return "met" if met else "**not met**"
+
+
+def summary_markdown(results: Path) -> str:
+    rows = ["| what | seglog | baseline (same run) | ratio | target | |", "| --- | --- | --- | --- | --- | --- |"]
+    meta = []
+    st = _load(results, "storage")
+    if st:
+        for a in st["append"]:
+            rows.append(f"| bulk append, {a['value_bytes']} B values | {a['seglog_MBps']:.0f} MB/s | raw write "
+                        f"{a['raw_write_MBps']:.0f} MB/s | {a['ratio_vs_raw']:.2f} | >= 0.5 | "
+                        f"{_ok(a['ratio_vs_raw'], 0.5)} |")
+        for lk in st["lookup"]:
+            rows.append(f"| offset_for_timestamp, {lk['segments']:,} segments | {lk['median_us']:.0f} us | linear walk "
+                        f"{lk['linear_walk_median_us']:.0f} us | {lk['speedup_vs_linear']:.1f}x faster | <= 100 us | "
+                        f"{_ok(lk['median_us'], 100, False)} |")
+        rows.append(f"| lookup cost, 10x segments | x{st['lookup_growth_10x']:.2f} | | | < 2x | "
+                    f"{_ok(st['lookup_growth_10x'], 2, False)} |")
+        rb = st["rebuild"]
+        rows.append(f"| index rebuild (recovery) | {rb['rebuild_MBps']:.0f} MB/s | raw read {rb['raw_read_MBps']:.0f} MB/s "
+                    f"| {rb['ratio_vs_raw']:.2f} | >= 0.5 | {_ok(rb['ratio_vs_raw'], 0.5)} |")
+        meta.append(f"storage: load {st['_meta']['load_avg'][0]:.1f}, {'quick' if st['_meta']['quick'] else 'full'}")
+    sk = _load(results, "sink")
+    if sk:
+        t = sk["throughput"]
+        rows.append(f"| sink throughput ({sk['rows']:,} rows) | {t['seglog']['rows_per_s'] / 1e3:.0f}k rows/s, "
+                    f"{t['seglog']['MB_per_s']:.0f} MB/s | Delta {t['delta']['rows_per_s'] / 1e3:.0f}k rows/s | "
+                    f"{sk['ratio_vs_delta']:.2f} | >= 1.5 | {_ok(sk['ratio_vs_delta'], 1.5)} |")
+        rows.append(f"| sink vs the Python-sink ceiling | | mapInArrow count {t['ceiling_mapInArrow_count']['rows_per_s'] / 1e3:.0f}k "
+                    f"rows/s | {sk['ratio_vs_ceiling']:.2f} | >= 0.8 | {_ok(sk['ratio_vs_ceiling'], 0.8)} |")
+        rows.append(f"| sink vs Parquet | | Parquet {t['parquet']['rows_per_s'] / 1e3:.0f}k rows/s | "
+                    f"{sk['ratio_vs_parquet']:.2f} | | |")
+        sb = sk["small_batch_s"]
+        rows.append(f"| per-batch time, 1,000-row batches | {sb['seglog']:.2f} s | Delta {sb['delta']:.2f} s | "
+                    f"{sk['small_batch_overhead_vs_delta']:.2f} | <= 0.33 | "
+                    f"{_ok(sk['small_batch_overhead_vs_delta'], 1 / 3, False)} |")
+        meta.append(f"sink: load {sk['_meta']['load_avg'][0]:.1f}")
+    rp = _load(results, "replay")
+    if rp:
+        for line in rp.get("summary_rows", []):
+            rows.append(line)
+        meta.append(f"replay: load {rp['_meta']['load_avg'][0]:.1f}")
+    sc = _load(results, "sidecar")
+    if sc:
+        a, b = sc["passes"]
+        rows.append(f"| sidecar pass, {sc['partitions']:,} partitions x {a['segments_per_partition']} segments | "
+                    f"{a['sealing_pass']['seconds']:.1f} s, {a['sealing_pass']['peak_rss_mb']:.0f} MB | empty root "
+                    f"{sc['baseline_empty_root']['seconds']:.1f} s, {sc['baseline_empty_root']['peak_rss_mb']:.0f} MB | | | |")
+        rows.append(f"| sidecar, 10x segments | time x{sc['time_growth_10x_segments']:.1f}, memory "
+                    f"x{sc['memory_growth_10x_segments']:.2f} | | | memory flat | "
+                    f"{_ok(sc['memory_growth_10x_segments'], 1.2, False)} |")
+    note = ("Measured on the 2-core development machine while other work ran (load in parentheses): "
+            "absolute figures are noisy, the ratios are taken within one run. "
+            + "; ".join(meta) + ".")
+    cmd = "Reproduce: `bash scripts/setup.sh && .venv/bin/python -m bench` (`--quick` for a few minutes)."
+    pngs = sorted(p.name for p in results.glob("*.png"))
+    pics = "\n".join(f"![{p}](bench/results/{p})" for p in pngs)
+    return "\n".join([cmd, "", *rows, "", note, "", pics]).strip()
+
+
+def write_readme(readme: Path, table: str) -> None:
+    text = readme.read_text(encoding="utf-8")
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    readme.write_text(text[:start] + "\n" + table + "\n" + text[end:], encoding="utf-8")
+
+
+def draw_plots(results: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sk = _load(results, "sink")
+    if sk:
+        t = sk["throughput"]
+        names = ["ceiling_mapInArrow_count", "seglog", "delta", "parquet"]
+        labels = ["Python-sink ceiling\n(mapInArrow count)", "seglog sink", "Delta", "Parquet"]
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        ax.bar(labels, [t[n]["rows_per_s"] / 1e3 for n in names], color=["#999", "#2a7", "#47b", "#b74"])
+        ax.set_ylabel("thousand rows/s")
+        ax.set_title(f"Writing the same {sk['rows']:,}-row micro-batch")
+        fig.tight_layout()
+        fig.savefig(results / "sink.png", dpi=100)
+        plt.close(fig)
+    st = _load(results, "storage")
+    if st:
+        lk = st["lookup"]
+        fig, ax = plt.subplots(figsize=(7, 3.5))
+        segs = [x["segments"] for x in lk]
+        ax.plot(segs, [x["median_us"] for x in lk], "o-", label="seglog (binary searches)")
+        ax.plot(segs, [x["linear_walk_median_us"] for x in lk], "s--", label="linear walk of segments")
+        ax.axhline(100, color="#c33", lw=0.8, label="target 100 us")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("segments in the partition")
+        ax.set_ylabel("median offset_for_timestamp (us)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(results / "lookup.png", dpi=100)
+        plt.close(fig)
+    rp = _load(results, "replay")
+    if rp and "plot" in rp:
+        p = rp["plot"]   # {"labels": [...], "series": {name: [seconds...]}}
+        fig, ax = plt.subplots(figsize=(8, 3.8))
+        n = len(p["labels"])
+        width = 0.8 / max(1, len(p["series"]))
+        for k, (name, values) in enumerate(p["series"].items()):
+            ax.bar([i + k * width for i in range(n)], values, width, label=name)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(n)])
+        ax.set_xticklabels(p["labels"])
+        ax.set_ylabel("seconds")
+        ax.set_title(p.get("title", "Replay from a timestamp"))
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(results / "replay.png", dpi=100)
+        plt.close(fig)
