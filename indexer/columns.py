@@ -52,14 +52,24 @@ _HEADER_DTYPE = np.dtype([
 assert _HEADER_DTYPE.itemsize == BATCH_HEADER_SIZE
 
 _LB = pa.large_binary()
-_EMPTY = pa.scalar(b"", _LB)
-_NUL = pa.scalar(b"\x00", _LB)          # headerCount 0
+
+
+def _binary_scalar(data: bytes) -> pa.Scalar:
+    """A large_binary scalar built from buffers: pa.scalar(bytes) would make pyarrow import pandas
+    (0.4 s per process, paid by every Spark worker)."""
+    offsets = np.array([0, len(data)], dtype=np.int64)
+    return pa.Array.from_buffers(_LB, 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])[0]
+
+
+_EMPTY = _binary_scalar(b"")
+_NUL = _binary_scalar(b"\x00")          # headerCount 0
 # zigzag varint widths: a value u takes k+1 bytes when u >= 2**(7k) for the largest such k
 _WIDTH_THRESHOLDS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
 _MIN_RECORD_SIZE = 7                     # length, attributes, ts, offset, key len, value len, count
 
 
-_NO_HEADERS = pa.StructArray.from_arrays([pa.array([], pa.string()), pa.array([], pa.binary())],
+# pa.nulls, not pa.array([]): converting a Python list makes pyarrow import pandas (0.4 s per process)
+_NO_HEADERS = pa.StructArray.from_arrays([pa.nulls(0, pa.string()), pa.nulls(0, pa.binary())],
                                          fields=list(HEADER_TYPE.value_type))
 _log = logging.getLogger(__name__)
 _native = None                  # indexer.native once imported, False when numba is unusable

@@ -344,15 +344,16 @@ class Log:
             return True
         return False
 
-    def seal_inactive(self) -> list[int]:
-        """Seal every inactive segment (SPEC 2.5); idempotent. Returns the bases sealed now."""
+    def seal_inactive(self, *, durable: bool = True) -> list[int]:
+        """Seal every inactive segment (SPEC 2.5); idempotent. Returns the bases sealed now.
+        `durable=False` skips the fsyncs: for building test and benchmark data only."""
         self._check_writable()
         sealed = []
         for i, base in enumerate(self._bases[:-1]):
             if sealed_summary(self.path, base, self._bases[i + 1]) is not None:
                 continue  # already sealed: decided from the files, not opened
             seg = self.segment(base)
-            if seg.seal(self._bases[i + 1]):
+            if seg.seal(self._bases[i + 1], durable=durable):
                 sealed.append(base)
         return sealed
 

@@ -311,19 +311,20 @@ class LogSegment:
             return self.largest_timestamp() < 0
         return entry[1] == next_base
 
-    def seal(self, next_base: int) -> bool:
+    def seal(self, next_base: int, *, durable: bool = True) -> bool:
         """Write the final time index entry, trim both indexes, fsync. Idempotent; True if it
-        changed anything."""
+        changed anything. `durable=False` skips the fsyncs (only for building test data fast)."""
         if self.is_sealed(next_base):
             return False
         max_ts = self.largest_timestamp()
         if max_ts >= 0:
             self.time_index.seal_entry(max_ts, next_base)
-        os.fsync(self._fd)
+        if durable:
+            os.fsync(self._fd)
         # Trimming is last (trim fsyncs): a segment is decidably sealed only once both files are
         # trimmed; a crash before that leaves it unsealed, and sealing again repairs it.
-        self.time_index.trim()
-        self.offset_index.trim()
+        self.time_index.trim(fsync=durable)
+        self.offset_index.trim(fsync=durable)
         return True
 
     def info(self, next_base: int, state: str) -> SegmentInfo:
