@@ -80,7 +80,7 @@ class MmapIndex:
     def __init__(self, path: str | os.PathLike, base_offset: int, max_index_size: int, *,
                  writable: bool = True, preallocate: bool = True) -> None:
         es = self.ENTRY_SIZE
-        self._path = Path(path)
+        self._path = os.fspath(path)   # a string: opening an index is on the lookup path, pathlib is slow
         self._base = int(base_offset)
         self._writable = bool(writable)
         self._mm: mmap.mmap | None = None
@@ -121,7 +121,7 @@ class MmapIndex:
     # ---- sizes and state -------------------------------------------------------------------
     @property
     def path(self) -> Path:
-        return self._path
+        return Path(self._path)
 
     @property
     def base_offset(self) -> int:
@@ -324,7 +324,7 @@ class MmapIndex:
         self._check_open()
         new_path = Path(new_path)
         os.replace(self._path, new_path)
-        self._path = new_path
+        self._path = os.fspath(new_path)
 
     def close(self) -> None:
         """Release the map and the descriptor. Does not trim or fsync (see trim, flush)."""
