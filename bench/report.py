@@ -123,7 +123,8 @@ def draw_plots(results: Path) -> None:
         lk = st["lookup"]
         fig, ax = plt.subplots(figsize=(7, 3.5))
         segs = [x["segments"] for x in lk]
-        ax.plot(segs, [x["median_us"] for x in lk], "o-", label="seglog (binary searches)")
+        ax.plot(segs, [x["median_us"] for x in lk], "o-", label="seglog, segment not open yet (cold)")
+        ax.plot(segs, [x["warm_median_us"] for x in lk], "o-", label="seglog, segment open (warm)")
         ax.plot(segs, [x["linear_walk_median_us"] for x in lk], "s--", label="linear walk of segments")
         ax.axhline(100, color="#c33", lw=0.8, label="target 100 us")
         ax.set_xscale("log")

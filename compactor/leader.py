@@ -1,16 +1,17 @@
 """The leader lock: only one sidecar works on a root at a time (SPEC 4).
 
-An exclusive ``fcntl.flock`` on ``<root>/_seglog/locks/compactor.leader``, held for the life of the
-process. The kernel drops it when the process dies, however it dies (SIGKILL included), so a stale
-lock never blocks the next sidecar; there is nothing to clean up.
+An exclusive flock (`indexer.locks.FileLock`) on ``<root>/_seglog/locks/compactor.leader``, held for
+the life of the process. The kernel drops it when the process dies, however it dies (SIGKILL
+included), so a stale lock never blocks the next sidecar; there is nothing to clean up.
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import threading
 from pathlib import Path
 
+from indexer.errors import PartitionLockedError
+from indexer.locks import FileLock
 from indexer.names import META_DIR
 
 LEADER_FILE = "compactor.leader"
@@ -23,30 +24,22 @@ def leader_lock_path(root: Path) -> Path:
 class LeaderLock:
     def __init__(self, root: Path):
         self.path = leader_lock_path(root)
-        self._fd: int | None = None
+        self._lock = FileLock(self.path, what="the sidecar's leader lock")
 
     @property
     def held(self) -> bool:
-        return self._fd is not None
+        return self._lock.held
 
     def try_acquire(self) -> bool:
         """Take the lock if it is free; never blocks."""
-        if self._fd is not None:
+        if self._lock.held:
             return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+            self._lock.acquire(timeout=0)
+        except PartitionLockedError:
             return False
-        except BaseException:
-            os.close(fd)
-            raise
         # The pid is for operators only; the flock is the lock.
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
+        self._lock.write_note(f"{os.getpid()}\n")
         return True
 
     def acquire(self, stop: threading.Event, retry_s: float, on_wait=None) -> bool:
@@ -62,9 +55,4 @@ class LeaderLock:
         return False
 
     def release(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            try:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
+        self._lock.release()

@@ -34,7 +34,7 @@ class FileLock:
         if self._fd is not None:
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             while True:
@@ -54,6 +54,12 @@ class FileLock:
             raise
         self._fd = fd
         return self
+
+    def write_note(self, text: str) -> None:
+        """Replace the lock file's content (e.g. the holder's pid, for operators) while held."""
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            os.pwrite(self._fd, text.encode(), 0)
 
     def release(self) -> None:
         if self._fd is not None:
