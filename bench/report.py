@@ -36,7 +36,7 @@ def summary_markdown(results: Path) -> str:
         rb = st["rebuild"]
         rows.append(f"| index rebuild (recovery) | {rb['rebuild_MBps']:.0f} MB/s | raw read {rb['raw_read_MBps']:.0f} MB/s "
                     f"| {rb['ratio_vs_raw']:.2f} | >= 0.5 | {_ok(rb['ratio_vs_raw'], 0.5)} |")
-        meta.append(f"storage: load {st['_meta']['load_avg'][0]:.1f}, {'quick' if st['_meta']['quick'] else 'full'}")
+        meta.append(f"storage {st['_meta']['load_avg'][0]:.1f}")
     sk = _load(results, "sink")
     if sk:
         t = sk["throughput"]
@@ -51,7 +51,7 @@ def summary_markdown(results: Path) -> str:
         rows.append(f"| per-batch time, 1,000-row batches | {sb['seglog']:.2f} s | Delta {sb['delta']:.2f} s | "
                     f"{sk['small_batch_overhead_vs_delta']:.2f} | <= 0.33 | "
                     f"{_ok(sk['small_batch_overhead_vs_delta'], 1 / 3, False)} |")
-        meta.append(f"sink: load {sk['_meta']['load_avg'][0]:.1f}")
+        meta.append(f"sink {sk['_meta']['load_avg'][0]:.1f}")
     rp = _load(results, "replay")
     if rp:
         c, r, t = rp["cases"], rp["ratios"], rp["time_to_first_row_s"]
@@ -72,7 +72,7 @@ def summary_markdown(results: Path) -> str:
         rows.append(f"| time to first row, log 10x larger | {t['seglog_small']:.2f} s -> {t['seglog_large']:.2f} s | "
                     f"Delta {t['delta_small']:.2f} s | x{r['ttfr_large_over_small']:.2f} | flat | "
                     f"{_ok(r['ttfr_large_over_small'], 1.25, False)} |")
-        meta.append(f"replay: load {rp['_meta']['load_avg'][0]:.1f}")
+        meta.append(f"replay (quick: 250 MB and 2.5 GB logs) {rp['_meta']['load_avg'][0]:.1f}")
     sc = _load(results, "sidecar")
     if sc:
         base = sc["baseline_empty_root"]
@@ -85,9 +85,9 @@ def summary_markdown(results: Path) -> str:
                     f"steady time x{sc['steady_time_growth_10x_segments']:.1f}, memory "
                     f"x{sc['memory_growth_10x_segments']:.2f} | | | memory flat | "
                     f"{_ok(sc['memory_growth_10x_segments'], 1.2, False)} |")
-    note = ("Measured on the 2-core development machine while other work ran (load in parentheses): "
-            "absolute figures are noisy, the ratios are taken within one run. "
-            + "; ".join(meta) + ".")
+    note = ("Measured on the 2-core development machine, sometimes while other work ran (load average at "
+            "the start of each part: " + "; ".join(meta) + "): absolute figures are noisy, every ratio is "
+            "taken within one run.")
     cmd = "Reproduce: `bash scripts/setup.sh && .venv/bin/python -m bench` (`--quick` for a few minutes)."
     pngs = sorted(p.name for p in results.glob("*.png"))
     pics = "\n".join(f"![{p}](bench/results/{p})" for p in pngs)
