@@ -236,26 +236,29 @@ class SegmentLogSink:
             detail = text[text.index("seglog: partition out of range:") + 32:].split("\n")[0]
             return SinkInputError(detail.split(" SQLSTATE")[0].strip())
         show_key = "key" if cols.has_key else "NULL AS key"
+
+        def first(topic: str, where: str, value: str):
+            """The first row of `topic` that breaks the rule `where`: (key, offending value)."""
+            return df.where(f"{topic_expr} = {_sql_str(topic)} AND {where}").selectExpr(show_key, f"{value} AS v").first()
+
         if "RecordTooLargeError" in text:
             size_sql = _record_batch_size_sql(cols)
             for t, meta in metas.items():
                 limit = meta.topic_config()["max.message.bytes"]
-                row = df.where(f"{topic_expr} = {_sql_str(t)} AND {size_sql} > {limit}") \
-                    .selectExpr(show_key, f"{size_sql} AS size").first()
+                row = first(t, f"{size_sql} > {limit}", size_sql)
                 if row is not None:
                     return RecordTooLargeError(
-                        f"topic {t!r}: a record (key {_show(row['key'])}) encodes to a batch of {row['size']} "
+                        f"topic {t!r}: a record (key {_show(row['key'])}) encodes to a batch of {row['v']} "
                         f"bytes, more than max.message.bytes={limit}; nothing was written")
         if "TimestampOutOfRangeError" in text and cols.has_timestamp:
             ts = "unix_millis(CAST(timestamp AS TIMESTAMP))"
             for t, meta in metas.items():
                 diff = meta.topic_config()["max.message.time.difference.ms"]
-                row = df.where(f"{topic_expr} = {_sql_str(t)} AND abs({ts} - {now}) > {diff}") \
-                    .selectExpr(show_key, f"{ts} AS ts").first()
+                row = first(t, f"abs({ts} - {now}) > {diff}", ts)
                 if row is not None:
                     return TimestampOutOfRangeError(
-                        f"topic {t!r}: a record (key {_show(row['key'])}) has timestamp {row['ts']}, "
-                        f"{row['ts'] - now} ms from now ({now}); max.message.time.difference.ms={diff}; "
+                        f"topic {t!r}: a record (key {_show(row['key'])}) has timestamp {row['v']}, "
+                        f"{row['v'] - now} ms from now ({now}); max.message.time.difference.ms={diff}; "
                         f"the batch was refused whole, nothing was written")
         for name, kind in (("RecordTooLargeError", RecordTooLargeError),
                            ("TimestampOutOfRangeError", TimestampOutOfRangeError),

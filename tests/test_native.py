@@ -21,7 +21,7 @@ from indexer.columns import ARROW_SCHEMA, HEADER_TYPE, decode_to_arrow, encode_c
 from indexer.errors import SeglogError
 from indexer.records import BATCH_HEADER_SIZE, Record, decode_batch, encode_batch
 
-pytest.importorskip("numba")
+import numba  # noqa: F401  (a hard dependency: its absence must fail, not skip)
 from indexer import native  # noqa: E402
 
 T0 = 1_700_000_000_000
