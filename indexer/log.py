@@ -639,11 +639,11 @@ def _find_in_segment(seg: LogSegment, timestamp: int, lower: int) -> int | None:
     if header is None:
         return None
     for file_pos, buf, scan in _checked_chunks(seg, pos, prev_last):
-        candidates = np.nonzero((scan.max_timestamps >= timestamp) & (scan.last_offsets >= start))[0]
-        for k in candidates:  # only batches that can hold the answer are walked
-            found = first_offset_at_or_after(buf, int(scan.positions[k]), scan.headers[k], timestamp, start)
-            if found is not None:
-                return found
+        for k, h in enumerate(scan.headers):  # only batches that can hold the answer are walked
+            if h.max_timestamp >= timestamp and h.last_offset >= start:
+                found = first_offset_at_or_after(buf, int(scan.positions[k]), h, timestamp, start)
+                if found is not None:
+                    return found
     return None
 
 

@@ -106,7 +106,8 @@ class MmapIndex:
                 target = max(_round_down(max_index_size, es), counted * es, _round_down(size, es))
                 if target != size:
                     os.ftruncate(self._fd, target)  # zero filled
-            self._remap()
+                    size = target
+            self._remap(size)
             self._entries = self._count_entries(self._slots)
             if preallocate is None:
                 # "As found": neither extended nor trimmed here; a zero tail is expected exactly
@@ -210,8 +211,9 @@ class MmapIndex:
         return self._entries
 
     # ---- the map ----------------------------------------------------------------------------
-    def _remap(self) -> None:
-        """Map the whole file (rounded down to entries). An empty file is not mapped."""
+    def _remap(self, size: int | None = None) -> None:
+        """Map the whole file (rounded down to entries; `size` when the caller just stat'ed it).
+        An empty file is not mapped."""
         old = self._mm
         self._mm = None
         if old is not None:
@@ -219,7 +221,7 @@ class MmapIndex:
                 old.close()
             except BufferError:
                 pass  # numpy views from entries_view() still use it; it is unmapped when they go
-        length = _round_down(os.fstat(self._fd).st_size, self.ENTRY_SIZE)
+        length = _round_down(os.fstat(self._fd).st_size if size is None else size, self.ENTRY_SIZE)
         self._slots = length // self.ENTRY_SIZE
         if length:
             access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ

@@ -101,7 +101,8 @@ class LogSegment:
             fd = os.open(self._log_name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
             os.close(fd)
         self._fd = os.open(self._log_name, os.O_RDWR if writable else os.O_RDONLY)
-        self.size = os.fstat(self._fd).st_size
+        st = os.fstat(self._fd)
+        self.size = st.st_size
         index_bytes = config["segment.index.bytes"]
         # The active segment's indexes are preallocated; any other is taken as found (an
         # inactive one keeps its zero tail until sealed, a sealed one is trimmed).
@@ -114,7 +115,7 @@ class LogSegment:
         self.max_timestamp = NO_TIMESTAMP      # largest record timestamp (KIP-33 "max timestamp so far")
         self.first_timestamp = NO_TIMESTAMP    # first record timestamp: the segment.ms rolling base
         self.bytes_since_index_entry = 0
-        self.created_ms = now_ms() if create else int(os.fstat(self._fd).st_mtime * 1000)
+        self.created_ms = now_ms() if create else int(st.st_mtime * 1000)
 
     @property
     def log_path(self) -> Path:
