@@ -24,7 +24,7 @@ from indexer.columns import EncodedBatches, decode_to_arrow, encode_columns
 from indexer.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, OffsetOutOfRangeError,
                             ReadOnlyLogError, RecordTooLargeError, TimestampOutOfRangeError)
 from indexer.locks import partition_lock
-from indexer.names import DELETED_SUFFIX, parse_partition_dir, parse_segment_file
+from indexer.names import DELETED_SUFFIX, log_bases, parse_partition_dir
 from indexer.records import NO_TIMESTAMP, Record, decode_batch, first_offset_at_or_after, scan_batches
 from indexer.segment import LogSegment, SegmentInfo, now_ms, read_checked, sealed_summary
 
@@ -89,12 +89,7 @@ class Log:
         return log
 
     def _segment_files(self) -> list[int]:
-        bases = set()
-        for name in os.listdir(self.path):
-            parsed = parse_segment_file(name)
-            if parsed and parsed[1] == "log" and not parsed[2]:
-                bases.add(parsed[0])
-        return sorted(bases)
+        return log_bases(self.path)
 
     def _checkpointed_start(self) -> int:
         if self.topic is None:

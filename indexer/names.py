@@ -54,3 +54,14 @@ def parse_segment_file(name: str) -> tuple[int, str, str] | None:
     if not m:
         return None
     return int(m.group("base")), m.group("kind"), m.group("suffix")
+
+
+def log_bases(dir_path: str | os.PathLike) -> list[int]:
+    """Base offsets of the segments in a partition folder, sorted: a segment exists when its .log
+    does (index files alone, or `.deleted` ones, are not segments)."""
+    bases = []
+    for name in os.listdir(dir_path):
+        parsed = parse_segment_file(name)
+        if parsed and parsed[1] == "log" and not parsed[2]:
+            bases.append(parsed[0])
+    return sorted(bases)

@@ -480,6 +480,22 @@ def _decode_plan(a, positions, start, end):
     return OK, picked[:npk].copy(), m, kbytes, vbytes, nh
 
 
+@njit(inline="always")
+def _take_field(a, p, e, r, data, dp, bits, off, nulls):
+    """Row r's key or value at a[p]: its length varint, then its bytes copied to data[dp:] (valid
+    bit set), or a null (counted). Returns the next read position, write position and nulls."""
+    n, p, ok = _get_varint(a, p, e, 5)
+    if n < 0:
+        nulls += 1
+    else:
+        bits[r >> 3] |= np.uint8(1 << (r & 7))
+        _copy(data, dp, a, p, n)
+        dp += n
+        p += n
+    off[r + 1] = dp
+    return p, dp, nulls
+
+
 @njit(**_JIT)
 def _decode_fill(a, picked, start, end, offsets, timestamps, tstypes, koff, kdata, kbits, voff,
                  vdata, vbits, hoff, hks, hkl, hvs, hvl):
@@ -516,24 +532,8 @@ def _decode_fill(a, picked, start, end, offsets, timestamps, tstypes, koff, kdat
             offsets[r] = off
             timestamps[r] = mts if lat else bts + tsd
             tstypes[r] = 1 if lat else 0
-            kl, p, ok = _get_varint(a, p, e, 5)
-            if kl < 0:
-                knulls += 1
-            else:
-                kbits[r >> 3] |= np.uint8(1 << (r & 7))
-                _copy(kdata, kp, a, p, kl)
-                kp += kl
-                p += kl
-            koff[r + 1] = kp
-            vl, p, ok = _get_varint(a, p, e, 5)
-            if vl < 0:
-                vnulls += 1
-            else:
-                vbits[r >> 3] |= np.uint8(1 << (r & 7))
-                _copy(vdata, vp, a, p, vl)
-                vp += vl
-                p += vl
-            voff[r + 1] = vp
+            p, kp, knulls = _take_field(a, p, e, r, kdata, kp, kbits, koff, knulls)
+            p, vp, vnulls = _take_field(a, p, e, r, vdata, vp, vbits, voff, vnulls)
             if len(hoff):
                 hc, p, ok = _get_varint(a, p, e, 5)
                 for _h in range(hc):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from indexer import checkpoint
 from indexer.errors import CorruptRecordError
 from indexer.fsutil import atomic_write, fsync_dir
-from indexer.names import (DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_file,
+from indexer.names import (DELETED_SUFFIX, log_bases, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_file,
                            segment_file)
 from indexer.records import LOG_APPEND_TIME, Record, decode_batch, encode_batch, parse_header
 from indexer.segment import LogSegment, sealed_summary
@@ -60,12 +60,7 @@ def recover(log: "Log") -> list[str]:
 
 
 def _log_bases(d: Path) -> list[int]:
-    out = []
-    for name in os.listdir(d):
-        parsed = parse_segment_file(name)
-        if parsed and parsed[1] == "log" and not parsed[2]:
-            out.append(parsed[0])
-    return out
+    return log_bases(d)
 
 
 def _drop_orphan_indexes(d: Path, report: list[str]) -> None:

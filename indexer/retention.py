@@ -50,19 +50,21 @@ def excess_by_size(sizes: list[int], retention_bytes: int) -> int:
     return count
 
 
-def _retention_timestamps(log: "Log") -> list[int]:
-    out = []
+def _sizes_and_timestamps(log: "Log") -> tuple[list[int], list[int | None]]:
+    """Each segment's size and the timestamp retention judges (None for an empty segment), read
+    once per segment (a sealed one from its files alone)."""
+    sizes, timestamps = [], []
     for i in range(len(log._bases)):
         size, largest, mtime, _ = log.segment_facts(i)
-        out.append(None if size == 0 else (largest if largest >= 0 else mtime))
-    return out
+        sizes.append(size)
+        timestamps.append(None if size == 0 else (largest if largest >= 0 else mtime))
+    return sizes, timestamps
 
 
 def apply(log: "Log", now: int) -> RetentionResult:
     cfg = log.config
     bases = list(log._bases)
-    timestamps = _retention_timestamps(log)
-    sizes = [log.segment_facts(i)[0] for i in range(len(bases))]
+    sizes, timestamps = _sizes_and_timestamps(log)
     # An empty active segment neither expires nor holds bytes: it is where the next append goes.
     live = [t for t in timestamps if t is not None]
     by_time = expired_by_time(live, now, cfg["retention.ms"])
@@ -84,7 +86,7 @@ def blocked_by(log: "Log", now: int, timestamps: list[int | None] | None = None)
     such a record keeps every later segment, however old, until its time comes."""
     if log.config["retention.ms"] < 0:
         return None
-    timestamps = _retention_timestamps(log) if timestamps is None else timestamps
+    timestamps = _sizes_and_timestamps(log)[1] if timestamps is None else timestamps
     for ts in timestamps:
         if ts is None:
             continue
