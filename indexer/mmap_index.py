@@ -45,6 +45,9 @@ _ZERO_CHUNK_BYTES = 1 << 16
 _SCAN_CHUNK_BYTES = 1 << 20
 
 
+_REMAP_ATTEMPTS = 5
+
+
 class IndexFullError(SeglogError):
     """An append to an index file with no free slot (the segment must roll first)."""
 
@@ -221,11 +224,22 @@ class MmapIndex:
                 old.close()
             except BufferError:
                 pass  # numpy views from entries_view() still use it; it is unmapped when they go
-        length = _round_down(os.fstat(self._fd).st_size if size is None else size, self.ENTRY_SIZE)
-        self._slots = length // self.ENTRY_SIZE
-        if length:
-            access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
-            self._mm = mmap.mmap(self._fd, length, access=access)
+        access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
+        for attempt in range(_REMAP_ATTEMPTS):
+            length = _round_down(os.fstat(self._fd).st_size if size is None else size, self.ENTRY_SIZE)
+            self._slots = length // self.ENTRY_SIZE
+            if not length:
+                return
+            try:
+                self._mm = mmap.mmap(self._fd, length, access=access)
+                return
+            except ValueError:
+                # A reader raced a writer that trimmed the file (a clean close, a seal) between
+                # the stat and the map: stat again. Readers take no lock (SPEC 4), so this is theirs
+                # to absorb.
+                if attempt == _REMAP_ATTEMPTS - 1:
+                    raise
+                size = None
 
     def _view(self, start: int, stop: int) -> np.ndarray:
         if stop <= start or self._mm is None:

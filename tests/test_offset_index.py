@@ -390,3 +390,32 @@ def test_sanity_check_reports_garbage_after_the_padding_and_a_zero_tail_in_a_sea
         assert any("expected to be trimmed" in p for p in idx.sanity_check())
     with OffsetIndex(sealed, 0, 0, writable=False, preallocate=True) as idx:
         assert idx.sanity_check() == []  # a zero tail is what an active file looks like
+
+
+def test_reader_opening_while_a_writer_trims_never_fails(tmp_path):
+    """Readers take no lock: one that stats an index just before a writer trims it (a clean close, a
+    seal) must still open it. Without the re-stat this loop fails hundreds of times."""
+    import threading
+
+    path = tmp_path / "race.index"
+    writer = OffsetIndex(path, 0, 1 << 20)
+    for i in range(1, 50):
+        writer.append(i, i * 100)
+    stop = threading.Event()
+
+    def trim_and_extend():
+        while not stop.is_set():
+            writer.trim(fsync=False)
+            writer.resize(1 << 20)
+
+    thread = threading.Thread(target=trim_and_extend)
+    thread.start()
+    try:
+        for _ in range(5000):
+            reader = OffsetIndex(path, 0, 1 << 20, writable=False, preallocate=None)
+            assert reader.lookup(30) == (30, 3000)
+            reader.close()
+    finally:
+        stop.set()
+        thread.join()
+        writer.close()
