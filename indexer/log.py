@@ -30,6 +30,7 @@ from indexer.segment import LogSegment, SegmentInfo, now_ms, read_checked, seale
 
 EARLIEST = -2
 LATEST = -1
+_LISTING_ATTEMPTS = 5       # a read-only open lists the folder again when a segment vanishes under it
 _OPEN_SEGMENTS = 16          # inactive segments kept open at once (memory does not grow with the log)
 
 
@@ -100,9 +101,21 @@ class Log:
             return 0
 
     def _load_readonly(self) -> None:
-        self._bases = self._segment_files()
-        if self._bases:
-            self._active = LogSegment(self.path, self._bases[-1], self.config, writable=False, active=False)
+        # Readers take no lock: between the listing and the open, the sidecar may roll and then
+        # rename the last segment to .deleted. List again; a folder that keeps changing under us is
+        # reported as the data loss it is, never as a raw FileNotFoundError.
+        for attempt in range(_LISTING_ATTEMPTS):
+            self._bases = self._segment_files()
+            if not self._bases:
+                break
+            try:
+                self._active = LogSegment(self.path, self._bases[-1], self.config, writable=False, active=False)
+                break
+            except FileNotFoundError:
+                if attempt == _LISTING_ATTEMPTS - 1:
+                    raise OffsetOutOfRangeError(
+                        f"{self.path}: segments kept being deleted while the log was being opened") from None
+        if self._active is not None:
             self._active.load_state(tolerate_torn_tail=True)
         self._log_start = max(self._checkpointed_start(), self._bases[0] if self._bases else 0)
 

@@ -343,3 +343,44 @@ def test_timestamp_out_of_range_is_refused_naming_the_record(tmp_path):
             log.append([Record(value=b"b", timestamp=now), Record(value=b"c", timestamp=-1),
                         Record(value=b"d", timestamp=now + 3_600_000)])
         assert snapshot(path) == before
+
+
+def test_readonly_open_survives_the_last_segment_being_deleted_under_it(tmp_path):
+    """Readers take no lock: a listing that names a segment retention then renames to .deleted
+    (index files first gone from under the open) is listed again, never a raw FileNotFoundError."""
+    import threading
+
+    from indexer import recovery
+    from indexer.errors import OffsetOutOfRangeError
+
+    path = tmp_path / "t-0"
+    with Log.open(path, SMALL) as log:
+        fill(log, 40)
+    stop = threading.Event()
+    errors = []
+
+    def churn():  # roll a new last segment, then delete the old one, over and over
+        base = 40
+        while not stop.is_set():
+            with Log.open(path, SMALL) as log:
+                log.append([Record(value=b"x", timestamp=TS)])
+                old = log.active_segment.base_offset
+                log.roll()
+            recovery.rename_deleted(path, old)
+            base += 1
+
+    thread = threading.Thread(target=churn)
+    thread.start()
+    try:
+        for _ in range(300):
+            try:
+                with Log.open(path, SMALL, readonly=True) as ro:
+                    ro.log_end_offset
+            except OffsetOutOfRangeError:
+                pass   # typed data loss is allowed; a raw OSError is not
+            except OSError as exc:
+                errors.append(repr(exc))
+    finally:
+        stop.set()
+        thread.join()
+    assert errors == []
