@@ -21,7 +21,7 @@ COPY seglog/ seglog/
 RUN /opt/seglog/bin/pip install --no-compile --no-deps . \
  && /opt/seglog/bin/pip install --no-compile "pyarrow>=16" "numpy>=1.24" "crc32c>=2.3" \
         "apscheduler>=3.10,<4" "pyyaml>=6" "prometheus-client>=0.20" \
- && /opt/seglog/bin/python -c "import compactor.service, compactor.jobs, indexer.log, conf"
+ && /opt/seglog/bin/python -c "import seglog.compactor.service, seglog.compactor.jobs, seglog.indexer.log, seglog.conf"
 
 FROM python:3.11-slim
 

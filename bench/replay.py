@@ -15,7 +15,6 @@ half of Delta's time; a wide replay (100%) at no less than 0.8 of the ceiling's 
 """
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import statistics
@@ -33,7 +32,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench import _spark_bench as sb  # noqa: E402
-from indexer import Log  # noqa: E402
+from seglog.indexer import Log  # noqa: E402
 
 PARTITIONS = 4
 ROW_BYTES = sb.KEY_BYTES + sb.VALUE_BYTES
@@ -55,7 +54,6 @@ def write_log(root: Path, rows: int, parquet_dir: Path | None = None) -> dict:
     pool = sb._pool(5)
     logs = [Log.open(root / f"{sb.TOPIC}-{p}", {"segment.bytes": 256 << 20}) for p in range(PARTITIONS)]
     step = CHUNK_ROWS * PARTITIONS
-    writer = None
     t0 = _now()
     try:
         for lo in range(0, rows, step):
@@ -154,8 +152,8 @@ def first_row(df) -> None:
 
 def seglog_plan(root: Path, start_ms: int | None):
     """The tasks seglog plans for this read (run on the driver, in plain Python)."""
-    from sink.source_options import parse_options
-    from sink.source_planning import ScanBounds, plan
+    from seglog.source.options import parse_options
+    from seglog.source.planning import ScanBounds, plan
     opts = {"path": str(root), "topic": sb.TOPIC}
     if start_ms is not None:
         opts["startingtimestamp"] = str(start_ms)
@@ -164,8 +162,8 @@ def seglog_plan(root: Path, start_ms: int | None):
 
 def plain_read(root: Path, start_ms: int | None) -> dict:
     """Plan plus every task's read in this process (no Spark): where seglog's own time goes."""
-    from sink.source import SeglogPartition, SeglogReader
-    from sink.source_options import parse_options
+    from seglog.source.reader import SeglogReader
+    from seglog.source.options import parse_options
     opts = {"path": str(root), "topic": sb.TOPIC}
     if start_ms is not None:
         opts["startingtimestamp"] = str(start_ms)
@@ -207,8 +205,8 @@ def run(quick: bool = False, work: Path | None = None, repeats: int | None = Non
         data["large"] = write_log(large, rows * 10)
 
         from pyspark import cloudpickle
-        from sink import register
-        from sink.session import local_session
+        from seglog.source import register
+        from seglog.sink.session import local_session
         cloudpickle.register_pickle_by_value(sb)      # workers need not import bench/
         spark = local_session("seglog-replay-bench", with_delta=True)
         register(spark)

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from indexer import Log
-from indexer.topics import create_topic
+from seglog.indexer import Log
+from seglog.indexer.topics import create_topic
 
 TS = 1_700_000_000_000
 _MAXRSS = ("import resource, subprocess, sys, time; t = time.perf_counter(); "

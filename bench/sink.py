@@ -50,8 +50,8 @@ def _timed(fn, repeats: int) -> list[float]:
 
 
 def run(quick: bool = False, spark=None) -> dict:
-    from sink import SegmentLogSink
-    from sink.session import local_session
+    from seglog.sink import SegmentLogSink
+    from seglog.sink.session import local_session
 
     own = spark is None
     spark = spark or local_session("seglog-bench-sink", with_delta=True)

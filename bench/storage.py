@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from indexer import Log
-from indexer.log import _find_in_segment
+from seglog.indexer import Log
+from seglog.indexer.log import _find_in_segment
 
 TS = 1_700_000_000_000
 

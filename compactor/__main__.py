@@ -1,6 +1,6 @@
-"""``python -m compactor --config FILE [--once]``."""
+"""``python -m seglog.compactor --config FILE [--once]``."""
 import sys
 
-from compactor.service import main
+from seglog.compactor.service import main
 
 sys.exit(main(sys.argv[1:]))

@@ -25,9 +25,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from conf import TopicConfig, load_yaml, validate_topic_config
-from indexer.errors import ConfigError, InvalidTopicError
-from indexer.names import validate_topic
+from seglog.conf import TopicConfig, load_yaml, validate_topic_config
+from seglog.errors import ConfigError, InvalidTopicError
+from seglog.indexer.names import validate_topic
 
 INT32_MAX = (1 << 31) - 1
 

@@ -17,11 +17,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from compactor.config import CompactorConfig
-from compactor.logging import event
-from compactor.metrics import Metrics, PartitionStats, now_ms
-from conf import TopicConfig
-from indexer.errors import PartitionLockedError, SeglogError
+from seglog.compactor.config import CompactorConfig
+from seglog.compactor.logging import event
+from seglog.compactor.metrics import Metrics, PartitionStats, now_ms
+from seglog.conf import TopicConfig
+from seglog.errors import PartitionLockedError, SeglogError
 
 # The order of a full pass: a roll makes the idle active segment inactive, sealing then writes its
 # final time index entry, and retention reads sealed segments' largest timestamps from their files.
@@ -65,7 +65,7 @@ class Jobs:
 
     # -- root, topics ------------------------------------------------------------------------
     def _root(self):
-        from indexer.root import LogRoot  # imported late: the sidecar's process starts without storage
+        from seglog.indexer.root import LogRoot  # imported late: the sidecar's process starts without storage
 
         return LogRoot(self.config.root)
 

@@ -10,9 +10,9 @@ import os
 import threading
 from pathlib import Path
 
-from indexer.errors import PartitionLockedError
-from indexer.locks import FileLock
-from indexer.names import META_DIR
+from seglog.errors import PartitionLockedError
+from seglog.indexer.locks import FileLock
+from seglog.indexer.names import META_DIR
 
 LEADER_FILE = "compactor.leader"
 

@@ -25,14 +25,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-from compactor import logging as jlog
-from compactor.config import CompactorConfig, load_config
-from compactor.http import EndpointServer
-from compactor.jobs import Jobs, JobResult
-from compactor.leader import LeaderLock
-from compactor.logging import event
-from compactor.metrics import Metrics
-from indexer.errors import ConfigError
+from seglog.compactor import logging as jlog
+from seglog.compactor.config import CompactorConfig, load_config
+from seglog.compactor.http import EndpointServer
+from seglog.compactor.jobs import Jobs, JobResult
+from seglog.compactor.leader import LeaderLock
+from seglog.compactor.logging import event
+from seglog.compactor.metrics import Metrics
+from seglog.errors import ConfigError
 
 EXIT_OK = 0
 EXIT_FAILED = 1        # a job failed, or a partition could not be processed
@@ -238,6 +238,6 @@ def build_parser(prog: str = "seglog compactor run") -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m compactor --config FILE [--once]``; also what ``seglog compactor run`` calls."""
+    """``python -m seglog.compactor --config FILE [--once]``; also what ``seglog compactor run`` calls."""
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     return run(args.config, once=args.once)

@@ -6,7 +6,7 @@ from typing import Any
 
 import yaml
 
-from indexer.errors import ConfigError
+from seglog.errors import ConfigError
 
 CONF_DIR = Path(__file__).resolve().parent
 

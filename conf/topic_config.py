@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
-from conf.files import default_file, load_yaml
-from indexer.errors import ConfigError
+from seglog.conf.files import default_file, load_yaml
+from seglog.errors import ConfigError
 
 INT32_MAX = (1 << 31) - 1
 INT64_MAX = (1 << 63) - 1

@@ -1,6 +1,6 @@
 """seglog's storage core: Kafka-format record batches, offset and time indexes, segments, logs.
 
-    from indexer import Log, Record
+    from seglog.indexer import Log, Record
     with Log.open("/data/events-0", {"segment.bytes": 1 << 20}) as log:
         info = log.append([Record(key=b"k", value=b"v", timestamp=1_700_000_000_000)])
 """
@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-# Lazy exports keep `import indexer.errors` cheap (no numpy/pyarrow) for the CLI's error paths.
+# Lazy exports keep `import seglog.errors` cheap (no numpy/pyarrow) for the CLI's error paths.
 _EXPORTS = {
-    "Log": "indexer.log",
-    "AppendInfo": "indexer.log",
-    "SegmentInfo": "indexer.segment",
-    "RetentionResult": "indexer.retention",
-    "EARLIEST": "indexer.log",
-    "LATEST": "indexer.log",
-    "Record": "indexer.records",
-    "LogRoot": "indexer.root",
+    "Log": "seglog.indexer.log",
+    "AppendInfo": "seglog.indexer.log",
+    "SegmentInfo": "seglog.indexer.segment",
+    "RetentionResult": "seglog.indexer.retention",
+    "EARLIEST": "seglog.indexer.log",
+    "LATEST": "seglog.indexer.log",
+    "Record": "seglog.indexer.records",
+    "LogRoot": "seglog.indexer.root",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -10,10 +10,10 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from indexer.errors import CorruptIndexError
-from indexer.fsutil import atomic_write
-from indexer.locks import FileLock, lock_path
-from indexer.names import LOG_START_CHECKPOINT
+from seglog.errors import CorruptIndexError
+from seglog.indexer.fsutil import atomic_write
+from seglog.indexer.locks import FileLock, lock_path
+from seglog.indexer.names import LOG_START_CHECKPOINT
 
 VERSION = 0
 

@@ -27,8 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from indexer.errors import CorruptRecordError, InvalidRecordError
-from indexer.records import (
+from seglog.errors import CorruptRecordError, InvalidRecordError
+from seglog.indexer.records import (
     ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK, CREATE_TIME, INT32_MAX,
     INT64_MAX, LOG_APPEND_TIME, MAGIC, MIN_BATCH_LENGTH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
     NO_SEQUENCE, NO_TIMESTAMP, PARTITION_LEADER_EPOCH, TIMESTAMP_TYPE_MASK, parse_header)
@@ -83,7 +83,7 @@ def native_kernels():
         return None
     if _native is None:
         try:
-            from indexer import native
+            from seglog.indexer import native
             _native = native
         except Exception as exc:        # ImportError, or numba finding no cache dir it can use
             _log.warning("seglog: compiled codec unavailable, using the numpy path: %s", exc)

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from indexer.errors import SeglogError
-from indexer.fsutil import fsync_dir
-from indexer.names import META_DIR, validate_topic
+from seglog.errors import SeglogError
+from seglog.indexer.fsutil import fsync_dir
+from seglog.indexer.names import META_DIR, validate_topic
 
 _SEQ_RE = re.compile(r"^(\d{20})\.json$")
 _MAX_ATTEMPTS = 1000

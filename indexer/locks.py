@@ -12,8 +12,8 @@ import os
 import time
 from pathlib import Path
 
-from indexer.errors import PartitionLockedError
-from indexer.names import META_DIR
+from seglog.errors import PartitionLockedError
+from seglog.indexer.names import META_DIR
 
 _POLL_SECONDS = 0.02
 

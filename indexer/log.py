@@ -18,15 +18,15 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from conf.topic_config import TopicConfig, validate_topic_config
-from indexer import checkpoint, recovery, retention
-from indexer.columns import EncodedBatches, decode_to_arrow, encode_columns
-from indexer.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, OffsetOutOfRangeError,
+from seglog.conf.topic_config import TopicConfig, validate_topic_config
+from seglog.indexer import checkpoint, recovery, retention
+from seglog.indexer.columns import EncodedBatches, decode_to_arrow, encode_columns
+from seglog.errors import (InvalidRecordError, LogClosedError, OffsetOutOfRangeError,
                             ReadOnlyLogError, RecordTooLargeError, TimestampOutOfRangeError)
-from indexer.locks import partition_lock
-from indexer.names import DELETED_SUFFIX, log_bases, parse_partition_dir
-from indexer.records import NO_TIMESTAMP, Record, decode_batch, first_offset_at_or_after, scan_batches
-from indexer.segment import LogSegment, SegmentInfo, now_ms, read_checked, sealed_summary
+from seglog.indexer.locks import partition_lock
+from seglog.indexer.names import DELETED_SUFFIX, log_bases, parse_partition_dir
+from seglog.indexer.records import NO_TIMESTAMP, Record, decode_batch, first_offset_at_or_after
+from seglog.indexer.segment import LogSegment, SegmentInfo, now_ms, read_checked, sealed_summary
 
 EARLIEST = -2
 LATEST = -1
@@ -78,7 +78,7 @@ class Log:
             log._load_readonly()
             return log
         if not parse_partition_dir(path.name):
-            from indexer.names import validate_topic
+            from seglog.indexer.names import validate_topic
             validate_topic(path.name.rpartition("-")[0] or path.name)  # names the bad topic
         path.mkdir(parents=True, exist_ok=True)
         log._lock = partition_lock(path).acquire(lock_timeout)
@@ -569,7 +569,7 @@ class Log:
         return bounds
 
     def verify(self) -> list[str]:
-        from indexer.verify import verify_log
+        from seglog.indexer.verify import verify_log
         return verify_log(self)
 
 

@@ -32,7 +32,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from indexer.errors import ReadOnlyLogError, SeglogError
+from seglog.errors import ReadOnlyLogError, SeglogError
 
 INT32_MAX = 2**31 - 1
 

@@ -5,7 +5,7 @@ import os
 import re
 from pathlib import Path
 
-from indexer.errors import InvalidTopicError
+from seglog.errors import InvalidTopicError
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"

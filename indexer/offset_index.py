@@ -17,7 +17,7 @@ import struct
 
 import numpy as np
 
-from indexer.mmap_index import (
+from seglog.indexer.mmap_index import (
     INT32_MAX,
     IndexFullError,
     IndexOffsetOverflowError,

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import crc32c as _crc32c
 import numpy as np
 
-from indexer.errors import CorruptRecordError, InvalidRecordError
+from seglog.errors import CorruptRecordError, InvalidRecordError
 
 MAGIC = 2
 BATCH_HEADER_SIZE = 61
@@ -392,7 +392,7 @@ def first_offset_at_or_after(buf, pos: int, header: BatchHeader, timestamp: int,
         if header.max_timestamp < timestamp or header.last_offset < min_offset:
             return None
         return max(min_offset, header.base_offset)
-    from indexer.columns import native_kernels  # late: the compiled walk, where numba is usable
+    from seglog.indexer.columns import native_kernels  # late: the compiled walk, where numba is usable
 
     native = native_kernels()
     if native is not None and isinstance(buf, (bytes, bytearray)):

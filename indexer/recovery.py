@@ -17,16 +17,16 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from indexer import checkpoint
-from indexer.errors import CorruptRecordError
-from indexer.fsutil import atomic_write, fsync_dir
-from indexer.names import (DELETED_SUFFIX, log_bases, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_file,
+from seglog.indexer import checkpoint
+from seglog.errors import CorruptRecordError
+from seglog.indexer.fsutil import atomic_write, fsync_dir
+from seglog.indexer.names import (DELETED_SUFFIX, log_bases, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_file,
                            segment_file)
-from indexer.records import LOG_APPEND_TIME, Record, decode_batch, encode_batch, parse_header
-from indexer.segment import LogSegment, sealed_summary
+from seglog.indexer.records import LOG_APPEND_TIME, Record, decode_batch, encode_batch, parse_header
+from seglog.indexer.segment import LogSegment, sealed_summary
 
 if TYPE_CHECKING:
-    from indexer.log import Log
+    from seglog.indexer.log import Log
 
 TRUNCATE_INTENT = "truncate.pending"
 

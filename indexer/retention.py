@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from indexer.log import Log
+    from seglog.indexer.log import Log
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from conf.topic_config import TopicConfig, validate_topic_config
-from indexer.names import META_DIR, parse_partition_dir, partition_dir_name
+from seglog.conf.topic_config import TopicConfig, validate_topic_config
+from seglog.indexer.names import META_DIR, parse_partition_dir, partition_dir_name
 
 
 class LogRoot:
@@ -35,7 +35,7 @@ class LogRoot:
                      base: Mapping[str, Any] | None = None) -> TopicConfig:
         """Precedence, highest first: `overrides`, the topic's recorded configuration, `base`,
         the built-in defaults (SPEC 9)."""
-        from indexer.topics import load_topic
+        from seglog.indexer.topics import load_topic
 
         cfg = validate_topic_config(base, where="log configuration")
         meta = load_topic(self.path, topic)
@@ -46,7 +46,7 @@ class LogRoot:
         return cfg
 
     def open_log(self, topic: str, partition: int, config: Mapping[str, Any] | TopicConfig | None = None, **kw):
-        from indexer.log import Log
+        from seglog.indexer.log import Log
 
         if config is None:
             config = self.topic_config(topic)

@@ -21,11 +21,11 @@ from typing import Iterator
 
 import numpy as np
 
-from indexer.errors import CorruptRecordError, ReadOnlyLogError
-from indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
-from indexer.offset_index import OffsetIndex
-from indexer.records import BATCH_HEADER_SIZE, LOG_OVERHEAD, NO_TIMESTAMP, parse_header, scan_batches
-from indexer.time_index import TimeIndex
+from seglog.errors import CorruptRecordError, ReadOnlyLogError
+from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
+from seglog.indexer.offset_index import OffsetIndex
+from seglog.indexer.records import BATCH_HEADER_SIZE, NO_TIMESTAMP, parse_header, scan_batches
+from seglog.indexer.time_index import TimeIndex
 
 INT32_MAX = (1 << 31) - 1
 _TIME_ENTRY = struct.Struct(">qi")
@@ -438,7 +438,7 @@ def _scan_chunked(segment: LogSegment, start: int, end: int, check_crc: bool, ex
 
 
 def _merge(parts, error, start):
-    from indexer.records import ScanResult
+    from seglog.indexer.records import ScanResult
 
     if not parts:
         return ScanResult(np.zeros(0, dtype=np.int64), [], start, error)

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from conf.topic_config import TopicConfig, validate_topic_config
-from indexer.errors import InvalidTopicError
-from indexer.fsutil import fsync_dir
-from indexer.names import META_DIR, validate_topic
+from seglog.conf.topic_config import TopicConfig, validate_topic_config
+from seglog.errors import InvalidTopicError
+from seglog.indexer.fsutil import fsync_dir
+from seglog.indexer.names import META_DIR, validate_topic
 
 MAX_PARTITIONS = 1 << 20  # a sanity bound; Kafka has none but a folder per partition makes this plenty
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from indexer.log import Log
+    from seglog.indexer.log import Log
 
 
 def verify_log(log: "Log") -> list[str]:

@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not getattr(args, "passthrough", False):
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.rest = list(args.rest) + extra
-    from indexer.errors import ConfigError, InvalidTopicError, SeglogError
+    from seglog.errors import ConfigError, InvalidTopicError, SeglogError
 
     try:
         return int(args.run(args) or 0)

@@ -10,8 +10,8 @@ import re
 import sys
 from pathlib import Path
 
-from conf.files import default_file
-from conf.topic_config import RULES, TOPIC_DEFAULTS
+from seglog.conf.files import default_file
+from seglog.conf.topic_config import RULES, TOPIC_DEFAULTS
 
 BEGIN, END = "<!-- config-reference:begin -->", "<!-- config-reference:end -->"
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -28,7 +28,7 @@ def _comments() -> dict[str, str]:
 
 
 def render() -> str:
-    from compactor.config import HTTP_DEFAULTS, SCHEDULE_RULES
+    from seglog.compactor.config import HTTP_DEFAULTS, SCHEDULE_RULES
 
     notes = _comments()
     lines = ["Topic configuration (`conf/topic.yaml`; Kafka's names; per-topic overrides in the sink's "

@@ -30,7 +30,6 @@ def _say(step: str, text: str) -> None:
 
 def _write_input(folder: Path, now_ms: int) -> list[int]:
     """Three JSON-lines files, one per micro-batch, with event times in the last three hours."""
-    import pyarrow as pa
     import pyarrow.json  # noqa: F401  (ensures the module is importable before Spark starts)
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -58,14 +57,15 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
 
     _say("spark", "starting a local Spark session (local[2]) ...")
-    from sink.session import local_session
+    from seglog.sink.session import local_session
 
     spark = local_session("seglog-demo")
-    import sink
     from pyspark.sql import functions as F
-    from sink import SegmentLogSink
 
-    sink.register(spark)
+    from seglog.sink import SegmentLogSink
+    from seglog.source import register
+
+    register(spark)
     _say("spark", f"ready in {time.time() - started:.1f} s (Spark {spark.version})")
 
     now_ms = int(time.time() * 1000)
@@ -86,8 +86,8 @@ def main(argv: list[str] | None = None) -> int:
              .trigger(availableNow=True).start())
     query.awaitTermination()
     batches = len(query.recentProgress)
-    from indexer import LogRoot
-    from indexer.commit_log import CommitLog
+    from seglog.indexer import LogRoot
+    from seglog.indexer.commit_log import CommitLog
 
     ends = CommitLog(root, TOPIC).end_offsets()
     _say("sink", f"streamed {batches} micro-batches into {root}: {sum(ends.values()):,} records, "
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     lr = LogRoot(root)
     states: dict[str, int] = {}
     for topic, p in lr.partitions(TOPIC):
-        from indexer import Log
+        from seglog.indexer import Log
 
         with Log.open(lr.partition_path(topic, p), readonly=True) as log:
             for seg in log.segments():

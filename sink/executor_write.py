@@ -28,7 +28,7 @@ from typing import Any, Iterator
 import numpy as np
 import pyarrow as pa
 
-from indexer.names import META_DIR, partition_dir_name
+from seglog.indexer.names import META_DIR, partition_dir_name
 
 RESULT_SCHEMA = ("topic string, partition int, start long, end long, records long, bytes long, "
                  "reused boolean")
@@ -67,8 +67,8 @@ class _Partition:
     """One target partition inside a task: its open Log, or the decision to skip it."""
 
     def __init__(self, plan: WritePlan, topic: str, partition: int, stage_attempt: int):
-        from indexer.commit_log import CommitLog
-        from indexer.log import Log
+        from seglog.indexer.commit_log import CommitLog
+        from seglog.indexer.log import Log
 
         self.topic, self.partition = topic, partition
         self.log = None

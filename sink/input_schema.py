@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from indexer.errors import SeglogError
+from seglog.errors import SeglogError
 
 
 class SinkSchemaError(SeglogError, ValueError):

@@ -37,14 +37,14 @@ import uuid
 from pathlib import Path
 from typing import Any, Mapping
 
-from conf.topic_config import validate_topic_config
-from indexer.commit_log import CommitLog
-from indexer.errors import InvalidRecordError, RecordTooLargeError, TimestampOutOfRangeError
-from indexer.locks import FileLock, partition_lock
-from indexer.names import META_DIR, partition_dir_name, validate_topic
-from indexer.topics import TopicMetadata, create_topic, load_topic
-from sink.executor_write import RESULT_SCHEMA, SLOT, INT64_MAX, TaskWriter, WritePlan, inflight_dir
-from sink.input_schema import InputColumns, SinkInputError, validate_schema
+from seglog.conf.topic_config import validate_topic_config
+from seglog.indexer.commit_log import CommitLog
+from seglog.errors import InvalidRecordError, RecordTooLargeError, TimestampOutOfRangeError
+from seglog.indexer.locks import FileLock, partition_lock
+from seglog.indexer.names import META_DIR, partition_dir_name, validate_topic
+from seglog.indexer.topics import TopicMetadata, create_topic, load_topic
+from seglog.sink.executor_write import RESULT_SCHEMA, SLOT, INT64_MAX, TaskWriter, WritePlan, inflight_dir
+from seglog.sink.input_schema import InputColumns, SinkInputError, validate_schema
 
 _WRITER_RE = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
@@ -270,7 +270,7 @@ class SegmentLogSink:
 
     def _roll_back(self, topic: str, meta: TopicMetadata) -> None:
         """Truncate every partition whose log end is past its committed end (a crashed delivery)."""
-        from indexer.log import Log
+        from seglog.indexer.log import Log
 
         ends = CommitLog(self.root, topic).end_offsets()
         for p in range(meta.partitions):
@@ -291,8 +291,8 @@ class SegmentLogSink:
         they were. Tasks killed mid-write leave preallocated indexes (a clean close trims them),
         segments rolled during the batch (their `.deleted` files held only uncommitted records, so
         no reader has them open: unlinked now), and folders of partitions this batch created."""
-        from indexer.log import Log
-        from indexer.names import DELETED_SUFFIX, parse_segment_file
+        from seglog.indexer.log import Log
+        from seglog.indexer.names import DELETED_SUFFIX, parse_segment_file
 
         ends = CommitLog(self.root, topic).end_offsets()
         for p in range(meta.partitions):
@@ -342,7 +342,7 @@ class SegmentLogSink:
         if cols.has_key:
             use_jvm = self.jvm_partitioner
             if use_jvm is None or use_jvm:
-                from sink.jvm_murmur2 import UDF_NAME, register_udf
+                from seglog.sink.jvm_murmur2 import UDF_NAME, register_udf
                 registered = register_udf(spark)
                 if use_jvm and not registered:
                     raise SinkInputError("jvm_partitioner=True but no javac is available to build the UDF")
@@ -433,7 +433,7 @@ def _show(key) -> str:
 
 def _python_key_partitions(df, cols: InputColumns):
     """Fallback without javac: a first Python pass that computes `_kp` (murmur2 partition or null)."""
-    from sink.partitioner import KeyPartitionPass
+    from seglog.sink.partitioner import KeyPartitionPass
 
     from pyspark.sql.types import IntegerType, StructField, StructType
 

@@ -22,9 +22,9 @@ def _warm() -> None:
         import numpy as np
         import pyarrow as pa
 
-        import sink.executor_write  # noqa: F401  (the sink's task code)
-        import sink.source  # noqa: F401  (the data source's task code)
-        from indexer import Log
+        import seglog.sink.executor_write  # noqa: F401  (the sink's task code)
+        import seglog.source.reader  # noqa: F401  (the data source's task code)
+        from seglog.indexer import Log
 
         folder = tempfile.mkdtemp(prefix="seglog-warm-")
         try:

@@ -8,20 +8,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 @pytest.fixture(scope="session")
 def spark():
-    from sink.session import local_session
+    from seglog.sink.session import local_session
+    from seglog.source import register
 
     session = local_session("seglog-tests", with_delta=True)
-    try:
-        import sink  # registers the seglog data source with this session
-        sink.register(session)
-    except (ImportError, AttributeError):
-        pass
+    register(session)  # the seglog data source, for this session
     yield session
     session.stop()

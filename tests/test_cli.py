@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from indexer import Log, Record
-from indexer.commit_log import CommitLog
-from indexer.topics import create_topic
+from seglog.indexer import Log, Record
+from seglog.indexer.commit_log import CommitLog
+from seglog.indexer.topics import create_topic
 
 T0 = 1_600_000_000_000                    # long ago: every segment is past retention.ms
 FAR_FUTURE = int(time.time() * 1000) + 10 * 365 * 86_400_000
@@ -122,8 +122,8 @@ def test_dump_shallow_and_index_files(root):
     sections = re.split(r"^Dumping .*$", out, flags=re.M)[1:]
     index_entries = [tuple(map(int, m)) for m in re.findall(r"^offset: (\d+) position: (\d+)$", sections[1], re.M)]
     time_entries = [tuple(map(int, m)) for m in re.findall(r"^timestamp: (\d+) offset: (\d+)$", sections[2], re.M)]
-    from indexer.offset_index import OffsetIndex
-    from indexer.time_index import TimeIndex
+    from seglog.indexer.offset_index import OffsetIndex
+    from seglog.indexer.time_index import TimeIndex
     with OffsetIndex(seg.with_suffix(".index"), int(seg.stem), 4096, writable=False, preallocate=False) as oi:
         assert index_entries == [oi.entry(i) for i in range(oi.entries)] and oi.entries > 0
     with TimeIndex(seg.with_suffix(".timeindex"), int(seg.stem), 4096, writable=False, preallocate=False) as ti:
@@ -134,7 +134,7 @@ def test_dump_shallow_and_index_files(root):
 
 def test_dump_reports_a_corrupt_log(scratch):
     seg = _segments(scratch / "events-0")[0]
-    from indexer.records import parse_header
+    from seglog.indexer.records import parse_header
     data = bytearray(seg.read_bytes())
     data[parse_header(data, 0).size + 66] ^= 0x40       # inside the second batch's records
     seg.write_bytes(bytes(data[:-7]))

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer.columns import (
+from seglog.indexer.columns import (
     ARROW_SCHEMA, HEADER_TYPE, EncodedBatches, decode_to_arrow, encode_columns,
     record_sizes_upper_bound)
-from indexer.errors import CorruptRecordError, InvalidRecordError
-from indexer.records import (
+from seglog.errors import CorruptRecordError, InvalidRecordError
+from seglog.indexer.records import (
     BATCH_HEADER_SIZE, LOG_APPEND_TIME, Record, decode_batch, encode_batch, parse_header,
     scan_batches)
 

@@ -5,7 +5,7 @@ import multiprocessing as mp
 
 import pytest
 
-from indexer.commit_log import CommitConflictError, CommitLog, CorruptCommitError
+from seglog.indexer.commit_log import CommitConflictError, CommitLog, CorruptCommitError
 
 
 def test_empty(tmp_path):

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compactor.config import SCHEDULE_RULES, load_config, parse_config
-from compactor.jobs import Jobs
-from compactor.metrics import Metrics
-from conf import TOPIC_DEFAULTS, default_file
-from indexer.errors import ConfigError
-from indexer.topics import create_topic
+from seglog.compactor.config import SCHEDULE_RULES, load_config, parse_config
+from seglog.compactor.jobs import Jobs
+from seglog.compactor.metrics import Metrics
+from seglog.conf import TOPIC_DEFAULTS, default_file
+from seglog.errors import ConfigError
+from seglog.indexer.topics import create_topic
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -131,7 +131,7 @@ def test_precedence_file_topic_over_recorded_over_file_log_over_defaults(tmp_pat
 def test_process_refuses_a_bad_file_naming_the_key(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump({"root": str(tmp_path), "schedule": {"seal.interval.ms": -1}}))
-    proc = subprocess.run([sys.executable, "-m", "compactor", "--config", str(path)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "seglog.compactor", "--config", str(path)], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "'schedule.seal.interval.ms' = -1 is out of range" in proc.stderr

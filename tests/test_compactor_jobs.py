@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from compactor.config import parse_config
-from compactor.jobs import Jobs
-from compactor.metrics import Metrics
-from indexer import Log, Record
-from indexer.checkpoint import read_log_start_offsets
-from indexer.errors import OffsetOutOfRangeError
-from indexer.topics import create_topic
+from seglog.compactor.config import parse_config
+from seglog.compactor.jobs import Jobs
+from seglog.compactor.metrics import Metrics
+from seglog.indexer import Log, Record
+from seglog.indexer.checkpoint import read_log_start_offsets
+from seglog.errors import OffsetOutOfRangeError
+from seglog.indexer.topics import create_topic
 
 DAY = 86_400_000
 HOUR = 3_600_000

@@ -1,4 +1,4 @@
-"""The real sidecar process (SPEC 4, 9): `python -m compactor --config ...` on a root with data, its
+"""The real sidecar process (SPEC 4, 9): `python -m seglog.compactor --config ...` on a root with data, its
 endpoints over loopback, sealing and retention as they happen, SIGTERM -> exit 0, a second sidecar
 that waits for the leader lock, SIGKILL at random instants during busy passes, and `--once` repairing
 everything afterwards."""
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from indexer import Log, Record
-from indexer.topics import create_topic
+from seglog.indexer import Log, Record
+from seglog.indexer.topics import create_topic
 
 REPO = Path(__file__).resolve().parents[1]
 DAY = 86_400_000
@@ -75,7 +75,7 @@ class Sidecar:
         self.port = port
         self.log_path = tmp_path / f"sidecar-{port}-{time.monotonic_ns()}.log"
         self._err = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "compactor", "--config", str(config), *extra],
+        self.proc = subprocess.Popen([sys.executable, "-m", "seglog.compactor", "--config", str(config), *extra],
                                      cwd=REPO, stdout=subprocess.DEVNULL, stderr=self._err)
 
     def get(self, path: str) -> tuple[int, str]:
@@ -231,7 +231,7 @@ def test_once_refuses_to_race_a_running_sidecar(tmp_path, root_with_data):
     side = Sidecar(tmp_path, write_config(tmp_path, root, port), port)
     try:
         side.wait_for("/readyz", 200)
-        proc = subprocess.run([sys.executable, "-m", "compactor", "--config", str(write_config(tmp_path, root, 1)),
+        proc = subprocess.run([sys.executable, "-m", "seglog.compactor", "--config", str(write_config(tmp_path, root, 1)),
                                "--once"], cwd=REPO, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 3
         assert "leader lock" in proc.stderr
@@ -254,7 +254,7 @@ def test_sigkill_at_random_instants_then_once_repairs_everything(tmp_path):
         if side.stop(signal.SIGKILL, timeout=30) == -signal.SIGKILL:
             kills += 1
     assert kills == 6
-    proc = subprocess.run([sys.executable, "-m", "compactor", "--config", str(write_config(tmp_path, root, 1)),
+    proc = subprocess.run([sys.executable, "-m", "seglog.compactor", "--config", str(write_config(tmp_path, root, 1)),
                            "--once"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])

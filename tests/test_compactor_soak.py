@@ -31,11 +31,11 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from indexer.commit_log import CommitLog
-from indexer.errors import OffsetOutOfRangeError
-from indexer.log import Log
-from sink.partitioner import partition_for_key
-from sink.segment_log_sink import SegmentLogSink
+from seglog.indexer.commit_log import CommitLog
+from seglog.errors import OffsetOutOfRangeError
+from seglog.indexer.log import Log
+from seglog.sink.partitioner import partition_for_key
+from seglog.sink.segment_log_sink import SegmentLogSink
 from test_compactor_process import Sidecar, free_port, wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(480)]

@@ -8,7 +8,7 @@ def test_readme_configuration_reference_matches_conf():
 
 
 def test_reference_lists_every_topic_key():
-    from conf.topic_config import RULES
+    from seglog.conf.topic_config import RULES
 
     table = render()
     for key in RULES:

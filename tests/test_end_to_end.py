@@ -10,10 +10,10 @@ from collections import defaultdict
 import pyarrow as pa
 import pytest
 
-from indexer.commit_log import CommitLog
-from indexer.log import Log
-from sink.partitioner import partition_for_key
-from sink.segment_log_sink import SegmentLogSink
+from seglog.indexer.commit_log import CommitLog
+from seglog.indexer.log import Log
+from seglog.sink.partitioner import partition_for_key
+from seglog.sink.segment_log_sink import SegmentLogSink
 
 pytestmark = pytest.mark.spark
 

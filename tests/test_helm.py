@@ -18,7 +18,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from compactor.config import parse_config
+from seglog.compactor.config import parse_config
 
 REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "helm"

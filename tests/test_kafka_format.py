@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from indexer.records import LOG_APPEND_TIME, NO_TIMESTAMP, Record, encode_batch
+from seglog.indexer.records import LOG_APPEND_TIME, NO_TIMESTAMP, Record, encode_batch
 from tests.kafka_tools import dump_log_segments, ensure_jars
 
 T0 = 1_700_000_000_000
@@ -237,7 +237,7 @@ def _segment_files(part: Path) -> tuple[list[Path], list[Path]]:
     filled); Kafka's tool counts file size / 8 entries and stops at the first zero entry after the
     first, so slot 0 of an EMPTY preallocated index would be read as (base, 0). The tests therefore
     leave index entries in the active segment, and say so, rather than leaving any file out."""
-    from indexer.offset_index import OffsetIndex
+    from seglog.indexer.offset_index import OffsetIndex
 
     logs = sorted(part.glob("*.log"))
     indexes = [p.with_suffix(".index") for p in logs]
@@ -251,7 +251,7 @@ def _write_create_time_log(part: Path) -> list[Record]:
     import numpy as np
     import pyarrow as pa
 
-    from indexer import Log
+    from seglog.indexer import Log
 
     cfg = {"segment.bytes": 1024, "index.interval.bytes": 64, "segment.index.bytes": 4096}
     model: list[Record] = []
@@ -325,7 +325,7 @@ def test_log_files_are_read_by_kafka(tmp_path):
 
 
 def test_log_append_time_files_are_read_by_kafka(tmp_path):
-    from indexer import Log
+    from seglog.indexer import Log
 
     part = tmp_path / "clicks-3"
     cfg = {"segment.bytes": 1024, "index.interval.bytes": 100,

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from indexer import Log, Record
+from seglog.indexer import Log, Record
 
 BASE_TS = 1_700_000_000_000
 

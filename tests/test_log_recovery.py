@@ -16,10 +16,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from indexer import Log, Record
-from indexer.errors import (ConfigError, CorruptRecordError, InvalidRecordError, InvalidTopicError,
+from seglog.indexer import Log, Record
+from seglog.errors import (ConfigError, CorruptRecordError, InvalidRecordError, InvalidTopicError,
                             RecordTooLargeError, TimestampOutOfRangeError)
-from indexer.recovery import TRUNCATE_INTENT
+from seglog.indexer.recovery import TRUNCATE_INTENT
 
 TS = 1_700_000_000_000
 SMALL = {"segment.bytes": 2048, "index.interval.bytes": 100, "segment.index.bytes": 1200}
@@ -59,7 +59,7 @@ def test_killed_writer_loses_nothing_it_flushed(tmp_path):
     """A real process appending in a loop, SIGKILLed: every flushed record is there after recovery."""
     script = textwrap.dedent(f"""
         import sys
-        from indexer import Log, Record
+        from seglog.indexer import Log, Record
         log = Log.open(sys.argv[1], {SMALL!r})
         i = log.log_end_offset
         while True:
@@ -229,7 +229,7 @@ def test_segment_without_timestamps_has_empty_time_index_and_mtime(tmp_path):
 def test_truncation_interrupted_after_intent_is_finished_by_recovery(tmp_path):
     """The intent file is written before anything changes; a crash at any later step is completed
     on the next open. Simulated by stopping after each step of the real truncation."""
-    from indexer import recovery
+    from seglog.indexer import recovery
 
     path = tmp_path / "t-0"
     with Log.open(path, SMALL) as log:
@@ -298,7 +298,7 @@ def test_bad_topic_folder_is_refused(tmp_path, name):
 
 @pytest.mark.parametrize("topic", ["../escape", "a/b", ".", "..", "", "x" * 250])
 def test_no_topic_name_leaves_the_root(tmp_path, topic):
-    from indexer import LogRoot
+    from seglog.indexer import LogRoot
 
     with pytest.raises(InvalidTopicError, match="invalid topic name"):
         LogRoot(tmp_path / "root").open_log(topic, 0)
@@ -350,8 +350,8 @@ def test_readonly_open_survives_the_last_segment_being_deleted_under_it(tmp_path
     (index files first gone from under the open) is listed again, never a raw FileNotFoundError."""
     import threading
 
-    from indexer import recovery
-    from indexer.errors import OffsetOutOfRangeError
+    from seglog.indexer import recovery
+    from seglog.errors import OffsetOutOfRangeError
 
     path = tmp_path / "t-0"
     with Log.open(path, SMALL) as log:

@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer import columns
-from indexer.columns import ARROW_SCHEMA, HEADER_TYPE, decode_to_arrow, encode_columns
-from indexer.errors import SeglogError
-from indexer.records import BATCH_HEADER_SIZE, Record, decode_batch, encode_batch
+from seglog.indexer import columns
+from seglog.indexer.columns import ARROW_SCHEMA, HEADER_TYPE, decode_to_arrow, encode_columns
+from seglog.errors import SeglogError
+from seglog.indexer.records import Record, decode_batch, encode_batch
 
 import numba  # noqa: F401  (a hard dependency: its absence must fail, not skip)
-from indexer import native  # noqa: E402
+from seglog.indexer import native  # noqa: E402
 
 T0 = 1_700_000_000_000
 INT64_MAX = (1 << 63) - 1

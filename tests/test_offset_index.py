@@ -15,14 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.errors import ReadOnlyLogError, SeglogError
-from indexer.mmap_index import (
+from seglog.errors import ReadOnlyLogError, SeglogError
+from seglog.indexer.mmap_index import (
     IndexClosedError,
     IndexFullError,
     IndexOffsetOverflowError,
     InvalidIndexEntryError,
 )
-from indexer.offset_index import OffsetIndex
+from seglog.indexer.offset_index import OffsetIndex
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = settings(max_examples=150, deadline=None)
@@ -139,7 +139,7 @@ def test_zero_tail_after_a_crash_is_never_read_as_entries(tmp_path):
     path = tmp_path / "00000000000000000000.index"
     code = (
         "import os, sys\n"
-        "from indexer.offset_index import OffsetIndex\n"
+        "from seglog.indexer.offset_index import OffsetIndex\n"
         f"idx = OffsetIndex({str(path)!r}, 0, 8 * 1000)\n"
         "for i in range(1, 101):\n"
         "    idx.append(i * 3, i * 100)\n"

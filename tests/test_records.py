@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer.errors import CorruptRecordError, InvalidRecordError
-from indexer.records import (
+from seglog.errors import CorruptRecordError, InvalidRecordError
+from seglog.indexer.records import (
     BATCH_HEADER_SIZE, CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD, MAGIC, NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK, BatchHeader, Record, check_crc, decode_batch, encode_batch, parse_header,
     read_varint, scan_batches, varint_size, write_varint)

@@ -9,13 +9,13 @@ import time
 import pyarrow as pa
 import pytest
 
-from indexer.commit_log import CommitLog
-from indexer.errors import RecordTooLargeError, TimestampOutOfRangeError
-from indexer.log import Log
-from indexer.topics import load_topic
-from sink.input_schema import SinkInputError, SinkSchemaError
-from sink.partitioner import partition_for_key
-from sink.segment_log_sink import SegmentLogSink
+from seglog.indexer.commit_log import CommitLog
+from seglog.errors import RecordTooLargeError, TimestampOutOfRangeError
+from seglog.indexer.log import Log
+from seglog.indexer.topics import load_topic
+from seglog.sink.input_schema import SinkInputError, SinkSchemaError
+from seglog.sink.partitioner import partition_for_key
+from seglog.sink.segment_log_sink import SegmentLogSink
 
 pytestmark = pytest.mark.spark
 
@@ -180,7 +180,7 @@ def test_bad_schema_refused_before_any_write(spark, tmp_path, select, match):
 
 
 def test_bad_sink_arguments(tmp_path):
-    from indexer.errors import ConfigError, InvalidTopicError
+    from seglog.errors import ConfigError, InvalidTopicError
     with pytest.raises(InvalidTopicError):
         SegmentLogSink(str(tmp_path), topic="../x")
     with pytest.raises(ConfigError, match="segment.byte"):
@@ -194,7 +194,7 @@ def test_bad_sink_arguments(tmp_path):
 def test_existing_topic_conflicts(spark, tmp_path):
     root = str(tmp_path)
     SegmentLogSink(root, topic="ev", partitions=2)(keyed_df(spark, 10), 0)
-    from indexer.errors import InvalidTopicError
+    from seglog.errors import InvalidTopicError
     with pytest.raises(InvalidTopicError, match="2 partitions, 3 were asked"):
         SegmentLogSink(root, topic="ev", partitions=3, writer_id="x")(keyed_df(spark, 10), 0)
     SegmentLogSink(root, topic="ev", writer_id="y")(keyed_df(spark, 10), 0)   # keeps its own count

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from indexer.commit_log import CommitLog
-from indexer.log import Log
+from seglog.indexer.commit_log import CommitLog
+from seglog.indexer.log import Log
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -23,8 +23,8 @@ PARTITIONS = 3
 
 CHILD = textwrap.dedent("""
     import sys
-    from sink.session import local_session
-    from sink.segment_log_sink import SegmentLogSink
+    from seglog.sink.session import local_session
+    from seglog.sink.segment_log_sink import SegmentLogSink
     src, root, ckpt = sys.argv[1:4]
     spark = local_session("seglog-crash")
     stream = (spark.readStream.schema("k string, v string").option("maxFilesPerTrigger", 1).json(src)

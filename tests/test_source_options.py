@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from indexer.errors import ConfigError
-from sink.source_options import DEFAULT_MAX_BYTES_PER_TASK, parse_options
+from seglog.errors import ConfigError
+from seglog.source.options import DEFAULT_MAX_BYTES_PER_TASK, parse_options
 
 
 def opts(**kw):

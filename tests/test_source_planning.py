@@ -17,9 +17,9 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 
-from sink.source import _BoundsBuilder, _constant_strings, _row_mask
-from sink.source_options import parse_options
-from sink.source_planning import MIN_TASK_BYTES, PartitionRange, ScanBounds, Slice, pack, target_task_bytes
+from seglog.source.reader import _BoundsBuilder, _constant_strings, _row_mask
+from seglog.source.options import parse_options
+from seglog.source.planning import MIN_TASK_BYTES, PartitionRange, ScanBounds, Slice, pack, target_task_bytes
 
 BYTES_PER_OFFSET = 100
 

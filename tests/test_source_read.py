@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pytest
 
-from indexer.errors import OffsetOutOfRangeError
-from indexer.log import Log
-from sink.source import arrow_schema, read_slice
-from sink.source_options import parse_options
-from sink.source_planning import ScanBounds, Slice
+from seglog.errors import OffsetOutOfRangeError
+from seglog.indexer.log import Log
+from seglog.source.reader import arrow_schema, read_slice
+from seglog.source.options import parse_options
+from seglog.source.planning import ScanBounds, Slice
 from test_source_spark import CONFIG, write_old_then_recent
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from indexer.log import Log
+from seglog.indexer.log import Log
 
 pytestmark = pytest.mark.spark
 
@@ -233,7 +233,7 @@ def test_unknown_topic_refused(spark, root):
 
 
 def test_read_bounded_by_committed_end(spark, tmp_path):
-    from indexer.commit_log import CommitLog
+    from seglog.indexer.commit_log import CommitLog
     write_partition(tmp_path, "committed", 0, 100)
     write_partition(tmp_path, "committed", 1, 100)
     CommitLog(tmp_path, "committed").commit("w", 0, {0: 60, 1: 100})

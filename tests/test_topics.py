@@ -6,8 +6,8 @@ import multiprocessing as mp
 
 import pytest
 
-from indexer.errors import ConfigError, InvalidTopicError
-from indexer.topics import create_topic, list_topics, load_topic, topic_file
+from seglog.errors import ConfigError, InvalidTopicError
+from seglog.indexer.topics import create_topic, list_topics, load_topic, topic_file
 
 
 def test_create_then_load(tmp_path):

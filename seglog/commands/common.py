@@ -5,7 +5,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexer.names import META_DIR, parse_partition_dir
+from seglog.indexer.names import META_DIR, parse_partition_dir
 
 EXIT_OK = 0
 EXIT_FAULT = 1      # a fault was found, or the operation failed
@@ -49,10 +49,10 @@ def find_partitions(path: str | os.PathLike, topic: str | None = None,
         t, n = parse_partition_dir(p.name)
         found = [Partition(p.parent, t, n)]
     else:
-        from indexer import LogRoot
+        from seglog.indexer import LogRoot
 
         if topic is not None:
-            from indexer.names import validate_topic
+            from seglog.indexer.names import validate_topic
             try:
                 validate_topic(topic)
             except Exception as exc:
@@ -74,19 +74,19 @@ def find_partitions(path: str | os.PathLike, topic: str | None = None,
 
 def topic_config(part: Partition):
     """The topic's configuration as recorded under its root (defaults where none is)."""
-    from indexer import LogRoot
+    from seglog.indexer import LogRoot
 
     return LogRoot(part.root).topic_config(part.topic)
 
 
 def open_readonly(part: Partition):
-    from indexer import Log
+    from seglog.indexer import Log
 
     return Log.open(part.path, topic_config(part), readonly=True)
 
 
 def open_writable(part: Partition, lock_timeout: float | None):
-    from indexer import Log
+    from seglog.indexer import Log
 
     return Log.open(part.path, topic_config(part), lock_timeout=lock_timeout)
 

@@ -39,7 +39,7 @@ def _rest(args) -> list[str]:
 
 
 def run_compactor(args) -> int:
-    mod = _load("compactor.service", "the sidecar")
+    mod = _load("seglog.compactor.service", "the sidecar")
     if mod is None:
         return EXIT_FAULT
     return int(mod.main(_rest(args)) or 0)

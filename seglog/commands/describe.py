@@ -32,8 +32,8 @@ def add_parser(subparsers) -> None:
 def _committed_ends(root, topic: str, cache: dict) -> dict[int, int] | str:
     key = (str(root), topic)
     if key not in cache:
-        from indexer.commit_log import CommitLog
-        from indexer.errors import SeglogError
+        from seglog.indexer.commit_log import CommitLog
+        from seglog.errors import SeglogError
 
         try:
             cache[key] = CommitLog(root, topic).end_offsets()
@@ -43,7 +43,7 @@ def _committed_ends(root, topic: str, cache: dict) -> dict[int, int] | str:
 
 
 def describe_partition(part, now: int, commits: dict) -> dict:
-    from indexer.errors import SeglogError
+    from seglog.errors import SeglogError
 
     doc: dict = {"topic": part.topic, "partition": part.partition, "path": str(part.path)}
     ends = _committed_ends(part.root, part.topic, commits)

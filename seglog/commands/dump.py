@@ -49,7 +49,7 @@ def run(args) -> int:
             raise UsageError(f"{f}: not a file")
         if f.suffix not in _KINDS:
             raise UsageError(f"{f}: cannot dump a {f.suffix or 'suffix-less'} file; expected .log, .index or .timeindex")
-        from indexer.names import parse_segment_file
+        from seglog.indexer.names import parse_segment_file
         if f.suffix != ".log" and parse_segment_file(f.name) is None:
             raise UsageError(f"{f}: an index file is named <20-digit base offset>{f.suffix}")
     out = sys.stdout
@@ -93,15 +93,15 @@ def _render(b: bytes | None) -> str:
 
 
 def _base_offset(path: Path) -> int | None:
-    from indexer.names import parse_segment_file
+    from seglog.indexer.names import parse_segment_file
     parsed = parse_segment_file(path.name)
     return parsed[0] if parsed else None
 
 
 def dump_log(path: Path, out, *, deep: bool, data: bool, max_bytes: int | None = None) -> int:
     """Print the batches of a .log; returns the number of faults (bad CRCs, invalid bytes)."""
-    from indexer.errors import CorruptRecordError
-    from indexer.records import check_crc, decode_batch, header_problem, BATCH_HEADER_SIZE, HEADER_STRUCT, BatchHeader
+    from seglog.errors import CorruptRecordError
+    from seglog.indexer.records import check_crc, decode_batch, header_problem, BATCH_HEADER_SIZE, HEADER_STRUCT, BatchHeader
 
     faults = 0
     base = _base_offset(path)
@@ -165,7 +165,7 @@ def _log_batches(log_path: Path):
     """(positions, last offsets) of the good batches of a .log, or None when there is no .log."""
     if not log_path.exists():
         return None
-    from indexer.records import scan_batches
+    from seglog.indexer.records import scan_batches
 
     with _mapped(log_path) as buf:
         scan = scan_batches(buf, 0, len(buf), check_crc=False)
@@ -175,7 +175,7 @@ def _log_batches(log_path: Path):
 def dump_offset_index(path: Path, out) -> int:
     import numpy as np
 
-    from indexer.offset_index import OffsetIndex
+    from seglog.indexer.offset_index import OffsetIndex
 
     base = _base_offset(path)
     size = path.stat().st_size
@@ -208,7 +208,7 @@ def dump_offset_index(path: Path, out) -> int:
 
 
 def dump_time_index(path: Path, out) -> int:
-    from indexer.time_index import TimeIndex
+    from seglog.indexer.time_index import TimeIndex
 
     base = _base_offset(path)
     size = path.stat().st_size

@@ -21,7 +21,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from indexer.errors import SeglogError
+    from seglog.errors import SeglogError
 
     parts = find_partitions(args.root, args.topic)
     failed = repaired = 0

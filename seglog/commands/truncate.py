@@ -44,7 +44,7 @@ def _confirm(question: str) -> bool:
 
 
 def run(args) -> int:
-    from indexer.commit_log import CommitLog
+    from seglog.indexer.commit_log import CommitLog
 
     (part,) = find_partitions(args.root, args.topic, args.partition)
     n = args.to_offset

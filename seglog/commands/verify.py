@@ -25,7 +25,7 @@ def add_parser(subparsers) -> None:
 
 
 def verify_partition(part) -> list[str]:
-    from indexer.errors import SeglogError
+    from seglog.errors import SeglogError
 
     try:
         log = open_readonly(part)

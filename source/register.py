@@ -11,7 +11,7 @@ def register(spark) -> None:
     own call. The reader honours pushed-down filters, and Spark refuses a Python reader that
     implements `pushFilters` while filter pushdown is off, so this turns it on for the session.
     """
-    from sink.source import SeglogDataSource
+    from seglog.source.reader import SeglogDataSource
 
     spark.conf.set(PUSHDOWN_CONF, "true")
     spark.dataSource.register(SeglogDataSource)

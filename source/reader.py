@@ -35,9 +35,9 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from indexer.errors import ConfigError, OffsetOutOfRangeError
-from sink.source_options import SourceOptions, parse_options
-from sink.source_planning import (
+from seglog.errors import ConfigError, OffsetOutOfRangeError
+from seglog.source.options import SourceOptions, parse_options
+from seglog.source.planning import (
     ScanBounds,
     Slice,
     check_layout,

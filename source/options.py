@@ -15,8 +15,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from indexer.errors import ConfigError
-from indexer.names import validate_topic
+from seglog.errors import ConfigError
+from seglog.indexer.names import validate_topic
 
 EARLIEST = -2   # Kafka's ListOffsets sentinels, as in the offsets JSON
 LATEST = -1

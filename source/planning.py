@@ -15,8 +15,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from indexer.errors import InvalidTopicError, OffsetOutOfRangeError
-from sink.source_options import EARLIEST, LATEST, Bound, SourceOptions
+from seglog.errors import InvalidTopicError, OffsetOutOfRangeError
+from seglog.source.options import EARLIEST, LATEST, Bound, SourceOptions
 
 MIN_TASK_BYTES = 8 << 20       # below this a second task costs more than it saves
 SLACK = 8                      # a piece may overflow its task by target/SLACK rather than be cut
@@ -106,7 +106,7 @@ class PartitionRange:
 
 
 def partition_path(root: str, topic: str, partition: int) -> str:
-    from indexer.names import partition_dir_name
+    from seglog.indexer.names import partition_dir_name
     return os.path.join(root, partition_dir_name(topic, partition))
 
 
@@ -116,14 +116,14 @@ def topic_partitions(root: str, topic: str) -> list[int]:
         raise InvalidTopicError(f"seglog source: log root {root!r} does not exist or is not a folder")
     count = None
     try:
-        from indexer.topics import load_topic
+        from seglog.indexer.topics import load_topic
         meta = load_topic(root, topic)
         if meta is not None:
             count = getattr(meta, "partitions", None)
     except ImportError:  # metadata module absent: fall back on the folders
         meta = None
     found = set()
-    from indexer.names import parse_partition_dir
+    from seglog.indexer.names import parse_partition_dir
     for name in os.listdir(root):
         parsed = parse_partition_dir(name)
         if parsed is not None and parsed[0] == topic and os.path.isdir(os.path.join(root, name)):
@@ -173,7 +173,7 @@ def committed_ends(root: str, topic: str) -> dict[int, int] | None:
     """The committed end of every partition (the high watermark), or None if the topic has no commit
     log (written through the Log API directly: the log end offset is then the end)."""
     try:
-        from indexer.commit_log import CommitLog
+        from seglog.indexer.commit_log import CommitLog
     except ImportError:
         return None
     state = CommitLog(root, topic).latest()
@@ -312,7 +312,7 @@ def _split_with_log(rng: PartitionRange, start: int, end: int, nbytes: int) -> i
 
 
 def open_readonly(root: str, topic: str, partition: int):
-    from indexer.log import Log
+    from seglog.indexer.log import Log
     return Log.open(partition_path(root, topic, partition), readonly=True)
 
 
