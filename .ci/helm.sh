@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lint and render the sidecar's Helm chart (SPEC 9): `helm lint` and `helm template` for the default
 # values and every helm/examples/values-*.yaml. Rendered manifests go to $SEGLOG_HELM_OUT
-# (default .cache/helm/rendered/<name>.yaml), where tests/test_helm.py also looks.
+# (default .cache/helm/rendered/<name>.yaml), where tests/compactor/test_helm.py also looks.
 #
 # Helm is installed with `go install` at a pinned v3 version into .cache/helm/<version>/bin if it is
 # not there yet (SEGLOG_HELM=/path/to/helm uses another binary).

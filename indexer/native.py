@@ -2,7 +2,7 @@
 
 `columns` keeps the numpy/Arrow path as the reference and the fallback; these kernels do the same
 work in one compiled pass each and must produce exactly the same bytes and the same Arrow columns
-(tests/test_native.py holds them to it):
+(tests/indexer/test_native.py holds them to it):
 
 - `encode_plain`: headerless records -> record batches (batch grouping, every header field but the
   CRC, every record) written straight into one preallocated buffer; the CRC-32C of each batch is

@@ -1,5 +1,5 @@
 """The configuration reference in README.md, generated from conf/ (and the sidecar's rules), so the
-two cannot drift: tests/test_config_reference.py fails when README's table differs from `render()`.
+two cannot drift: tests/cli/test_config_reference.py fails when README's table differs from `render()`.
 
     python -m seglog.config_reference          # print the table
     python -m seglog.config_reference --write  # rewrite README.md's section

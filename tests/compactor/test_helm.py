@@ -20,7 +20,7 @@ import yaml
 
 from seglog.compactor.config import parse_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "helm"
 EXAMPLES = sorted((CHART / "examples").glob("values-*.yaml"))
 HELM_VERSION = "v3.22.0"   # as pinned in .ci/helm.sh

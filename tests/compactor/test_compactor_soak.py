@@ -40,7 +40,7 @@ from test_compactor_process import Sidecar, free_port, wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(480)]
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TOPIC, PARTITIONS = "soak", 3
 RETENTION_MS = 20_000          # a few seconds, but well above a micro-batch's latency on a busy 2-core box
 MARGIN_MS = 1_000                 # clock granularity, ms rounding, a retention pass in flight

@@ -22,7 +22,7 @@ import yaml
 from seglog.indexer import Log, Record
 from seglog.indexer.topics import create_topic
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DAY = 86_400_000
 SMALL = {"segment.bytes": 1024, "segment.ms": 1 << 62, "index.interval.bytes": 64}
 

@@ -16,7 +16,7 @@ from seglog.conf import TOPIC_DEFAULTS, default_file
 from seglog.errors import ConfigError
 from seglog.indexer.topics import create_topic
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def cfg(**sections):

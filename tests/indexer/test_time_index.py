@@ -17,7 +17,7 @@ from seglog.errors import ReadOnlyLogError
 from seglog.indexer.mmap_index import IndexFullError, IndexOffsetOverflowError, InvalidIndexEntryError
 from seglog.indexer.time_index import TimeIndex
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = settings(max_examples=150, deadline=None)
 
 # A segment's appends: (record timestamp, whether an index entry is due after it). Timestamps go

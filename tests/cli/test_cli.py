@@ -22,7 +22,7 @@ from seglog.indexer.topics import create_topic
 T0 = 1_600_000_000_000                    # long ago: every segment is past retention.ms
 FAR_FUTURE = int(time.time() * 1000) + 10 * 365 * 86_400_000
 CFG = {"segment.bytes": 2048, "index.interval.bytes": 128, "segment.index.bytes": 4096}
-ROOT_DIR = Path(__file__).resolve().parents[1]
+ROOT_DIR = Path(__file__).resolve().parents[2]
 
 
 def seglog(*args, input_text: str | None = None, check_rc: int | None = None) -> subprocess.CompletedProcess:

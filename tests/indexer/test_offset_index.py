@@ -24,7 +24,7 @@ from seglog.indexer.mmap_index import (
 )
 from seglog.indexer.offset_index import OffsetIndex
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = settings(max_examples=150, deadline=None)
 
 # Strictly increasing (offset, position) pairs, built from positive steps.
