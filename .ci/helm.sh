@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lint and render the sidecar's Helm chart (SPEC 9): `helm lint` and `helm template` for the default
+# Lint and render the sidecar's Helm chart (docs/spec.md §9): `helm lint` and `helm template` for the default
 # values and every helm/examples/values-*.yaml. Rendered manifests go to $SEGLOG_HELM_OUT
 # (default .cache/helm/rendered/<name>.yaml), where tests/compactor/test_helm.py also looks.
 #

@@ -1,4 +1,4 @@
-"""Replay benchmark (SPEC 11, Replay), every baseline measured in the same run:
+"""Replay benchmark (docs/spec.md §11, Replay), every baseline measured in the same run:
 
 - a seglog log of 4 partitions (16-byte keys, 200-byte values, increasing timestamps), written
   with the storage API directly (`Log.append_columns`), and the same rows in a Delta table written

@@ -1,4 +1,4 @@
-"""Sink benchmark (SPEC 11), every figure against baselines measured in the same run and session:
+"""Sink benchmark (docs/spec.md §11), every figure against baselines measured in the same run and session:
 
 - throughput: the same cached micro-batch (16-byte keys, 200-byte values, timestamps) written by
   SegmentLogSink, by Delta (`format("delta").mode("append")`), by Parquet, and the ceiling for any

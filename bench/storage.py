@@ -1,4 +1,4 @@
-"""Storage-layer benchmarks (SPEC 11), each against a baseline measured in the same run:
+"""Storage-layer benchmarks (docs/spec.md §11), each against a baseline measured in the same run:
 
 - bulk append (`Log.append_columns`) MB/s vs a raw sequential write (dd-style) of the same bytes;
 - `offset_for_timestamp` median latency at 1,000 / 10,000 (/ 100,000) segments vs a linear walk of

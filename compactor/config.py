@@ -1,8 +1,8 @@
-"""The sidecar's YAML configuration (SPEC 9): parsed once, at start-up, into an immutable CompactorConfig.
+"""The sidecar's YAML configuration (docs/spec.md §9): parsed once, at start-up, into an immutable CompactorConfig.
 
 ```yaml
 root: /data/log                 # the folder the sink writes to
-log: {retention.ms: 604800000}  # topic configuration (SPEC 5) for every topic
+log: {retention.ms: 604800000}  # topic configuration (docs/spec.md §5) for every topic
 topics: {events: {retention.ms: 86400000}}
 schedule: {seal.interval.ms: 10000, ...}
 http: {host: 127.0.0.1, port: 9400}

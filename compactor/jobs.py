@@ -1,7 +1,7 @@
-"""The sidecar's jobs (SPEC 9): recover, roll idle segments, seal, retention, purge ``.deleted`` files.
+"""The sidecar's jobs (docs/spec.md §9): recover, roll idle segments, seal, retention, purge ``.deleted`` files.
 
 Every job walks the partitions of the root and, for each, opens the partition's writable Log with a
-short ``lock_timeout``: opening takes the partition's lock (SPEC 4) and runs recovery (SPEC 3.8). A
+short ``lock_timeout``: opening takes the partition's lock (docs/spec.md §4) and runs recovery (docs/spec.md §3.8). A
 partition the sink is writing is skipped and tried again on the next pass. The storage work itself is
 ``indexer``'s (``roll_if_idle``, ``seal_inactive``, ``apply_retention``, ``purge_deleted``), each
 idempotent and crash safe, so a job killed at any instant leaves files that the next open recovers and
@@ -76,7 +76,7 @@ class Jobs:
 
     def topic_config(self, topic: str, root=None) -> TopicConfig:
         """Precedence, highest first: the file's topics.<topic>, the topic's recorded configuration,
-        the file's log, the built-in defaults (SPEC 9); LogRoot applies it."""
+        the file's log, the built-in defaults (docs/spec.md §9); LogRoot applies it."""
         root = root if root is not None else self._root()
         return root.topic_config(topic, overrides=self.config.topics.get(topic), base=self.config.log)
 

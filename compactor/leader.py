@@ -1,4 +1,4 @@
-"""The leader lock: only one sidecar works on a root at a time (SPEC 4).
+"""The leader lock: only one sidecar works on a root at a time (docs/spec.md §4).
 
 An exclusive flock (`indexer.locks.FileLock`) on ``<root>/_seglog/locks/compactor.leader``, held for
 the life of the process. The kernel drops it when the process dies, however it dies (SIGKILL

@@ -1,4 +1,4 @@
-"""The sidecar's process: ``seglog compactor run --config FILE [--once]`` (SPEC 9).
+"""The sidecar's process: ``seglog compactor run --config FILE [--once]`` (docs/spec.md §9).
 
 Life of a sidecar:
 1. parse and validate the configuration (a bad file stops it here, naming the key);

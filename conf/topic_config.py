@@ -41,7 +41,7 @@ def _not_compact(value: Any) -> str | None:
 
 
 # Every key seglog understands. Kafka's bounds unless noted: segment.bytes may be as small as
-# 1 KiB (SPEC 5) so that tests and tiny topics can roll often.
+# 1 KiB (docs/spec.md §5) so that tests and tiny topics can roll often.
 RULES: Mapping[str, _Rule] = MappingProxyType({
     "segment.bytes": _Rule(int, 1024, INT32_MAX),
     "segment.ms": _Rule(int, 1, INT64_MAX),

@@ -1,7 +1,7 @@
 """The sink's commit log: per topic, the committed end offset of every partition (the high watermark).
 
 Readers never read past `end_offsets()`, so a batch being written, or one that will be rolled back,
-is never seen (SPEC 4). Files: <root>/_seglog/commits/<topic>/<seq:020d>.json, each the full state:
+is never seen (docs/spec.md §4). Files: <root>/_seglog/commits/<topic>/<seq:020d>.json, each the full state:
 
     {"seq": 7, "writer_id": "...", "batch_id": 12, "time": 1700000000000,
      "end_offsets": {"0": 1200, "1": 980}, "writers": {"<query id>": 12, "operator": -1}}

@@ -1,4 +1,4 @@
-"""Advisory file locks under <root>/_seglog/locks/ (SPEC 4).
+"""Advisory file locks under <root>/_seglog/locks/ (docs/spec.md §4).
 
 One writer per partition at a time: the sink's task or the sidecar holds the partition's lock
 while it changes files. `flock` (not `lockf`) because its locks belong to the open file, so two

@@ -1,4 +1,4 @@
-"""A partition log: the ordered segments of one folder <root>/<topic>-<partition> (SPEC 2, 3, 6).
+"""A partition log: the ordered segments of one folder <root>/<topic>-<partition> (docs/spec.md §2, 3, 6).
 
 Invariants kept here:
 - Segments are ordered by base offset; each segment's base is the next offset of the one before
@@ -339,7 +339,7 @@ class Log:
         return self._roll_active().base_offset
 
     def roll_if_idle(self, now: int | None = None) -> bool:
-        """The sidecar's roll of an active segment past segment.ms while no writes arrive (SPEC 3.2)."""
+        """The sidecar's roll of an active segment past segment.ms while no writes arrive (docs/spec.md §3.2)."""
         self._check_writable()
         now = now_ms() if now is None else now
         seg = self._active
@@ -353,7 +353,7 @@ class Log:
         return False
 
     def seal_inactive(self, *, durable: bool = True) -> list[int]:
-        """Seal every inactive segment (SPEC 2.5); idempotent. Returns the bases sealed now.
+        """Seal every inactive segment (docs/spec.md §2.5); idempotent. Returns the bases sealed now.
         `durable=False` skips the fsyncs: for building test and benchmark data only."""
         self._check_writable()
         sealed = []
@@ -435,7 +435,7 @@ class Log:
         return self._max_ts, self._running_max
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
-        """Smallest offset whose record has a timestamp >= `timestamp`, or None (SPEC 3.5).
+        """Smallest offset whose record has a timestamp >= `timestamp`, or None (docs/spec.md §3.5).
         A binary search over the running maximum of segment largest timestamps picks the segment
         (O(log segments)), its time and offset indexes the position (O(log entries))."""
         self._check_open()
@@ -458,7 +458,7 @@ class Log:
 
     # ------------------------------------------------------------------ truncation
     def truncate_to(self, offset: int) -> None:
-        """Remove exactly the records at or after `offset` (SPEC 3.6). Crash safe: an intent file
+        """Remove exactly the records at or after `offset` (docs/spec.md §3.6). Crash safe: an intent file
         is written first and recovery completes an interrupted truncation."""
         self._check_writable()
         if offset >= self.log_end_offset:
@@ -483,7 +483,7 @@ class Log:
         return retention.apply(self, now_ms() if now is None else now)
 
     def retention_blocked(self, now: int | None = None) -> int | None:
-        """The far-future timestamp that holds retention back, or None (SPEC 3.7)."""
+        """The far-future timestamp that holds retention back, or None (docs/spec.md §3.7)."""
         return retention.blocked_by(self, now_ms() if now is None else now)
 
     def purge_deleted(self, now: int | None = None) -> list[Path]:

@@ -1,4 +1,4 @@
-"""A fixed-entry-size index file, memory mapped and searched by binary search (SPEC 2.3, 2.4).
+"""A fixed-entry-size index file, memory mapped and searched by binary search (docs/spec.md §2.3, 2.4).
 
 The base of `OffsetIndex` (.index) and `TimeIndex` (.timeindex). The file is a run of entries of
 ENTRY_SIZE bytes, big-endian, with no header. While a segment is active its index files are
@@ -235,7 +235,7 @@ class MmapIndex:
                 return
             except ValueError:
                 # A reader raced a writer that trimmed the file (a clean close, a seal) between
-                # the stat and the map: stat again. Readers take no lock (SPEC 4), so this is theirs
+                # the stat and the map: stat again. Readers take no lock (docs/spec.md §4), so this is theirs
                 # to absorb.
                 if attempt == _REMAP_ATTEMPTS - 1:
                     raise

@@ -1,4 +1,4 @@
-"""File and folder names of the on-disk layout (SPEC 2.1), and Kafka's topic naming rule."""
+"""File and folder names of the on-disk layout (docs/spec.md §2.1), and Kafka's topic naming rule."""
 from __future__ import annotations
 
 import os

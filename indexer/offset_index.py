@@ -1,4 +1,4 @@
-"""The offset index (.index, SPEC 2.3): entries (relative offset int32, position int32), big-endian.
+"""The offset index (.index, docs/spec.md §2.3): entries (relative offset int32, position int32), big-endian.
 
 An entry (O, P) says the batch starting at byte P of the .log holds offset O (as Kafka, the key is
 the batch's last offset, the value its start position). Lookup is a floor: the largest entry with

@@ -1,4 +1,4 @@
-"""The Kafka record batch codec, magic 2 (SPEC 2.2), byte for byte as Apache Kafka writes it.
+"""The Kafka record batch codec, magic 2 (docs/spec.md §2.2), byte for byte as Apache Kafka writes it.
 
 This module is the reference: a plain, per-record encoder and decoder that are easy to check against
 the format. The bulk paths in `indexer.columns` are held to it byte for byte by the tests.

@@ -1,9 +1,9 @@
-"""Recovery on open (SPEC 3.8) and crash-safe truncation (SPEC 3.6).
+"""Recovery on open (docs/spec.md §3.8) and crash-safe truncation (docs/spec.md §3.6).
 
 Recovery, for every segment that is not sealed: index sanity, then the batches after the last
 offset index entry are re-read with their CRCs; a torn or corrupt tail is cut and reported; an
 index that is missing, short or inconsistent is rebuilt from the log in one read. A segment found
-without a time index gets one holding (its mtime, the next segment's base offset) (seed 001).
+without a time index gets one holding (its mtime, the next segment's base offset) (docs/spec.md §2.4, KIP-33 migration).
 
 Truncation writes an intent file (`truncate.pending`, holding the target and the rewritten
 straddling batch) before it touches anything; recovery finds it and finishes the job. A kill at
@@ -98,7 +98,7 @@ def _recover_segment(log: "Log", base: int, next_base: int | None, report: list[
         else:
             _check_tail(seg, report)
         if not had_time_index and not active:
-            # Migration (seed 001): a segment written before time indexes existed.
+            # Migration (docs/spec.md §2.4, KIP-33 migration): a segment written before time indexes existed.
             seg.time_index.truncate_to(base)
             seg.time_index.seal_entry(mtime_ms, next_base)
             report.append(f"{log_path}: no time index; created one holding (mtime {mtime_ms}, next base {next_base})")

@@ -1,7 +1,7 @@
-"""Retention (SPEC 3.7): which of the oldest segments go, by time and by size.
+"""Retention (docs/spec.md §3.7): which of the oldest segments go, by time and by size.
 
 Time: walk from the oldest segment; delete while its largest timestamp (or mtime where it has
-none) is older than now - retention.ms; stop at the first that is not (seed 002), so a segment is
+none) is older than now - retention.ms; stop at the first that is not (docs/spec.md §3.7), so a segment is
 never deleted while an older one is kept. Size: delete the oldest while what remains is still at
 least retention.bytes (Kafka's rule). The active segment counts toward size; it is deleted only
 after being rolled, which happens here when every segment has expired.

@@ -1,4 +1,4 @@
-"""A log root: the folder holding <topic>-<partition> folders and _seglog/ metadata (SPEC 2.1)."""
+"""A log root: the folder holding <topic>-<partition> folders and _seglog/ metadata (docs/spec.md §2.1)."""
 from __future__ import annotations
 
 import os
@@ -34,7 +34,7 @@ class LogRoot:
     def topic_config(self, topic: str, overrides: Mapping[str, Any] | None = None,
                      base: Mapping[str, Any] | None = None) -> TopicConfig:
         """Precedence, highest first: `overrides`, the topic's recorded configuration, `base`,
-        the built-in defaults (SPEC 9)."""
+        the built-in defaults (docs/spec.md §9)."""
         from seglog.indexer.topics import load_topic
 
         cfg = validate_topic_config(base, where="log configuration")

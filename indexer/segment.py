@@ -1,4 +1,4 @@
-"""A log segment: one `.log` file of record batches plus its `.index` and `.timeindex` (SPEC 2).
+"""A log segment: one `.log` file of record batches plus its `.index` and `.timeindex` (docs/spec.md §2).
 
 Invariants kept here:
 - Batches are appended back to back; `size` is the byte length of whole, valid batches.
@@ -6,7 +6,7 @@ Invariants kept here:
   `index.interval.bytes` were appended since the last entry (the first batch is never indexed, so
   every entry has a position > 0). The time index gets (largest timestamp so far, next offset) at
   the same moment, if that timestamp is larger than the last entry's (KIP-33's text).
-- Sealed (SPEC 2.5): both indexes trimmed (no preallocated tail) and, where the segment holds a
+- Sealed (docs/spec.md §2.5): both indexes trimmed (no preallocated tail) and, where the segment holds a
   timestamp, the last time index entry points at the next segment's base offset. Trimming is the
   last step of sealing, so a crash in between is repaired by sealing again.
 """
@@ -58,7 +58,7 @@ class SealedSummary:
 
 
 def sealed_summary(dir_path, base_offset: int, next_base: int) -> SealedSummary | None:
-    """A sealed segment's facts from its files alone (SPEC 2.5), without opening it: both indexes
+    """A sealed segment's facts from its files alone (docs/spec.md §2.5), without opening it: both indexes
     trimmed to whole, non-zero entries and the last time index entry pointing at the next
     segment's base. Two stats and two small reads. None when that does not hold, or when the time
     index is empty (then only a scan can tell a timestamp-free segment from an unsealed one)."""
@@ -207,7 +207,7 @@ class LogSegment:
         self.bytes_since_index_entry += size
 
     def fits(self, batch_bytes: int, last_offset: int, max_timestamp: int, now: int) -> bool:
-        """Kafka's roll rule for the next batch (SPEC 3.2). An empty segment takes anything."""
+        """Kafka's roll rule for the next batch (docs/spec.md §3.2). An empty segment takes anything."""
         if self.size == 0:
             return True
         if self.size + batch_bytes > self.config["segment.bytes"]:
@@ -247,7 +247,7 @@ class LogSegment:
     def position_of(self, offset: int) -> tuple[int, object | None, int]:
         """(start of the batch holding `offset`, its header, the last offset before that batch),
         or (size, None, ...) past the end. Index floor, then a forward walk of batch headers
-        (SPEC 3.4) that checks each step: the floor batch ends at the entry's offset (or, at
+        (docs/spec.md §3.4) that checks each step: the floor batch ends at the entry's offset (or, at
         position 0, starts at the base) and offsets are dense from there. A flipped byte in a
         header field the CRC does not cover (base offset, length) is caught here, never read as
         other offsets."""
@@ -297,7 +297,7 @@ class LogSegment:
 
     def retention_timestamp(self) -> int:
         """What retention judges: the largest timestamp, or the file's mtime where records carry
-        none (KIP-33 migration, seed 001)."""
+        none (KIP-33 migration, docs/spec.md §2.4)."""
         ts = self.largest_timestamp()
         return ts if ts >= 0 else self.mtime_ms()
 

@@ -1,4 +1,4 @@
-"""The time index (.timeindex, SPEC 2.4): entries (timestamp int64 ms, relative offset int32).
+"""The time index (.timeindex, docs/spec.md §2.4): entries (timestamp int64 ms, relative offset int32).
 
 We follow KIP-33's text: an entry (T, O) is written with T the largest timestamp seen so far in the
 segment and O the NEXT offset at that moment. It promises: every record of this segment with an
@@ -76,7 +76,7 @@ class TimeIndex(MmapIndex):
     def lookup(self, target_ts: int) -> tuple[int, int] | None:
         """The last entry whose timestamp is strictly below target_ts, as (timestamp, offset), or
         None. With it, every record below its offset has a timestamp < target_ts, so the first
-        record with a timestamp >= target_ts is at or after that offset (SPEC 3.5)."""
+        record with a timestamp >= target_ts is at or after that offset (docs/spec.md §3.5)."""
         self._check_open()
         if not self._entries:
             return None

@@ -1,4 +1,4 @@
-"""The `seglog` command (SPEC 10): one program fronting the storage core, the sidecar and the demo.
+"""The `seglog` command (docs/spec.md §10): one program fronting the storage core, the sidecar and the demo.
 
     seglog dump FILE... [--deep-iteration] [--print-data]
     seglog verify ROOT                 seglog describe ROOT [--json]

@@ -1,4 +1,4 @@
-"""The sink's input columns (SPEC 7), as Spark's Kafka sink: checked before anything is written.
+"""The sink's input columns (docs/spec.md §7), as Spark's Kafka sink: checked before anything is written.
 
     value      binary or string (required)
     key        binary or string

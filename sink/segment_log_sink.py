@@ -1,4 +1,4 @@
-"""`SegmentLogSink`: the foreachBatch sink (SPEC 7). The driver plans, checks and commits; executors write.
+"""`SegmentLogSink`: the foreachBatch sink (docs/spec.md §7). The driver plans, checks and commits; executors write.
 
 Per call `(df, batch_id)`:
 1. Check the schema (`sink.input_schema`): a bad column is refused before any job runs.

@@ -1,4 +1,4 @@
-"""Options of the `seglog` data source, parsed once at the edge (SPEC 8).
+"""Options of the `seglog` data source, parsed once at the edge (docs/spec.md §8).
 
 The names and meanings are those of Spark's Kafka source; Spark hands them over as strings with
 lower-cased keys. Everything here is pure (no file access) so that a bad option is refused at

@@ -1,10 +1,10 @@
 """Planning a `seglog` read on the driver: which offsets of which partitions, split into tasks by bytes.
 
-Each partition's range is resolved here, once, from the options (SPEC 8) and the pushed-down
-filters: `[start, end)` where `end` never passes the partition's committed end (SPEC 4). The work
+Each partition's range is resolved here, once, from the options (docs/spec.md §8) and the pushed-down
+filters: `[start, end)` where `end` never passes the partition's committed end (docs/spec.md §4). The work
 is then cut into tasks of about a target number of bytes: small partitions share a task, large
 ones are split at offsets taken from the offset indexes (`Log.split_offsets`, no log scan),
-because a Python task costs ~100 ms to start (SPARK_NOTES).
+because a Python task costs ~100 ms to start (docs/spark-notes.md).
 
 This module is pure of Spark: it sees `SourceOptions`, a `ScanBounds` and readonly `Log`s.
 """
@@ -195,7 +195,7 @@ def resolve_range(opts: SourceOptions, bounds: ScanBounds, topic: str, partition
     """[start, end) for one partition. Raises on data loss (failOnDataLoss), on a start past the end
     given as offsets, and on a starting timestamp with no offset under strategy `error`."""
     log_start, log_end = log.log_start_offset, log.log_end_offset
-    # Readers never pass the committed end (SPEC 4); without a commit log the log end is the end.
+    # Readers never pass the committed end (docs/spec.md §4); without a commit log the log end is the end.
     end_cap = log_end if committed is None else min(committed, log_end)
     end_cap = max(end_cap, log_start)
 
@@ -241,7 +241,7 @@ def resolve_range(opts: SourceOptions, bounds: ScanBounds, topic: str, partition
             f"seglog source: {topic}-{partition}: starting offset {start} ({starting.option}) is after the "
             f"ending offset {end} (committed end {end_cap}); ask for a start at or below the end")
 
-    # Pushed-down filters narrow the range: an offset window, and a timestamp seek (SPEC 3.5: every
+    # Pushed-down filters narrow the range: an offset window, and a timestamp seek (docs/spec.md §3.5: every
     # record with a timestamp >= T is at or after offset_for_timestamp(T)).
     lo, hi = bounds.offset_range()
     start = max(start, lo)

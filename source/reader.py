@@ -1,4 +1,4 @@
-"""The `seglog` data source: batch replay reads of a log root with Spark's Python Data Source API (SPEC 8).
+"""The `seglog` data source: batch replay reads of a log root with Spark's Python Data Source API (docs/spec.md §8).
 
     spark.read.format("seglog").option("topic", "events").option("startingTimestamp", T).load(root)
 
@@ -53,7 +53,7 @@ HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _NOT_NULL = frozenset({"topic", "partition", "offset", "timestamp", "timestampType"})
-MAX_REOPENS = 5   # a segment vanishing mid-read: reopen and decide again (SPEC 3.7), a bounded number of times
+MAX_REOPENS = 5   # a segment vanishing mid-read: reopen and decide again (docs/spec.md §3.7), a bounded number of times
 
 
 def arrow_schema(include_headers: bool) -> pa.Schema:
@@ -235,7 +235,7 @@ def read_slice(opts: SourceOptions, bounds: ScanBounds, sl: Slice, schema: pa.Sc
                opener=open_readonly) -> Iterator[pa.RecordBatch]:
     """Yield the slice's records as output batches. A start below the log start offset (retention
     ran since planning, or a segment vanished mid-read) fails naming the offsets, or with
-    failOnDataLoss=false skips to the log start (SPEC 3.7)."""
+    failOnDataLoss=false skips to the log start (docs/spec.md §3.7)."""
     position = sl.start
     reopens = 0
     filtering = bounds.needs_row_filter()

@@ -1,4 +1,4 @@
-"""Kafka's own tools as the judge of our files (SPEC 2.2).
+"""Kafka's own tools as the judge of our files (docs/spec.md §2.2).
 
 Fetches Apache Kafka's jars (``org.apache.kafka:kafka_2.13`` and everything it needs at run time)
 from Maven Central once, into a cache folder, and runs ``kafka.tools.DumpLogSegments`` on them.

@@ -12,7 +12,7 @@ from seglog.commands.common import EXIT_FAULT
 def add_parsers(subparsers) -> None:
     p = subparsers.add_parser(
         "compactor", help="the sidecar: `seglog compactor run --config FILE [--once]`",
-        description="The sidecar that seals, rolls, enforces retention and recovers (SPEC 9).")
+        description="The sidecar that seals, rolls, enforces retention and recovers (docs/spec.md §9).")
     p.add_argument("action", choices=["run"], help="run the sidecar")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="--config FILE [--once]")
     p.set_defaults(run=run_compactor, passthrough=True)

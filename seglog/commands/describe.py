@@ -3,7 +3,7 @@
 Per partition: log start and end offsets, the committed end (the sink's high watermark, from the
 topic's commit log), size, largest timestamp, its segments (base, next offset, state active /
 inactive / sealed, size, largest timestamp), and its retention state: retention.ms, and the
-far-future timestamp that blocks time retention, if any (SPEC 3.7). Read-only.
+far-future timestamp that blocks time retention, if any (docs/spec.md §3.7). Read-only.
 """
 from __future__ import annotations
 

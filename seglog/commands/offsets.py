@@ -1,7 +1,7 @@
 """`seglog offsets-for-times ROOT --topic T --time MS [--partition P]`.
 
 Per partition, `Log.offset_for_timestamp(MS)`: the smallest offset whose record has a timestamp of
-at least MS (SPEC 3.5), `-` when there is none. `--time earliest` (-2) and `--time latest` (-1)
+at least MS (docs/spec.md §3.5), `-` when there is none. `--time earliest` (-2) and `--time latest` (-1)
 give the log start and end offsets. Prints `topic:partition:offset` lines, as Kafka's
 GetOffsetShell. Read-only.
 """

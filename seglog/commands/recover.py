@@ -1,5 +1,5 @@
 """`seglog recover ROOT|PARTITION_DIR [--topic T]`: open every partition writable, which runs
-recovery (SPEC 3.8: torn tails cut, indexes rebuilt, interrupted truncations finished), and print
+recovery (docs/spec.md §3.8: torn tails cut, indexes rebuilt, interrupted truncations finished), and print
 each partition's recovery report. Takes each partition's lock in turn (waits up to --lock-timeout).
 """
 from __future__ import annotations

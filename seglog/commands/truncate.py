@@ -1,6 +1,6 @@
 """`seglog truncate ROOT --topic T --partition P --to-offset N [--yes]`: the operator's truncation.
 
-Removes exactly the records at or after N from one partition (SPEC 3.6), under the partition's
+Removes exactly the records at or after N from one partition (docs/spec.md §3.6), under the partition's
 lock, and lowers the topic's committed end for that partition to N when it was above.
 
 Order, for crash safety: with the lock held, the committed end is lowered FIRST, then the log is

@@ -128,7 +128,7 @@ def test_dump_shallow_and_index_files(root):
         assert index_entries == [oi.entry(i) for i in range(oi.entries)] and oi.entries > 0
     with TimeIndex(seg.with_suffix(".timeindex"), int(seg.stem), 4096, writable=False, preallocate=False) as ti:
         assert time_entries == [ti.entry(i) for i in range(ti.entries)] and ti.entries > 0
-    # the sealed segment's last time index entry points at the next segment's base (SPEC 2.5)
+    # the sealed segment's last time index entry points at the next segment's base (docs/spec.md §2.5)
     assert time_entries[-1][1] == int(_segments(part)[1].stem)
 
 

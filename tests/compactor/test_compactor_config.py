@@ -1,4 +1,4 @@
-"""The sidecar's configuration (SPEC 5, 9): validation at start-up with errors that name the key, the
+"""The sidecar's configuration (docs/spec.md §5, 9): validation at start-up with errors that name the key, the
 value and what is allowed, and the precedence of topic configuration."""
 from __future__ import annotations
 

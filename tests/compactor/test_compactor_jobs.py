@@ -1,4 +1,4 @@
-"""The sidecar's jobs over real partitions (SPEC 2.5, 3.2, 3.3, 3.7, 3.8, 9), driven in process with a
+"""The sidecar's jobs over real partitions (docs/spec.md §2.5, 3.2, 3.3, 3.7, 3.8, 9), driven in process with a
 chosen clock: sealing, idempotence byte for byte, time and size retention, far-future timestamps,
 purging `.deleted` files, recovery, and partitions the sink holds."""
 from __future__ import annotations
@@ -65,7 +65,7 @@ def tree_hashes(root: Path) -> dict[str, str]:
 
 
 def assert_sealed_on_disk(partition_dir: Path) -> int:
-    """SPEC 2.5 from the files alone: every segment but the last has trimmed indexes and, where it holds
+    """docs/spec.md §2.5 from the files alone: every segment but the last has trimmed indexes and, where it holds
     a timestamp, a last time index entry pointing at the next segment's base. Returns how many."""
     bases = sorted(int(p.stem) for p in partition_dir.glob("*.log"))
     for base, next_base in zip(bases, bases[1:]):

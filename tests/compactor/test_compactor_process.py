@@ -1,4 +1,4 @@
-"""The real sidecar process (SPEC 4, 9): `python -m seglog.compactor --config ...` on a root with data, its
+"""The real sidecar process (docs/spec.md §4, 9): `python -m seglog.compactor --config ...` on a root with data, its
 endpoints over loopback, sealing and retention as they happen, SIGTERM -> exit 0, a second sidecar
 that waits for the leader lock, SIGKILL at random instants during busy passes, and `--once` repairing
 everything afterwards."""

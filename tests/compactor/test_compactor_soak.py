@@ -1,4 +1,4 @@
-"""The real process (SPEC 4, 9, 11 "Reliability, in tests"): the sidecar as a subprocess with short
+"""The real process (docs/spec.md §4, 9, 11 "Reliability, in tests"): the sidecar as a subprocess with short
 intervals, a real Structured Streaming query writing through SegmentLogSink into small segments with a
 retention of a few seconds, and replay reads (the `seglog` source and readonly `Log.read` bounded by the
 commit log) running over and over, all at once, for about a minute.

@@ -1,4 +1,4 @@
-"""The sidecar's Helm chart (SPEC 9): lint, render the default and every example values file with the
+"""The sidecar's Helm chart (docs/spec.md §9): lint, render the default and every example values file with the
 real `helm`, validate every manifest against Kubernetes' own schemas (offline, kubernetes-validate,
 strict), and check what the chart promises: one replica, Recreate, the data claim mounted, the config
 checksum on the pod, probes, resources, a locked-down security context, a schema that refuses bad

@@ -1,4 +1,4 @@
-"""Kafka's own reader is the judge of our files (SPEC 2.2).
+"""Kafka's own reader is the judge of our files (docs/spec.md §2.2).
 
 Logs are written by seglog (the batch encoder, and the partition Log through `append`,
 `append_columns`, rolling, truncation and sealing); then Apache Kafka's `DumpLogSegments` (its jars

@@ -1,5 +1,5 @@
 """Crash, corruption, migration and bad input: what a real crash or a real bad byte leaves on disk,
-and what the Log does with it (SPEC 3.6, 3.8)."""
+and what the Log does with it (docs/spec.md §3.6, 3.8)."""
 from __future__ import annotations
 
 import json
@@ -189,7 +189,7 @@ def test_every_flipped_byte_of_a_segment_is_detected(tmp_path):
 
 
 def test_segment_without_time_index_gets_one_on_open(tmp_path):
-    """Migration (seed 001): (mtime, next segment's base offset); lookups and retention use it."""
+    """Migration (docs/spec.md §2.4, KIP-33 migration): (mtime, next segment's base offset); lookups and retention use it."""
     path = tmp_path / "t-0"
     with Log.open(path, {"segment.bytes": 1024}) as log:
         fill(log, 60, start_ts=TS)

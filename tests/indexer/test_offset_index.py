@@ -1,4 +1,4 @@
-"""OffsetIndex (.index, SPEC 2.3): property tests against a brute-force model, and targeted ones
+"""OffsetIndex (.index, docs/spec.md §2.3): property tests against a brute-force model, and targeted ones
 for preallocation, crashes, readers beside a writer, trimming and corrupt files."""
 from __future__ import annotations
 

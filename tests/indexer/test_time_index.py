@@ -1,4 +1,4 @@
-"""TimeIndex (.timeindex, SPEC 2.4, KIP-33's text): property tests against a brute-force model of a
+"""TimeIndex (.timeindex, docs/spec.md §2.4, KIP-33's text): property tests against a brute-force model of a
 segment's records, and targeted ones for the seal entry, full files, crashes and corrupt files."""
 from __future__ import annotations
 

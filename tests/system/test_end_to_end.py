@@ -1,4 +1,4 @@
-"""The sink and the data source together (SPEC 7, 8): what SegmentLogSink writes, spark.read.format('seglog')
+"""The sink and the data source together (docs/spec.md §7, 8): what SegmentLogSink writes, spark.read.format('seglog')
 reads back exactly: keys, values, millisecond timestamps, Kafka's murmur2 partition, dense offsets; from a
 static DataFrame and from a streaming query (file source, availableNow, restarted from its checkpoint)."""
 from __future__ import annotations
