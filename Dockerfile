@@ -8,20 +8,16 @@ ENV PIP_NO_CACHE_DIR=1 \
 # A virtualenv that the runtime stage copies whole: no compilers or build files in the final image.
 RUN python -m venv /opt/seglog
 WORKDIR /src
-# Dependencies first (cached while only the sources change), then the project itself.
-COPY pyproject.toml README.md* ./
+COPY pyproject.toml README.md ./
+COPY seglog/ seglog/
 COPY indexer/ indexer/
 COPY sink/ sink/
+COPY source/ source/
 COPY compactor/ compactor/
 COPY conf/ conf/
-COPY seglog/ seglog/
-# The sidecar needs the storage core's dependencies, not Spark: install the project without its
-# declared dependencies (pyspark is ~400 MB), then exactly what indexer/, conf/ and compactor/ import,
-# within pyproject.toml's bounds.
-RUN /opt/seglog/bin/pip install --no-compile --no-deps . \
- && /opt/seglog/bin/pip install --no-compile "pyarrow>=16" "numpy>=1.24" "crc32c>=2.3" \
-        "apscheduler>=3.10,<4" "pyyaml>=6" "prometheus-client>=0.20" \
- && /opt/seglog/bin/python -c "import seglog.compactor.service, seglog.compactor.jobs, seglog.indexer.log, seglog.conf"
+# The sidecar's extra: the storage core and the scheduler, not Spark (pyspark is ~400 MB).
+RUN /opt/seglog/bin/pip install --no-compile ".[sidecar]" \
+ && /opt/seglog/bin/python -c "import seglog.compactor.service, seglog.indexer.log, seglog.conf"
 
 FROM python:3.11-slim
 

@@ -177,6 +177,10 @@ class CommitLog:
                 os.link(tmp, target)
             except FileExistsError:
                 return False
+            except OSError as exc:  # e.g. EPERM/ENOTSUP: a filesystem without hard links (README)
+                raise SeglogError(f"commit log {self.dir}: cannot publish commit {state.seq} with a hard link "
+                                  f"({exc.strerror}); seglog needs a filesystem with hard links "
+                                  f"(README, Running on a cluster)") from None
             fsync_dir(self.dir)
             return True
         finally:

@@ -43,7 +43,11 @@ class FileLock:
                     break
                 except OSError as exc:
                     if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                        raise
+                        # ENOLCK/ENOTSUP/EINVAL: the filesystem has no working locks (README,
+                        # Running on a cluster); refusing is safer than writing unlocked.
+                        raise PartitionLockedError(
+                            f"{self.what}: cannot lock {self.path} ({exc.strerror}); seglog needs a "
+                            f"filesystem with flock locks") from None
                     if deadline is not None and time.monotonic() >= deadline:
                         raise PartitionLockedError(
                             f"{self.what} is locked by another writer (lock file {self.path}); "

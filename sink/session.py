@@ -6,19 +6,9 @@ tests, bench) starts Spark the same way, with the settings the seglog paths rely
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
-
-# Spark's default Ivy chain tries ~/.m2 first and fails on artifacts Maven left there as POMs
-# only (no jar), instead of downloading them. These settings resolve from Maven Central alone.
-_IVY_SETTINGS = """<ivysettings>
-  <settings defaultResolver="central"/>
-  <resolvers>
-    <ibiblio name="central" m2compatible="true" root="https://repo1.maven.org/maven2/"/>
-  </resolvers>
-</ivysettings>
-"""
-
 
 # Local runs print Spark's warnings only from ERROR up (the demo's output stays readable).
 _LOG4J2 = """rootLogger.level = error
@@ -40,8 +30,27 @@ def _cached_file(name: str, text: str) -> str:
     return str(path)
 
 
-def ivy_settings_file() -> str:
-    return _cached_file("ivysettings.xml", _IVY_SETTINGS)
+def _artifact(jar_name: str) -> str:
+    """`parquet-column-1.16.0.jar` -> `parquet-column` (the name without its version)."""
+    return re.sub(r"-\d[^-]*(-[A-Za-z0-9.]+)?\.jar$", "", jar_name)
+
+
+def delta_jars() -> list[str]:
+    """Delta's jars as `scripts/delta-jars.sh` resolved them with Maven, minus the artifacts Spark
+    ships itself (Spark's own versions win, as with `spark.jars.packages`)."""
+    import importlib.metadata
+
+    import pyspark
+
+    mm = ".".join(pyspark.__version__.split(".")[:2])
+    artifact = f"delta-spark_{mm}_2.13-{importlib.metadata.version('delta-spark')}"
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "seglog" / "jars"
+    folder = Path(os.environ.get("SEGLOG_DELTA_JARS", cache / artifact))
+    if not (folder / ".complete").exists():
+        raise RuntimeError(f"Delta's jars are not in {folder}: run `bash scripts/delta-jars.sh` "
+                           f"(scripts/setup-test.sh does)")
+    spark_own = {_artifact(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    return sorted(str(p) for p in folder.glob("*.jar") if _artifact(p.name) not in spark_own)
 
 
 def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool = False,
@@ -71,11 +80,9 @@ def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool 
     )
     if with_delta:
         builder = (builder
-                   .config("spark.jars.ivySettings", ivy_settings_file())
+                   .config("spark.jars", ",".join(delta_jars()))
                    .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
                    .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
-        from delta import configure_spark_with_delta_pip
-        builder = configure_spark_with_delta_pip(builder)
     for key, value in (extra_conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Everything the tests and benchmarks need on top of scripts/setup.sh: the test and bench extras,
+# Kafka's jars (the format judge), Delta's jars (the baseline) and Helm (the chart checks).
+# Idempotent. Needs Python 3.10+, Java 17+ with Maven, and Go (to build Helm once).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SEGLOG_EXTRAS=test,bench bash scripts/setup.sh
+bash .ci/kafka-jars.sh
+bash scripts/delta-jars.sh
+bash .ci/helm.sh > /dev/null
+echo "seglog's test set-up is complete"
