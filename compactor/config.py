@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from seglog.conf import TopicConfig, load_yaml, validate_topic_config
+from seglog.conf.topic_config import int_from_text
 from seglog.errors import ConfigError, InvalidTopicError
 from seglog.indexer.names import validate_topic
 
@@ -115,8 +116,7 @@ def _mapping(where: str, name: str, value: Any) -> Mapping[str, Any]:
 
 
 def _int(where: str, key: str, value: Any, low: int, high: int) -> int:
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value.strip())
+    value = int_from_text(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{where}: '{key}' = {value!r} is not an integer; allowed: an integer from {low} to {high}")
     if not low <= value <= high:

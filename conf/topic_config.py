@@ -6,6 +6,7 @@ with the key, the value and what is allowed (and the nearest valid key for a mis
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
@@ -70,6 +71,17 @@ def _load_defaults() -> Mapping[str, Any]:
     return MappingProxyType({k: _check(k, v, "conf/topic.yaml") for k, v in raw.items()})
 
 
+_INT_TEXT = re.compile(r"[-+]?[0-9]+")   # "--4096" or "4e3" is not an integer, and says so
+
+
+def int_from_text(value: Any) -> Any:
+    """An integer's text form as int (Spark options, properties files and YAML strings give text);
+    anything else unchanged, for the caller's type check to refuse with the key's name."""
+    if isinstance(value, str) and _INT_TEXT.fullmatch(value.strip()):
+        return int(value.strip())
+    return value
+
+
 def _nearest(key: str) -> str:
     close = difflib.get_close_matches(key, list(RULES), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
@@ -85,8 +97,7 @@ def _check(key: str, value: Any, where: str) -> Any:
     if rule.kind is int:
         # Accept ints and their string form (Spark options and properties files give strings),
         # refuse bools and floats, which would hide a mistake.
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            value = int(value.strip())
+        value = int_from_text(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{where}: '{key}' = {value!r} is not an integer; "
                               f"allowed: {rule.describe()}")

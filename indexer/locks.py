@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from seglog.errors import PartitionLockedError
-from seglog.indexer.names import META_DIR
+from seglog.indexer.names import META_DIR, short_file_name
 
 _POLL_SECONDS = 0.02
 
@@ -81,7 +81,7 @@ class FileLock:
 
 
 def lock_path(root: str | os.PathLike, name: str) -> Path:
-    return Path(root) / META_DIR / "locks" / f"{name}.lock"
+    return Path(root) / META_DIR / "locks" / short_file_name(name, ".lock")
 
 
 def partition_lock(partition_dir: str | os.PathLike) -> FileLock:

@@ -25,7 +25,7 @@ from seglog.errors import (InvalidRecordError, LogClosedError, OffsetOutOfRangeE
                             ReadOnlyLogError, RecordTooLargeError, TimestampOutOfRangeError)
 from seglog.indexer.locks import partition_lock
 from seglog.indexer.names import DELETED_SUFFIX, log_bases, parse_partition_dir
-from seglog.indexer.records import NO_TIMESTAMP, Record, decode_batch, first_offset_at_or_after
+from seglog.indexer.records import INT64_MAX, NO_TIMESTAMP, Record, decode_batch, first_offset_at_or_after
 from seglog.indexer.segment import LogSegment, SegmentInfo, now_ms, read_checked, sealed_summary
 
 EARLIEST = -2
@@ -246,11 +246,7 @@ class Log:
         if isinstance(records, (bytes, str)) or not isinstance(records, Sequence):
             raise InvalidRecordError(f"append takes a sequence of Record, got {type(records).__name__}")
         for i, r in enumerate(records):
-            if not isinstance(r, Record):
-                raise InvalidRecordError(f"record {i} is a {type(r).__name__}, not an indexer.Record")
-            for k, v in r.headers:
-                if not isinstance(k, str) or not (v is None or isinstance(v, (bytes, bytearray, memoryview))):
-                    raise InvalidRecordError(f"record {i}: header ({k!r}, {v!r}) must be (str, bytes or None)")
+            _check_record(i, r)
         now = now_ms()
         timestamps = np.array([now if r.timestamp is None else r.timestamp for r in records], dtype=np.int64) \
             if records else np.zeros(0, dtype=np.int64)
@@ -574,11 +570,40 @@ class Log:
 
 
 # ---------------------------------------------------------------------- helpers
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+def _check_record(i: int, r: object) -> None:
+    """Refuse, naming the record, what `append` cannot store as given (before anything is written)."""
+    if not isinstance(r, Record):
+        raise InvalidRecordError(f"record {i} is a {type(r).__name__}, not a seglog.indexer.Record")
+    for name in ("key", "value"):
+        field_value = getattr(r, name)
+        if field_value is not None and not isinstance(field_value, _BYTES_LIKE):
+            raise InvalidRecordError(f"record {i}: {name} is a {type(field_value).__name__}; "
+                                     f"allowed: bytes or None")
+    ts = r.timestamp
+    if ts is not None and (isinstance(ts, bool) or not isinstance(ts, (int, np.integer))):
+        raise InvalidRecordError(f"record {i}: timestamp {ts!r} is a {type(ts).__name__}; allowed: int "
+                                 f"milliseconds >= 0, -1 for none, or None for now")
+    if ts is not None and not NO_TIMESTAMP <= int(ts) <= INT64_MAX:
+        raise InvalidRecordError(f"record {i}: timestamp {int(ts)} is out of range; allowed: 0 to {INT64_MAX} "
+                                 f"milliseconds, -1 for none")
+    if not isinstance(r.headers, (tuple, list)):
+        raise InvalidRecordError(f"record {i}: headers is a {type(r.headers).__name__}; allowed: a sequence "
+                                 f"of (str, bytes or None) pairs")
+    for h in r.headers:
+        if not (isinstance(h, (tuple, list)) and len(h) == 2 and isinstance(h[0], str)
+                and (h[1] is None or isinstance(h[1], _BYTES_LIKE))):
+            raise InvalidRecordError(f"record {i}: header {h!r} must be a (str, bytes or None) pair")
+
+
 def _timestamps_ms(timestamps, n: int, now: int) -> np.ndarray:
     """Timestamps as int64 ms: None (or nulls) mean now, -1 means no timestamp."""
     if timestamps is None:
         return np.full(n, now, dtype=np.int64)
     if isinstance(timestamps, np.ndarray):
+        _check_unsigned_range(timestamps)
         ts = timestamps.astype(np.int64, copy=False)
     else:
         import pyarrow as pa
@@ -591,6 +616,15 @@ def _timestamps_ms(timestamps, n: int, now: int) -> np.ndarray:
             arr = pa.array(arr, type=pa.int64())
         if pa.types.is_timestamp(arr.type):
             arr = pc.cast(arr, pa.timestamp("ms", tz=arr.type.tz), safe=False).cast(pa.int64())
+            # A time column holds real instants: one before the epoch is not Kafka's -1 ("no
+            # timestamp"), and Kafka stores no other negative timestamp: refuse it, naming the row.
+            early = pc.less(arr, 0)
+            if pc.any(early).as_py():
+                row = int(pc.index(early, True).as_py())
+                raise InvalidRecordError(f"record {row} has a timestamp {arr[row].as_py()} ms before the epoch "
+                                         f"(1970-01-01T00:00:00Z); Kafka records cannot hold such times")
+        elif pa.types.is_unsigned_integer(arr.type):
+            _check_unsigned_range(arr.to_numpy(zero_copy_only=False))
         elif not pa.types.is_integer(arr.type):
             raise InvalidRecordError(f"timestamps must be int64 milliseconds or a timestamp array, got {arr.type}")
         if arr.null_count:
@@ -605,9 +639,17 @@ def _timestamps_ms(timestamps, n: int, now: int) -> np.ndarray:
     return ts
 
 
+def _check_unsigned_range(values: np.ndarray) -> None:
+    """uint64 values above int64's range would wrap to negative timestamps (2**64-1 becomes -1)."""
+    if np.issubdtype(values.dtype, np.unsignedinteger) and len(values) and int(np.max(values)) > INT64_MAX:
+        row = int(np.argmax(values > INT64_MAX))
+        raise InvalidRecordError(f"record {row} has timestamp {int(values[row])}, above {INT64_MAX} "
+                                 f"(the largest millisecond timestamp)")
+
+
 def _check_time_difference(ts: np.ndarray, now: int, limit: int, base: int) -> None:
     """KIP-32's max.message.time.difference.ms, for CreateTime: refuse the whole append."""
-    if limit >= (1 << 63) - 1 or len(ts) == 0:
+    if limit >= INT64_MAX or len(ts) == 0:
         return
     has_ts = ts >= 0
     bad = np.nonzero(has_ts & (np.abs(ts - now) > limit))[0]

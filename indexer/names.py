@@ -16,14 +16,14 @@ SWAP_SUFFIX = ".swap"             # a finished rewrite waiting to replace the or
 META_DIR = "_seglog"              # metadata: topics, commit log, locks
 LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
 
-_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
-_PARTITION_DIR_RE = re.compile(r"^(?P<topic>[a-zA-Z0-9._-]{1,249})-(?P<partition>\d+)$")
-_SEGMENT_RE = re.compile(r"^(?P<base>\d{20})\.(?P<kind>log|index|timeindex)(?P<suffix>(\.deleted|\.cleaned|\.swap)?)$")
+_TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]{1,249}")   # always fullmatch: `$` would let "name\n" through
+_PARTITION_DIR_RE = re.compile(r"(?P<topic>[a-zA-Z0-9._-]{1,249})-(?P<partition>\d+)")
+_SEGMENT_RE = re.compile(r"(?P<base>\d{20})\.(?P<kind>log|index|timeindex)(?P<suffix>(\.deleted|\.cleaned|\.swap)?)")
 
 
 def validate_topic(topic: object) -> str:
     """Kafka's rule: [a-zA-Z0-9._-], 1 to 249 characters, not '.' or '..' (so no path leaves the root)."""
-    if not isinstance(topic, str) or not _TOPIC_RE.match(topic) or topic in (".", ".."):
+    if not isinstance(topic, str) or not _TOPIC_RE.fullmatch(topic) or topic in (".", ".."):
         raise InvalidTopicError(
             f"invalid topic name {topic!r}: a topic is 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'")
     return topic
@@ -38,10 +38,24 @@ def partition_dir_name(topic: str, partition: int) -> str:
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
     """(topic, partition) for a folder named <topic>-<partition>, else None."""
-    m = _PARTITION_DIR_RE.match(name)
+    m = _PARTITION_DIR_RE.fullmatch(name)
     if not m or m.group("topic") in (".", ".."):
         return None
     return m.group("topic"), int(m.group("partition"))
+
+
+NAME_MAX = 255   # bytes in one path component on Linux filesystems
+
+
+def short_file_name(name: str, suffix: str) -> str:
+    """`name + suffix`, or, when that would pass NAME_MAX (a 249-character topic plus a partition and a
+    suffix can), a prefix of `name` plus a hash of all of it: distinct names stay distinct."""
+    if len((name + suffix).encode()) <= NAME_MAX:
+        return name + suffix
+    import hashlib
+
+    digest = hashlib.sha256(name.encode()).hexdigest()[:32]
+    return f"{name[:NAME_MAX - len(suffix) - 33]}~{digest}{suffix}"
 
 
 def segment_file(dir_path: str | os.PathLike, base_offset: int, suffix: str) -> Path:
@@ -50,7 +64,7 @@ def segment_file(dir_path: str | os.PathLike, base_offset: int, suffix: str) -> 
 
 def parse_segment_file(name: str) -> tuple[int, str, str] | None:
     """(base offset, kind 'log'|'index'|'timeindex', extra suffix '' or '.deleted'...) or None."""
-    m = _SEGMENT_RE.match(name)
+    m = _SEGMENT_RE.fullmatch(name)
     if not m:
         return None
     return int(m.group("base")), m.group("kind"), m.group("suffix")

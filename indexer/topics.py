@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from seglog.conf.topic_config import TopicConfig, validate_topic_config
 from seglog.errors import InvalidTopicError
-from seglog.indexer.fsutil import fsync_dir
+from seglog.indexer.fsutil import fsync_dir, temp_path
 from seglog.indexer.names import META_DIR, validate_topic
 
 MAX_PARTITIONS = 1 << 20  # a sanity bound; Kafka has none but a folder per partition makes this plenty
@@ -28,7 +28,9 @@ MAX_PARTITIONS = 1 << 20  # a sanity bound; Kafka has none but a folder per part
 class TopicMetadata:
     name: str
     partitions: int
-    config: dict[str, Any] = field(default_factory=dict)   # overrides of the built-in defaults
+    # Every key the creator asked for, even one equal to a built-in default: a topic's recorded
+    # configuration always wins over the sidecar file's `log:` defaults (docs/spec.md §5, §9).
+    config: dict[str, Any] = field(default_factory=dict)
     created_ms: int = 0
 
     def topic_config(self) -> TopicConfig:
@@ -87,10 +89,11 @@ def list_topics(root: str | os.PathLike) -> list[str]:
 
 
 def _normalise(topic: str, config: Mapping[str, Any] | TopicConfig | None) -> dict[str, Any]:
-    """Validated overrides: only the keys whose value differs from the built-in defaults."""
+    """The validated values of every key asked for (a TopicConfig asks for all of its keys)."""
+    validated = validate_topic_config(config, where=f"config of topic {topic!r}")
     if isinstance(config, TopicConfig):
-        return config.overrides()
-    return validate_topic_config(config, where=f"config of topic {topic!r}").overrides()
+        return dict(validated)
+    return {key: validated[key] for key in (config or {})}
 
 
 def create_topic(root: str | os.PathLike, topic: str, partitions: int,
@@ -108,7 +111,7 @@ def create_topic(root: str | os.PathLike, topic: str, partitions: int,
         path = topic_file(root, topic)
         path.parent.mkdir(parents=True, exist_ok=True)
         meta = TopicMetadata(topic, partitions, overrides, int(time.time() * 1000))
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{time.monotonic_ns()}")
+        tmp = temp_path(path)
         try:
             with open(tmp, "wb") as fh:
                 fh.write(json.dumps(meta.to_json(), sort_keys=True, indent=1).encode())
@@ -136,9 +139,12 @@ def _check_same(existing: TopicMetadata, partitions: int, overrides: Mapping[str
     problems = []
     if existing.partitions != partitions:
         problems.append(f"it has {existing.partitions} partitions, {partitions} were asked")
-    if dict(existing.config) != dict(overrides):
-        problems.append(f"its configuration overrides are {dict(sorted(existing.config.items()))}, "
-                        f"{dict(sorted(overrides.items()))} were asked")
+    # Asking for nothing (or for what the topic has) is no conflict: an existing topic keeps its own.
+    effective = existing.topic_config()
+    differing = {k: v for k, v in overrides.items() if effective[k] != v}
+    if differing:
+        problems.append(f"its configuration is {dict(sorted((k, effective[k]) for k in differing))}, "
+                        f"{dict(sorted(differing.items()))} were asked")
     if problems:
         raise InvalidTopicError(f"topic {existing.name!r} already exists and differs: " + "; ".join(problems)
                                 + " (an existing topic keeps its partition count and configuration)")

@@ -28,6 +28,7 @@ from typing import Any, Iterator
 import numpy as np
 import pyarrow as pa
 
+from seglog.indexer.fsutil import atomic_write
 from seglog.indexer.names import META_DIR, partition_dir_name
 
 RESULT_SCHEMA = ("topic string, partition int, start long, end long, records long, bytes long, "
@@ -42,12 +43,8 @@ def inflight_dir(root: str | os.PathLike, topic: str, writer_id: str, batch_id: 
 
 def _write_json_atomic(path: Path, doc: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w") as fh:
-        json.dump(doc, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    # Markers only have to be whole when read; the batch's commit is what makes a write durable.
+    atomic_write(path, json.dumps(doc).encode(), fsync_folder=False)
 
 
 @dataclass(frozen=True)

@@ -46,9 +46,12 @@ from seglog.indexer.topics import TopicMetadata, create_topic, load_topic
 from seglog.sink.executor_write import RESULT_SCHEMA, SLOT, INT64_MAX, TaskWriter, WritePlan, inflight_dir
 from seglog.sink.input_schema import InputColumns, SinkInputError, validate_schema
 
-_WRITER_RE = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
+_WRITER_RE = re.compile(r"[A-Za-z0-9._-]{1,200}")   # fullmatch: `$` lets "id\n" through
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 ARROW_BATCH_ROWS = 100_000
+# A record's time, from the `timestamp` column (timestamp or timestamp_ntz): NTZ is read in the
+# session time zone, as Spark's CAST does. The write and the quarantine routing both use it.
+EVENT_TIME = "CAST(timestamp AS TIMESTAMP)"
 BATCH_OVERHEAD = 61           # Kafka's record batch header, v2
 
 
@@ -94,7 +97,7 @@ class SegmentLogSink:
         # Validated now, so a bad key fails when the query is defined, not at its first batch.
         self.config = (validate_topic_config(config, where="SegmentLogSink config").overrides()
                        if config is not None else None)
-        if writer_id is not None and (not isinstance(writer_id, str) or not _WRITER_RE.match(writer_id)):
+        if writer_id is not None and (not isinstance(writer_id, str) or not _WRITER_RE.fullmatch(writer_id)):
             raise SinkInputError(f"writer_id = {writer_id!r}; allowed: 1 to 200 characters of [A-Za-z0-9._-]")
         self.writer_id = writer_id
         self.tasks = tasks
@@ -108,7 +111,7 @@ class SegmentLogSink:
         cols = validate_schema(df.schema)
         spark = df.sparkSession
         writer = self.writer_id or spark.sparkContext.getLocalProperty(QUERY_ID_PROPERTY) or "default"
-        if not _WRITER_RE.match(writer):
+        if not _WRITER_RE.fullmatch(writer):
             raise SinkInputError(f"writer id {writer!r} from the query is not usable as a folder name")
         batch_id = int(batch_id)
         self.last_results = []
@@ -251,7 +254,7 @@ class SegmentLogSink:
                         f"topic {t!r}: a record (key {_show(row['key'])}) encodes to a batch of {row['v']} "
                         f"bytes, more than max.message.bytes={limit}; nothing was written")
         if "TimestampOutOfRangeError" in text and cols.has_timestamp:
-            ts = "unix_millis(CAST(timestamp AS TIMESTAMP))"
+            ts = f"unix_millis({EVENT_TIME})"
             for t, meta in metas.items():
                 diff = meta.topic_config()["max.message.time.difference.ms"]
                 row = first(t, f"abs({ts} - {now}) > {diff}", ts)
@@ -322,7 +325,7 @@ class SegmentLogSink:
         for t, q in quarantine.items():
             diff = metas[t].topic_config()["max.message.time.difference.ms"]
             t_expr = (f"(CASE WHEN {topic_expr} = {_sql_str(t)} AND timestamp IS NOT NULL AND "
-                      f"abs(unix_millis(CAST(timestamp AS TIMESTAMP)) - {now}) > {diff} "
+                      f"abs(unix_millis({EVENT_TIME}) - {now}) > {diff} "
                       f"THEN {_sql_str(q)} ELSE {t_expr} END)")
         n_expr = "(CASE _t " + " ".join(f"WHEN {_sql_str(t)} THEN {metas[t].partitions}" for t in metas) + " END)"
         base_expr = "(CASE _t " + " ".join(f"WHEN {_sql_str(t)} THEN {base[t]}" for t in todo) + " END)"
@@ -365,6 +368,10 @@ class SegmentLogSink:
                       f"CAST(partition AS STRING), '; nothing was written')) "
                       f"ELSE CAST(partition AS INT) END)")
         staged = staged.withColumn(SLOT, F.expr(f"{base_expr} + {p_expr}")).where(f"{SLOT} IS NOT NULL")
+        if cols.has_timestamp:
+            # One rule for every use of the timestamp column (the write and the quarantine routing):
+            # a TimestampNTZ value is a wall time in the session time zone, as Spark's CAST says.
+            staged = staged.withColumn("timestamp", F.expr(EVENT_TIME))
         keep = [c for c in ("key", "value", "timestamp", "headers") if c in df.columns] + [SLOT]
         ntasks = self.tasks or max(1, min(len(slots), 2 * spark.sparkContext.defaultParallelism))
         confs = {}

@@ -138,3 +138,13 @@ def test_process_refuses_a_bad_file_naming_the_key(tmp_path):
     import json
     line = json.loads(proc.stderr.strip().splitlines()[-1])
     assert line["level"] == "error" and line["event"] == "compactor.failed"
+
+
+@pytest.mark.parametrize("text", ["--4096", "4e3", "1_000", " - 5", "0x10"])
+def test_malformed_integer_text_is_a_config_error_naming_key_and_value(text):
+    from seglog.conf import validate_topic_config
+
+    with pytest.raises(ConfigError, match=r"'segment.bytes' = '.*' is not an integer"):
+        validate_topic_config({"segment.bytes": text})
+    with pytest.raises(ConfigError, match=r"schedule.seal.interval.ms"):
+        parse_config({"root": "/tmp/x", "schedule": {"seal.interval.ms": text}}, source="test.yaml")

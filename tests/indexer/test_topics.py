@@ -23,9 +23,11 @@ def test_load_missing_is_none(tmp_path):
     assert load_topic(tmp_path, "nothing") is None
 
 
-def test_idempotent_and_default_values_are_not_overrides(tmp_path):
-    a = create_topic(tmp_path, "t", 2, {"segment.bytes": 1 << 30})   # the default: no override
-    assert a.config == {}
+def test_idempotent_and_values_equal_to_defaults_are_recorded(tmp_path):
+    # A value equal to the built-in default is still what the topic asked for: it is recorded, so
+    # that a sidecar file's `log:` defaults can never override it (issue: 7-day topic, 2-hour file).
+    a = create_topic(tmp_path, "t", 2, {"segment.bytes": 1 << 30})
+    assert a.config == {"segment.bytes": 1 << 30}
     assert create_topic(tmp_path, "t", 2, None) == a
     assert create_topic(tmp_path, "t", 2, {}) == a
 
@@ -73,3 +75,42 @@ def test_concurrent_creators_agree(tmp_path):
     winner = load_topic(tmp_path, "race").partitions
     assert results.count(winner) == 1 and results.count(-1) == 7
     assert [p.name for p in topic_file(tmp_path, "race").parent.iterdir()] == ["race.json"]
+
+
+def test_recorded_default_value_wins_over_the_sidecar_files_log_section(tmp_path):
+    from seglog.indexer.root import LogRoot
+
+    week = 7 * 86_400_000
+    create_topic(tmp_path, "weekly", 1, {"retention.ms": week})          # equal to Kafka's default
+    create_topic(tmp_path, "plain", 1, None)
+    root = LogRoot(tmp_path)
+    file_log_section = {"retention.ms": 3_600_000}
+    assert root.topic_config("weekly", base=file_log_section)["retention.ms"] == week
+    assert root.topic_config("plain", base=file_log_section)["retention.ms"] == 3_600_000
+    assert root.topic_config("weekly", overrides={"retention.ms": 5}, base=file_log_section)["retention.ms"] == 5
+
+
+def test_topic_names_ending_in_a_newline_are_refused(tmp_path):
+    from seglog.indexer.names import parse_partition_dir, validate_topic
+
+    for bad in ("events\n", "events\r", "\nevents"):
+        with pytest.raises(InvalidTopicError):
+            validate_topic(bad)
+    assert parse_partition_dir("events-0\n") is None
+
+
+def test_longest_valid_topic_names_work_end_to_end(tmp_path):
+    from seglog.indexer import Log, Record
+    from seglog.indexer.commit_log import CommitLog
+    from seglog.indexer.names import partition_dir_name
+
+    for n in (230, 249):
+        topic = "t" * (n - 1) + str(n % 10)
+        create_topic(tmp_path, topic, 3, {"segment.bytes": 4096})
+        with Log.open(tmp_path / partition_dir_name(topic, 2)) as log:
+            log.append([Record(value=b"v", timestamp=1)])
+            log.flush()
+        CommitLog(tmp_path, topic).commit("w", 0, {2: 1})
+        assert load_topic(tmp_path, topic).partitions == 3
+        assert CommitLog(tmp_path, topic).end_offsets() == {2: 1}
+    assert sorted(list_topics(tmp_path), key=len)[-1].endswith("9")
