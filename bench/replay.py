@@ -32,6 +32,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench import _spark_bench as sb  # noqa: E402
+from seglog.indexer.commit_log import CommitLog
 from seglog.indexer import Log  # noqa: E402
 
 PARTITIONS = 4
@@ -76,6 +77,8 @@ def write_log(root: Path, rows: int, parquet_dir: Path | None = None) -> dict:
                 pq.write_table(table, parquet_dir / f"part-{lo:012d}.parquet", compression="snappy")
         for log in logs:
             log.flush()
+        # Readers see only committed records: commit what was written, as the sink would.
+        CommitLog(root, sb.TOPIC).commit("bench", 0, {p: log.log_end_offset for p, log in enumerate(logs)})
         nbytes = sum(log.size_bytes() for log in logs)
         segments = sum(len(log.segments()) for log in logs)
     finally:

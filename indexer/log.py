@@ -320,6 +320,9 @@ class Log:
     # ------------------------------------------------------------------ rolling and sealing
     def _roll_active(self) -> LogSegment:
         old = self._active
+        # The per-segment largest timestamps (the lookup's running maximum) must include what this
+        # append wrote to the old segment before the roll, or a live lookup skips past it.
+        self._note_active_max()
         # No fsync here (a roll must stay cheap): the old segment joins the segments the next
         # flush() makes durable. It stays open as an inactive segment; the sidecar seals it later.
         self._unflushed[old.base_offset] = old

@@ -29,7 +29,19 @@ class LogRoot:
         return sorted(found)
 
     def topics(self) -> list[str]:
-        return sorted({t for t, _ in self.partitions()})
+        """Topics with a partition folder or recorded metadata (a topic may have no folder yet)."""
+        from seglog.indexer.topics import list_topics
+
+        return sorted({t for t, _ in self.partitions()} | set(list_topics(self.path)))
+
+    def topic_partitions(self, topic: str) -> list[int]:
+        """A topic's partitions: 0 to its recorded count (a partition the sink never wrote has no
+        folder, and reads as empty), plus any partition folder found."""
+        from seglog.indexer.topics import load_topic
+
+        meta = load_topic(self.path, topic)
+        found = {p for _, p in self.partitions(topic)}
+        return sorted(found | set(range(meta.partitions if meta is not None else 0)))
 
     def topic_config(self, topic: str, overrides: Mapping[str, Any] | None = None,
                      base: Mapping[str, Any] | None = None) -> TopicConfig:

@@ -113,6 +113,9 @@ class LogSegment:
                                     writable=writable, preallocate=prealloc)
         self.next_offset = base_offset        # set by load_state / appends
         self.max_timestamp = NO_TIMESTAMP      # largest record timestamp (KIP-33 "max timestamp so far")
+        # True once max_timestamp covers every batch (a new segment, or after load_state); a
+        # segment opened without load_state computes it from its files on demand.
+        self._max_known = create
         self.first_timestamp = NO_TIMESTAMP    # first record timestamp: the segment.ms rolling base
         self.bytes_since_index_entry = 0
         self.created_ms = now_ms() if create else int(st.st_mtime * 1000)
@@ -132,10 +135,18 @@ class LogSegment:
     # ------------------------------------------------------------------ state
     def load_state(self, *, tolerate_torn_tail: bool = False) -> None:
         """Reload next offset, largest and first timestamps from the indexes plus a scan of the
-        tail after the last index entry (KIP-33, broker start-up). A writer's log was recovered
-        first; a reader tolerates a tail that a concurrent writer is still writing."""
+        tail (KIP-33, broker start-up). A writer's log was recovered first; a reader tolerates a
+        tail that a concurrent writer is still writing.
+
+        The largest timestamp is the last time index entry's, plus every batch from the position
+        of that entry's offset on (as Kafka loads it). Starting the scan at the last offset index
+        entry instead would miss batches between the two after a truncation that dropped time
+        index entries but kept offset index entries (their timestamps were never indexed)."""
         last = self.offset_index.last_entry()
+        entry = self.time_index.last_entry()
         start = last[1] if last else 0
+        if entry is not None:
+            start = min(start, self.offset_index.lookup(entry[1])[1])
         tail = self.scan(start, self.size, check_crc=False)
         if tail.error:
             if not tolerate_torn_tail:
@@ -143,17 +154,20 @@ class LogSegment:
             self.size = tail.valid_end
         n = len(tail.positions)
         self.next_offset = int(tail.last_offsets[-1]) + 1 if n else (last[0] + 1 if last else self.base_offset)
-        entry = self.time_index.last_entry()
         max_ts = entry[0] if entry else NO_TIMESTAMP
         if n:
             max_ts = max(max_ts, int(tail.max_timestamps.max()))
         self.max_timestamp = max_ts
+        self._max_known = True
         if self.size > 0:
             first = parse_header(self.pread(0, BATCH_HEADER_SIZE), 0)
             self.first_timestamp = first.base_timestamp if first.base_timestamp >= 0 else first.max_timestamp
         # Bytes appended since the batch the last index entry points at ended.
-        if last and n:
-            self.bytes_since_index_entry = self.size - int(tail.positions[1]) if n > 1 else 0
+        at = int(np.searchsorted(tail.positions, last[1])) if (last and n) else n
+        if last and at + 1 < n:
+            self.bytes_since_index_entry = self.size - int(tail.positions[at + 1])
+        elif last and n:
+            self.bytes_since_index_entry = 0
         else:
             self.bytes_since_index_entry = self.size
 
@@ -273,7 +287,7 @@ class LogSegment:
 
     def largest_timestamp(self) -> int:
         """Largest record timestamp: the last time index entry plus the batches after it."""
-        if self.writable and self.max_timestamp >= 0:
+        if self._max_known:
             return self.max_timestamp
         entry = self.time_index.last_entry()
         ts = entry[0] if entry else NO_TIMESTAMP

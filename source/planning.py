@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
+from seglog.indexer.commit_log import CommitLog
+from seglog.indexer.root import LogRoot
 from seglog.errors import InvalidTopicError, OffsetOutOfRangeError
 from seglog.source.options import EARLIEST, LATEST, Bound, SourceOptions
 
@@ -106,35 +109,19 @@ class PartitionRange:
 
 
 def partition_path(root: str, topic: str, partition: int) -> str:
-    from seglog.indexer.names import partition_dir_name
-    return os.path.join(root, partition_dir_name(topic, partition))
+    return str(LogRoot(root).partition_path(topic, partition))
 
 
 def topic_partitions(root: str, topic: str) -> list[int]:
-    """The partitions of a topic: from its metadata if the sink created it, else from the folders."""
+    """The partitions of a topic (recorded count and folders: indexer.root.LogRoot)."""
     if not os.path.isdir(root):
         raise InvalidTopicError(f"seglog source: log root {root!r} does not exist or is not a folder")
-    count = None
-    try:
-        from seglog.indexer.topics import load_topic
-        meta = load_topic(root, topic)
-        if meta is not None:
-            count = getattr(meta, "partitions", None)
-    except ImportError:  # metadata module absent: fall back on the folders
-        meta = None
-    found = set()
-    from seglog.indexer.names import parse_partition_dir
-    for name in os.listdir(root):
-        parsed = parse_partition_dir(name)
-        if parsed is not None and parsed[0] == topic and os.path.isdir(os.path.join(root, name)):
-            found.add(parsed[1])
-    if isinstance(count, int) and count > 0:
-        found |= set(range(count))
+    log_root = LogRoot(root)
+    found = log_root.topic_partitions(topic)
     if not found:
-        topics = sorted({p[0] for p in map(parse_partition_dir, os.listdir(root)) if p is not None})
         raise InvalidTopicError(f"seglog source: topic {topic!r} not found under {root!r} "
-                                f"(topics there: {', '.join(topics) or 'none'})")
-    return sorted(found)
+                                f"(topics there: {', '.join(log_root.topics()) or 'none'})")
+    return found
 
 
 def check_bound_partitions(bound: Bound, topic: str, partitions: Sequence[int]) -> None:
@@ -169,15 +156,12 @@ def check_layout(opts: SourceOptions) -> dict[str, list[int]]:
     return layout
 
 
-def committed_ends(root: str, topic: str) -> dict[int, int] | None:
-    """The committed end of every partition (the high watermark), or None if the topic has no commit
-    log (written through the Log API directly: the log end offset is then the end)."""
-    try:
-        from seglog.indexer.commit_log import CommitLog
-    except ImportError:
-        return None
+def committed_ends(root: str, topic: str) -> dict[int, int]:
+    """The committed end of every partition (the high watermark). A partition the commit log does
+    not name, or a topic with no commit log at all, has committed nothing (docs/spec.md §4): a
+    reader sees none of its records, however many a writer has appended."""
     state = CommitLog(root, topic).latest()
-    return None if state is None else dict(state.end_offsets)
+    return {} if state is None else dict(state.end_offsets)
 
 
 def data_loss_message(topic: str, partition: int, start: int, log_start: int) -> str:
@@ -195,8 +179,8 @@ def resolve_range(opts: SourceOptions, bounds: ScanBounds, topic: str, partition
     """[start, end) for one partition. Raises on data loss (failOnDataLoss), on a start past the end
     given as offsets, and on a starting timestamp with no offset under strategy `error`."""
     log_start, log_end = log.log_start_offset, log.log_end_offset
-    # Readers never pass the committed end (docs/spec.md §4); without a commit log the log end is the end.
-    end_cap = log_end if committed is None else min(committed, log_end)
+    # Readers never pass the committed end (docs/spec.md §4); nothing committed means nothing to read.
+    end_cap = log_start if committed is None else min(committed, log_end)
     end_cap = max(end_cap, log_start)
 
     # Ending bound (exclusive).
@@ -329,9 +313,19 @@ def plan(opts: SourceOptions, bounds: ScanBounds, *, cores: int | None = None,
                 continue
             ends = committed_ends(opts.root, topic)
             for p in kept:
+                if not Path(partition_path(opts.root, topic, p)).is_dir():
+                    # A partition the sink never wrote has no folder: zero rows. Unless the commit
+                    # log says records were committed there: then its folder was lost.
+                    lost = ends.get(p, 0)
+                    if lost > 0 and opts.fail_on_data_loss:
+                        raise OffsetOutOfRangeError(
+                            f"seglog source: {topic}-{p}: the commit log says offsets 0 to {lost - 1} were "
+                            f"committed, but the partition folder {partition_path(opts.root, topic, p)} is gone. "
+                            f"Set failOnDataLoss=false to read the other partitions.")
+                    continue
                 log = opener(opts.root, topic, p)
                 logs.append(log)
-                committed = None if ends is None else ends.get(p, log.log_start_offset)
+                committed = ends.get(p, log.log_start_offset)
                 ranges.append(resolve_range(opts, bounds, topic, p, log, committed))
         total = sum(r.bytes for r in ranges)
         target = target_task_bytes(total, opts, cores)

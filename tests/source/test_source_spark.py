@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.log import Log
 
 pytestmark = pytest.mark.spark
@@ -24,7 +25,14 @@ def timestamps_for(partition: int, n: int) -> np.ndarray:
     return T0 + ((i * 37) % 150) * 10
 
 
-def write_partition(root, topic, partition, n, *, headers=False, config=CONFIG, chunks=4):
+def commit_all(root, topic, partition, end):
+    """Commit `end` for one partition, as the sink would after a batch (readers see only committed records)."""
+    commits = CommitLog(root, topic)
+    last = commits.last_batch("tests")
+    commits.commit("tests", 0 if last is None else last + 1, {partition: end})
+
+
+def write_partition(root, topic, partition, n, *, headers=False, config=CONFIG, chunks=4, commit=True):
     with Log.open(root / f"{topic}-{partition}", config) as log:
         ts = timestamps_for(partition, n)
         for lo in range(0, n, max(1, n // chunks)):
@@ -37,6 +45,8 @@ def write_partition(root, topic, partition, n, *, headers=False, config=CONFIG, 
                                HEADERS)
             log.append_columns(values, keys=keys, timestamps=ts[lo:hi], headers=hdr)
         log.flush()
+        if commit:
+            commit_all(root, topic, partition, log.log_end_offset)
 
 
 def write_old_then_recent(path, config):
@@ -47,6 +57,9 @@ def write_old_then_recent(path, config):
         for lo, n, ts in ((0, 100, T0), (100, 100, T0), (200, 100, now)):
             log.append_columns(pa.array([b"v%06d" % i * 20 for i in range(lo, lo + n)]),
                                timestamps=np.full(n, ts, np.int64))
+        log.flush()
+        topic, partition = path.name.rsplit("-", 1)
+        commit_all(path.parent, topic, int(partition), log.log_end_offset)
 
 
 @pytest.fixture(scope="module")
@@ -233,9 +246,8 @@ def test_unknown_topic_refused(spark, root):
 
 
 def test_read_bounded_by_committed_end(spark, tmp_path):
-    from seglog.indexer.commit_log import CommitLog
-    write_partition(tmp_path, "committed", 0, 100)
-    write_partition(tmp_path, "committed", 1, 100)
+    write_partition(tmp_path, "committed", 0, 100, commit=False)
+    write_partition(tmp_path, "committed", 1, 100, commit=False)
     CommitLog(tmp_path, "committed").commit("w", 0, {0: 60, 1: 100})
     with Log.open(tmp_path / "committed-1", CONFIG) as log:   # appended, never committed
         log.append_columns(pa.array([b"uncommitted"] * 20), timestamps=np.full(20, T0 + 50_000, np.int64))
@@ -275,3 +287,36 @@ def test_retention_deleted_start(spark, tmp_path):
     assert want[0][2] == log_start
     assert read(startingOffsets={"retained": {"0": 5}}, failOnDataLoss="false") == want
     assert read() == want   # earliest is the log start: no data loss
+
+
+def test_nothing_committed_means_nothing_visible(spark, tmp_path):
+    # A new topic's first batch written but not (yet) committed: readers see none of it; a
+    # re-delivery may write different rows, and a reader must never have seen the first ones.
+    write_partition(tmp_path, "fresh", 0, 40, commit=False)
+    df = spark.read.format("seglog").option("topic", "fresh").load(str(tmp_path))
+    assert df.count() == 0
+    commit_all(tmp_path, "fresh", 0, 25)
+    got = rows_of(spark.read.format("seglog").option("topic", "fresh").load(str(tmp_path)))
+    assert [o for _, _, o, *_ in got] == list(range(25))
+
+
+def test_never_written_partition_reads_as_empty(spark, tmp_path):
+    from seglog.indexer.topics import create_topic
+
+    create_topic(tmp_path, "sparse", 3, {"segment.bytes": 4096})
+    write_partition(tmp_path, "sparse", 0, 30)
+    write_partition(tmp_path, "sparse", 2, 20)
+    assert not (tmp_path / "sparse-1").exists()
+    df = spark.read.format("seglog").option("topic", "sparse").load(str(tmp_path))
+    got = rows_of(df)
+    assert sorted({p for _, p, *_ in got}) == [0, 2] and len(got) == 50
+    assert got == expected_rows(tmp_path, "sparse", [0, 2])
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW sparse_v USING seglog OPTIONS (path '{tmp_path}', topic 'sparse')")
+    assert spark.sql("SELECT partition, count(*) AS n FROM sparse_v GROUP BY partition ORDER BY partition").collect() \
+        == [(0, 30), (2, 20)]
+    # a partition whose folder vanished after records were committed there is data loss, not "empty"
+    commit_all(tmp_path, "sparse", 1, 5)
+    with pytest.raises(Exception, match=r"sparse-1: the commit log says offsets 0 to 4 were committed"):
+        spark.read.format("seglog").option("topic", "sparse").load(str(tmp_path)).count()
+    lenient = spark.read.format("seglog").option("topic", "sparse").option("failOnDataLoss", "false")
+    assert lenient.load(str(tmp_path)).count() == 50
