@@ -21,7 +21,7 @@ import numpy as np
 from seglog.conf.topic_config import TopicConfig, validate_topic_config
 from seglog.indexer import checkpoint, recovery, retention
 from seglog.indexer.columns import EncodedBatches, decode_to_arrow, encode_columns
-from seglog.errors import (InvalidRecordError, LogClosedError, OffsetOutOfRangeError,
+from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, OffsetOutOfRangeError,
                             ReadOnlyLogError, RecordTooLargeError, TimestampOutOfRangeError)
 from seglog.indexer.locks import partition_lock
 from seglog.indexer.names import DELETED_SUFFIX, log_bases, parse_partition_dir
@@ -382,6 +382,11 @@ class Log:
 
     def _bounds(self, offset: int | None, max_offset: int | None) -> tuple[int, int]:
         self._check_open()
+        if self._log_start > self.log_end_offset:
+            raise CorruptRecordError(
+                f"{self.path}: the log start offset {self._log_start} (from {self.path.parent}/"
+                f"log-start-offset-checkpoint) is beyond the log end offset {self.log_end_offset}: "
+                f"it would hide every record; correct or remove the checkpoint entry")
         start = self._log_start if offset is None else offset
         if start < self._log_start:
             raise OffsetOutOfRangeError(
@@ -398,6 +403,12 @@ class Log:
         i = self._segment_position(start)
         while i < len(self._bases) and self._bases[i] < end:
             seg = self.segment(self._bases[i])
+            if seg.size == 0 and i < len(self._bases) - 1:
+                # Offsets base..next base - 1 belonged to this segment and its .log is empty:
+                # lost records are reported, never skipped (recovery and verify name them too).
+                raise CorruptRecordError(
+                    f"{seg.log_path}: the .log is empty but offsets {seg.base_offset} to "
+                    f"{self._bases[i + 1] - 1} belonged to it: those records are lost")
             pos, header, prev_last = seg.position_of(max(start, seg.base_offset))
             if header is not None:
                 for file_pos, buf, scan in _checked_chunks(seg, pos, prev_last):
@@ -460,9 +471,13 @@ class Log:
         """Remove exactly the records at or after `offset` (docs/spec.md §3.6). Crash safe: an intent file
         is written first and recovery completes an interrupted truncation."""
         self._check_writable()
+        if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) or offset < 0:
+            # -1 would name a segment "-0000000000000000001.log" and wipe the log (offsets are >= 0)
+            raise OffsetOutOfRangeError(f"{self.path}: cannot truncate to offset {offset!r}: offsets are "
+                                        f"integers >= 0")
         if offset >= self.log_end_offset:
             return
-        recovery.truncate(self, offset)
+        recovery.truncate(self, int(offset))
         self._max_ts = None
 
     def _reset_after_truncation(self, bases: list[int], active_base: int, log_start: int) -> None:

@@ -81,11 +81,38 @@ def _recover_segment(log: "Log", base: int, next_base: int | None, report: list[
     had_time_index = segment_file(d, base, TIME_INDEX_SUFFIX).exists()
     mtime_ms = int(os.stat(log_path).st_mtime * 1000)  # before anything here can touch the folder
     active = next_base is None
+    if not active and os.stat(log_path).st_size == 0:
+        # Every offset from base to next_base belonged to this segment: a zero-length .log (power
+        # loss) lost them. Reported, never hidden; readers refuse to skip the gap (Log reads).
+        report.append(f"{log_path}: the .log is empty but offsets {base} to {next_base - 1} belonged to it: "
+                      f"{next_base - base} records lost")
+        return
     seg = LogSegment(d, base, log.config, writable=True, active=active)
     try:
         if not active and had_index and had_time_index and not seg.offset_index.sanity_check() \
                 and not seg.time_index.sanity_check() and seg.is_sealed(next_base):
             return  # sealed: trusted; reads check CRCs, `verify` checks everything
+        if not active and (not had_index or not had_time_index or seg.offset_index.sanity_check()
+                           or seg.time_index.sanity_check()):
+            # A missing, odd-length or inconsistent index of an inactive segment: rebuilt into
+            # preallocated files (an index taken as found may have no room), then sealed again.
+            seg.close()
+            seg = LogSegment(d, base, log.config, writable=True, active=True)
+            why = "missing" if not (had_index and had_time_index) else "; ".join(
+                seg.offset_index.open_problems + seg.time_index.open_problems) or "inconsistent"
+            report.append(f"{log_path}: offset/time index rebuilt ({why})")
+            rebuild_indexes(seg, report)
+            if had_time_index:
+                seg.seal(next_base)
+                return
+            # Migration (docs/spec.md §2.4, KIP-33 migration): a segment written before time
+            # indexes existed gets (its mtime, the next segment's base); trimming last seals it.
+            seg.time_index.truncate_to(base)
+            seg.time_index.seal_entry(mtime_ms, next_base)
+            report.append(f"{log_path}: no time index; created one holding (mtime {mtime_ms}, next base {next_base})")
+            seg.time_index.trim(fsync=True)
+            seg.offset_index.trim(fsync=True)
+            return
         # The O(1) checks made at open (last entries in order, the last slot zero), plus the last
         # offset entry against the log below: every open pays for this, so it must not scan a
         # preallocated index. A bad entry further back is caught when a read uses it (the batch

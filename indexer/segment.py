@@ -67,7 +67,9 @@ def sealed_summary(dir_path, base_offset: int, next_base: int) -> SealedSummary 
         isize = os.stat(stem + INDEX_SUFFIX).st_size
         tst = os.stat(stem + TIME_INDEX_SUFFIX)
         lst = os.stat(stem + LOG_SUFFIX)
-        if isize % 8 or tst.st_size % 12 or tst.st_size == 0:
+        if isize % 8 or tst.st_size % 12 or tst.st_size == 0 or lst.st_size == 0:
+            # An empty .log under a sealed segment's indexes lost its records (power loss): not
+            # trusted, so recovery and readers look at it and report it.
             return None
         with open(stem + TIME_INDEX_SUFFIX, "rb", buffering=0) as fh:
             ts, rel = _TIME_ENTRY.unpack(os.pread(fh.fileno(), 12, tst.st_size - 12))

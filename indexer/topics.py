@@ -148,3 +148,19 @@ def _check_same(existing: TopicMetadata, partitions: int, overrides: Mapping[str
     if problems:
         raise InvalidTopicError(f"topic {existing.name!r} already exists and differs: " + "; ".join(problems)
                                 + " (an existing topic keeps its partition count and configuration)")
+
+
+def forget_uncommitted_topic(root: str | os.PathLike, topic: str) -> bool:
+    """Remove a topic's metadata if nothing was ever committed to it: a creator whose first batch
+    was refused leaves no trace, so a corrected request (another partition count) is not refused.
+    Returns True if it removed the metadata."""
+    from seglog.indexer.commit_log import CommitLog
+
+    if CommitLog(root, topic).latest() is not None:
+        return False
+    try:
+        os.unlink(topic_file(root, topic))
+    except FileNotFoundError:
+        return False
+    fsync_dir(topics_dir(root))
+    return True

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 def verify_log(log: "Log") -> list[str]:
     problems: list[str] = []
+    if log.log_start_offset > log.log_end_offset:
+        problems.append(f"{log.path}: the checkpointed log start offset {log.log_start_offset} is beyond the "
+                        f"log end offset {log.log_end_offset}: it hides every record")
     prev_next = None
     bases = list(log._bases)
     for i, base in enumerate(bases):
@@ -40,6 +43,9 @@ def verify_log(log: "Log") -> list[str]:
         last = i == len(bases) - 1
         if not last:
             next_base = bases[i + 1]
+            if seg.file_size() == 0:
+                problems.append(f"{where}: the .log is empty but offsets {base} to {next_base - 1} belonged to it: "
+                                f"{next_base - base} records lost")
             if seg.is_sealed_files():
                 entry = seg.time_index.last_entry()
                 has_ts = len(scan.positions) and int(scan.max_timestamps.max()) >= 0

@@ -40,9 +40,9 @@ from typing import Any, Mapping
 from seglog.conf.topic_config import validate_topic_config
 from seglog.indexer.commit_log import CommitLog
 from seglog.errors import InvalidRecordError, RecordTooLargeError, TimestampOutOfRangeError
-from seglog.indexer.locks import FileLock, partition_lock
-from seglog.indexer.names import META_DIR, partition_dir_name, validate_topic
-from seglog.indexer.topics import TopicMetadata, create_topic, load_topic
+from seglog.indexer.locks import FileLock, lock_path, partition_lock
+from seglog.indexer.names import partition_dir_name, validate_topic
+from seglog.indexer.topics import TopicMetadata, create_topic, forget_uncommitted_topic, load_topic
 from seglog.sink.executor_write import RESULT_SCHEMA, SLOT, INT64_MAX, TaskWriter, WritePlan, inflight_dir
 from seglog.sink.input_schema import InputColumns, SinkInputError, validate_schema
 
@@ -137,11 +137,20 @@ class SegmentLogSink:
         else:
             topics = [self.topic]
         now = int(time.time() * 1000)
-        metas = {t: self._topic(t) for t in topics}
+        created: list[str] = []          # topics this call records: forgotten again if the batch fails
+        try:
+            self._write_batch(df, cols, topic_expr, topics, created, writer, batch_id, now, timings, t0)
+        except BaseException:
+            for t in created:
+                forget_uncommitted_topic(self.root, t)
+            raise
+
+    def _write_batch(self, df, cols, topic_expr, topics, created, writer, batch_id, now, timings, t0) -> None:
+        metas = {t: self._topic(t, created=created) for t in topics}
         quarantine = self._quarantine_targets(cols, metas)
         for q in quarantine.values():
             if q not in metas:
-                metas[q] = self._topic(q, default_partitions=metas[next(iter(metas))].partitions)
+                metas[q] = self._topic(q, default_partitions=metas[next(iter(metas))].partitions, created=created)
         all_topics = sorted(metas)
         timings["plan_s"] = time.perf_counter() - t0
         with self._locked(all_topics):
@@ -180,7 +189,7 @@ class SegmentLogSink:
     # ------------------------------------------------------------------ driver steps
     @contextlib.contextmanager
     def _locked(self, topics):
-        locks = [FileLock(Path(self.root) / META_DIR / "locks" / f"{t}.writer", what=f"topic {t} (sink writer)")
+        locks = [FileLock(lock_path(self.root, f"{t}.writer"), what=f"topic {t} (sink writer)")
                  for t in sorted(set(topics))]
         try:
             for lock in locks:                       # sorted order: two sinks never deadlock
@@ -197,7 +206,8 @@ class SegmentLogSink:
     def _all_committed(self, topics, writer, batch_id) -> bool:
         return all(self._committed(t, writer, batch_id) for t in topics)
 
-    def _topic(self, topic: str, default_partitions: int | None = None) -> TopicMetadata:
+    def _topic(self, topic: str, default_partitions: int | None = None, *,
+               created: list[str] | None = None) -> TopicMetadata:
         meta = load_topic(self.root, topic)
         if meta is not None:
             if self.partitions is not None or self.config is not None:
@@ -209,8 +219,10 @@ class SegmentLogSink:
         if partitions is None:
             raise SinkInputError(f"topic {topic!r} does not exist under {self.root}; pass partitions= (and "
                                  f"config=) to the sink to create it")
-        return create_topic(self.root, topic, partitions,
-                            self.config if default_partitions is None else None)
+        meta = create_topic(self.root, topic, partitions, self.config if default_partitions is None else None)
+        if created is not None:
+            created.append(topic)
+        return meta
 
     def _stats(self, df, topic_expr: str) -> dict:
         """Rows per topic, for a batch whose rows pick their topic (one JVM aggregate)."""

@@ -70,3 +70,16 @@ def test_a_time_column_before_the_epoch_is_refused_not_stored_as_no_timestamp(lo
     # -1 in an integer column still means "no timestamp", as in Kafka
     info = log.append_columns([b"a"], timestamps=np.array([-1], dtype=np.int64))
     assert info.max_timestamp == -1
+
+
+@pytest.mark.parametrize("offset", [-1, -5, 1.5, "3", True])
+def test_truncate_to_a_bad_offset_is_refused_and_changes_nothing(log, offset):
+    from seglog.errors import OffsetOutOfRangeError
+
+    before = _digest(log.path)
+    with pytest.raises(OffsetOutOfRangeError, match="cannot truncate to offset"):
+        log.truncate_to(offset)
+    assert _digest(log.path) == before and [r.offset for r in log.read()] == [0]
+    log.close()
+    with Log.open(log.path) as again:      # every later open still works
+        assert again.log_end_offset == 1

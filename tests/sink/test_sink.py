@@ -276,3 +276,30 @@ def test_file_source_stream(spark, tmp_path):
     got = read_topic(root, "ev", 3)
     assert sorted(r.key.decode() for v in got.values() for r in v) == sorted(
         f"{i}-{j}" for i in range(3) for j in range(50))
+
+
+def test_a_refused_first_batch_leaves_no_topic_behind(spark, tmp_path):
+    root = str(tmp_path)
+    bad = spark.range(10).selectExpr("CAST(id AS STRING) AS value", "CAST(id AS INT) AS partition")
+    with pytest.raises(SinkInputError, match=r"partition [4-9]; nothing was written$"):
+        SegmentLogSink(root, topic="ev", partitions=4)(bad, 0)
+    assert load_topic(root, "ev") is None and not any(tmp_path.glob("ev-*"))
+    # the corrected request (more partitions) is not refused as "already exists and differs"
+    SegmentLogSink(root, topic="ev", partitions=10)(bad, 0)
+    assert load_topic(root, "ev").partitions == 10
+    assert sum(len(v) for v in read_topic(root, "ev", 10).values()) == 10
+
+
+def test_timestamp_ntz_is_read_in_the_session_time_zone(spark, tmp_path):
+    # Spark reads a TimestampNTZ as a wall time in the session time zone (CAST AS TIMESTAMP); the
+    # sink stores the instant that CAST gives, the same one its quarantine rule judges.
+    root = str(tmp_path)
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        df = spark.sql("SELECT 'v' AS value, TIMESTAMP_NTZ '2024-01-01 00:00:00' AS timestamp")
+        SegmentLogSink(root, topic="ntz", partitions=1)(df, 0)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
+    (rec,) = read_topic(root, "ntz", 1)[0]
+    assert rec.timestamp == int(dt.datetime(2024, 1, 1, 5, 0, tzinfo=dt.timezone.utc).timestamp() * 1000)
