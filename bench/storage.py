@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from seglog.indexer import Log
-from seglog.indexer.log import _find_in_segment
+from seglog.indexer.log import find_in_segment
 
 TS = 1_700_000_000_000
 
@@ -95,7 +95,7 @@ def linear_walk(log: Log, timestamp: int) -> int | None:
     for i in range(len(log._bases)):
         if maxes[i] >= timestamp:
             seg = log.segment(log._bases[i])
-            found = _find_in_segment(seg, timestamp, seg.base_offset)
+            found = find_in_segment(seg, timestamp, seg.base_offset)
             if found is not None:
                 return found
     return None

@@ -38,8 +38,12 @@ class LeaderLock:
             self._lock.acquire(timeout=0)
         except PartitionLockedError:
             return False
-        # The pid is for operators only; the flock is the lock.
-        self._lock.write_note(f"{os.getpid()}\n")
+        # The pid is for operators only; the flock is the lock. A full disk must not stop the
+        # sidecar here: retention, which frees space, is what it is about to run.
+        try:
+            self._lock.write_note(f"{os.getpid()}\n")
+        except OSError:
+            pass
         return True
 
     def acquire(self, stop: threading.Event, retry_s: float, on_wait=None) -> bool:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from seglog.errors import SeglogError
+from seglog.errors import SeglogError, StorageError
 from seglog.indexer.fsutil import fsync_dir
 from seglog.indexer.names import META_DIR, validate_topic
 
@@ -178,7 +178,7 @@ class CommitLog:
             except FileExistsError:
                 return False
             except OSError as exc:  # e.g. EPERM/ENOTSUP: a filesystem without hard links (README)
-                raise SeglogError(f"commit log {self.dir}: cannot publish commit {state.seq} with a hard link "
+                raise StorageError(f"commit log {self.dir}: cannot publish commit {state.seq} with a hard link "
                                   f"({exc.strerror}); seglog needs a filesystem with hard links "
                                   f"(README, Running on a cluster)") from None
             fsync_dir(self.dir)

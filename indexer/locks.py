@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-from seglog.errors import PartitionLockedError
+from seglog.errors import PartitionLockedError, StorageError
 from seglog.indexer.names import META_DIR, short_file_name
 
 _POLL_SECONDS = 0.02
@@ -45,7 +45,7 @@ class FileLock:
                     if exc.errno not in (errno.EAGAIN, errno.EACCES):
                         # ENOLCK/ENOTSUP/EINVAL: the filesystem has no working locks (README,
                         # Running on a cluster); refusing is safer than writing unlocked.
-                        raise PartitionLockedError(
+                        raise StorageError(
                             f"{self.what}: cannot lock {self.path} ({exc.strerror}); seglog needs a "
                             f"filesystem with flock locks") from None
                     if deadline is not None and time.monotonic() >= deadline:

@@ -460,7 +460,7 @@ class Log:
         while i < len(self._bases):
             if maxes[i] >= timestamp:
                 seg = self.segment(self._bases[i])
-                found = _find_in_segment(seg, timestamp, max(self._log_start, seg.base_offset))
+                found = find_in_segment(seg, timestamp, max(self._log_start, seg.base_offset))
                 if found is not None:
                     return found
             i += 1
@@ -534,7 +534,14 @@ class Log:
         for i, base in enumerate(self._bases):
             last = i == len(self._bases) - 1
             next_base = self._active.next_offset if last else self._bases[i + 1]
-            size, largest, mtime, sealed = self.segment_facts(i)
+            try:
+                size, largest, mtime, sealed = self.segment_facts(i)
+            except OffsetOutOfRangeError:
+                # A reader holds no lock: retention may have deleted the oldest segments since the
+                # listing. They are below the new log start, so they are simply no longer there.
+                if self.readonly and not (self.path / f"{base:020d}.log").exists():
+                    continue
+                raise
             state = "active" if last else ("sealed" if sealed else "inactive")
             infos.append(SegmentInfo(base, next_base, size, largest, largest if largest >= 0 else mtime, state,
                                      self.path / f"{base:020d}.log", mtime))
@@ -700,7 +707,7 @@ def _run_that_fits(seg: LogSegment, enc: EncodedBatches, i: int, n: int, now: in
     return j
 
 
-def _find_in_segment(seg: LogSegment, timestamp: int, lower: int) -> int | None:
+def find_in_segment(seg: LogSegment, timestamp: int, lower: int) -> int | None:
     entry = seg.time_index.lookup(timestamp)
     start = max(lower, entry[1] if entry else seg.base_offset)
     pos, header, prev_last = seg.position_of(start)

@@ -24,6 +24,7 @@ Invariants kept here:
 """
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import struct
@@ -32,7 +33,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from seglog.errors import ReadOnlyLogError, SeglogError
+from seglog.errors import ReadOnlyLogError, SeglogError, StorageError
 
 INT32_MAX = 2**31 - 1
 
@@ -46,6 +47,26 @@ _SCAN_CHUNK_BYTES = 1 << 20
 
 
 _REMAP_ATTEMPTS = 5
+
+
+def _reserve(fd: int, path: str, size: int, target: int) -> None:
+    """Extend the file to `target` bytes of zeros with its blocks reserved. A sparse extension
+    (ftruncate alone) would let a full filesystem surface later as SIGBUS on a store into the map;
+    reserving first turns it into an error here, at open, naming the file."""
+    try:
+        if target > size:
+            os.posix_fallocate(fd, size, target - size)
+        os.ftruncate(fd, target)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.ENOTSUP):
+            os.ftruncate(fd, target)   # no fallocate here (some network filesystems): sparse it is
+            return
+        try:
+            os.ftruncate(fd, size)     # leave the file as it was
+        except OSError:
+            pass
+        raise StorageError(f"{path}: cannot reserve {target - size} bytes for the index "
+                           f"({exc.strerror}); free space on the filesystem, or lower segment.index.bytes") from None
 
 
 class IndexFullError(SeglogError):
@@ -108,7 +129,7 @@ class MmapIndex:
                 counted = self._count_entries(size // es)
                 target = max(_round_down(max_index_size, es), counted * es, _round_down(size, es))
                 if target != size:
-                    os.ftruncate(self._fd, target)  # zero filled
+                    _reserve(self._fd, self._path, size, target)
                     size = target
             self._remap(size)
             self._entries = self._count_entries(self._slots)
@@ -233,10 +254,12 @@ class MmapIndex:
             try:
                 self._mm = mmap.mmap(self._fd, length, access=access)
                 return
-            except ValueError:
-                # A reader raced a writer that trimmed the file (a clean close, a seal) between
-                # the stat and the map: stat again. Readers take no lock (docs/spec.md §4), so this is theirs
-                # to absorb.
+            except (ValueError, OSError) as exc:
+                # A reader raced a writer that trimmed or truncated the file (a clean close, a
+                # seal, a truncation) between the stat and the map (ValueError, or EINVAL): stat again.
+                # Readers take no lock (docs/spec.md §4), so this is theirs to absorb.
+                if isinstance(exc, OSError) and exc.errno != errno.EINVAL:
+                    raise
                 if attempt == _REMAP_ATTEMPTS - 1:
                     raise
                 size = None

@@ -49,6 +49,7 @@ def recover(log: "Log") -> list[str]:
     report: list[str] = []
     d = log.path
     _drop_orphan_indexes(d, report)
+    _drop_stale_temp_files(d, report)
     intent = d / TRUNCATE_INTENT
     if intent.exists():
         _finish_truncation(log, json.loads(intent.read_text()), report)
@@ -61,6 +62,15 @@ def recover(log: "Log") -> list[str]:
 
 def _log_bases(d: Path) -> list[int]:
     return log_bases(d)
+
+
+def _drop_stale_temp_files(d: Path, report: list[str]) -> None:
+    """Temporary files (`.tmp-*`, and the older `.<name>.tmp-*`) of a writer killed mid-write: the
+    caller holds the partition's lock, so no live writer owns any of them."""
+    for name in os.listdir(d):
+        if name.startswith(".") and (name.startswith(".tmp-") or ".tmp-" in name):
+            os.unlink(d / name)
+            report.append(f"{d / name}: temporary file of an interrupted write removed")
 
 
 def _drop_orphan_indexes(d: Path, report: list[str]) -> None:

@@ -98,8 +98,11 @@ class LogSegment:
         stem = os.path.join(dir_path, f"{base_offset:020d}")
         self._log_name = stem + LOG_SUFFIX
         if create:
-            # The .log is created first: a segment exists when its .log does (recovery rebuilds
-            # indexes that are missing, and drops index files without a .log).
+            # The index files are created first and the .log last: a segment exists when its .log
+            # does, so a reader that lists it never finds its indexes missing; a crash in between
+            # leaves index files without a .log, which recovery sets aside.
+            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                os.close(os.open(stem + suffix, os.O_RDWR | os.O_CREAT, 0o644))
             fd = os.open(self._log_name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
             os.close(fd)
         self._fd = os.open(self._log_name, os.O_RDWR if writable else os.O_RDONLY)

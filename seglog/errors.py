@@ -52,3 +52,7 @@ class LogClosedError(SeglogError):
 
 class ReadOnlyLogError(SeglogError):
     """A write was attempted on a Log opened read-only."""
+
+
+class StorageError(SeglogError, OSError):
+    """The filesystem refused what seglog needs (no space to reserve, no locks, no hard links)."""

@@ -75,7 +75,7 @@ def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool 
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
         .config("spark.python.worker.reuse", "true")
         # Workers fork from a daemon that has loaded seglog and its compiled codec already.
-        .config("spark.python.daemon.module", "seglog.sink.worker_daemon")
+        .config("spark.python.daemon.module", "seglog.worker_daemon")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_cached_file('log4j2.properties', _LOG4J2)}")
     )
     if with_delta:

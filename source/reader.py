@@ -111,7 +111,7 @@ def _int(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-class _BoundsBuilder:
+class BoundsBuilder:
     """Accumulates the AND of the pushed filters. Record timestamps are whole ms, Spark's are us:
     ts > x us  <=>  ms >= floor(x/1000)+1; ts >= x <=> ms >= ceil(x/1000); ts < x <=> ms <= ceil(x/1000)-1;
     ts <= x <=> ms <= floor(x/1000); ts = x matches only when x is a whole ms."""
@@ -187,7 +187,7 @@ class _BoundsBuilder:
 # ---------------------------------------------------------------------------------------------
 # Reading one task.
 
-def _row_mask(batch: pa.RecordBatch, bounds: ScanBounds):
+def row_mask(batch: pa.RecordBatch, bounds: ScanBounds):
     """The rows of a read_arrow batch that pass the pushed timestamp/offset filters (None: all)."""
     mask = None
 
@@ -206,7 +206,7 @@ def _row_mask(batch: pa.RecordBatch, bounds: ScanBounds):
     return mask
 
 
-def _constant_strings(text: str, n: int) -> pa.Array:
+def constant_strings(text: str, n: int) -> pa.Array:
     """A string column holding `text` n times, built from buffers (no per-row Python)."""
     data = text.encode("utf-8")
     offsets = np.arange(n + 1, dtype=np.int32) * len(data)
@@ -219,7 +219,7 @@ def to_output(batch: pa.RecordBatch, topic: str, partition: int, schema: pa.Sche
     columns = [
         batch.column("key"),
         batch.column("value"),
-        _constant_strings(topic, n),
+        constant_strings(topic, n),
         pa.array(np.full(n, partition, dtype=np.int32)),
         batch.column("offset"),
         pc.multiply(batch.column("timestamp"), 1000).cast(TIMESTAMP_TYPE),
@@ -260,7 +260,7 @@ def read_slice(opts: SourceOptions, bounds: ScanBounds, sl: Slice, schema: pa.Sc
                         continue
                     next_position = batch.column("offset")[-1].as_py() + 1
                     if filtering:
-                        mask = _row_mask(batch, bounds)
+                        mask = row_mask(batch, bounds)
                         if mask is not None:
                             batch = batch.filter(mask)
                     if batch.num_rows:
@@ -284,7 +284,7 @@ class SeglogReader(DataSourceReader):
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:
         if not self.opts.filter_pushdown:
             return list(filters)
-        builder = _BoundsBuilder()
+        builder = BoundsBuilder()
         unhandled = [f for f in filters if not builder.push(f)]
         self.bounds = builder.build()
         return unhandled  # Spark applies these after the scan

@@ -17,7 +17,7 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 
-from seglog.source.reader import _BoundsBuilder, _constant_strings, _row_mask
+from seglog.source.reader import BoundsBuilder, constant_strings, row_mask
 from seglog.source.options import parse_options
 from seglog.source.planning import MIN_TASK_BYTES, PartitionRange, ScanBounds, Slice, pack, target_task_bytes
 
@@ -86,7 +86,7 @@ def us(ms):
 
 
 def push(*filters):
-    b = _BoundsBuilder()
+    b = BoundsBuilder()
     handled = [f for f in filters if b.push(f)]
     return b.build(), handled
 
@@ -126,11 +126,11 @@ def test_unsupported_filters_are_returned():
 def test_row_mask_and_constant_strings():
     batch = pa.record_batch({"offset": pa.array([0, 1, 2, 3], pa.int64()),
                              "timestamp": pa.array([50, 10, 30, -1], pa.int64())})
-    mask = _row_mask(batch, ScanBounds(ts_min=20, offset_in=frozenset({0, 2, 3})))
+    mask = row_mask(batch, ScanBounds(ts_min=20, offset_in=frozenset({0, 2, 3})))
     assert batch.filter(mask).column("offset").to_pylist() == [0, 2]
-    col = _constant_strings("évents", 3)
+    col = constant_strings("évents", 3)
     col.validate(full=True)
-    assert col.to_pylist() == ["évents"] * 3 and _constant_strings("x", 0).to_pylist() == []
+    assert col.to_pylist() == ["évents"] * 3 and constant_strings("x", 0).to_pylist() == []
 
 
 @pytest.mark.parametrize("n", [1, 7])

@@ -6,9 +6,9 @@ imports pyarrow, numba and seglog and loads the compiled codec on its first task
 small micro-batch's write. This daemon does that once, then serves as `pyspark.daemon` does, so
 forked workers start warm. Enable it with the Spark conf
 
-    spark.python.daemon.module = sink.worker_daemon
+    spark.python.daemon.module = seglog.worker_daemon
 
-(`sink.session.local_session` does). If anything here fails, workers simply start cold.
+(`seglog.sink.session.local_session` does). If anything here fails, workers simply start cold.
 """
 from __future__ import annotations
 

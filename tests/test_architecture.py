@@ -1,0 +1,111 @@
+"""The house rules, checked from the source (docs/internals.md, "Dependency direction"):
+
+- every first-party import names `seglog.…` (from the repository root the old top-level names would
+  still import, and load a second copy of every module);
+- layering: errors <- conf <- indexer <- {sink, source, compactor} <- the CLI, with no edge between
+  sink, source and compactor;
+- no module imports another first-party module's `_private` name.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FOLDERS = {"indexer": "seglog.indexer", "sink": "seglog.sink", "source": "seglog.source",
+           "compactor": "seglog.compactor", "conf": "seglog.conf", "seglog": "seglog"}
+OLD_NAMES = {"indexer", "sink", "source", "compactor", "conf"}
+CLI = ("seglog.cli", "seglog.commands", "seglog.demo", "seglog.config_reference", "seglog.__main__")
+ALLOWED = {  # package -> first-party packages it may import
+    "seglog.errors": set(),
+    "seglog.conf": {"seglog.errors"},
+    "seglog.indexer": {"seglog.errors", "seglog.conf"},
+    "seglog.sink": {"seglog.errors", "seglog.conf", "seglog.indexer"},
+    "seglog.source": {"seglog.errors", "seglog.conf", "seglog.indexer"},
+    "seglog.compactor": {"seglog.errors", "seglog.conf", "seglog.indexer"},
+}
+
+
+def python_files():
+    skip = {".venv", ".git", ".cache", "build", "dist", "node_modules"}
+    return [p for p in REPO.rglob("*.py") if not skip & set(p.relative_to(REPO).parts)]
+
+
+def module_name(path: Path) -> str | None:
+    rel = path.relative_to(REPO)
+    if rel.parts[0] not in FOLDERS:
+        return None
+    parts = [FOLDERS[rel.parts[0]], *rel.parts[1:-1]]
+    if rel.stem != "__init__":
+        parts.append(rel.stem)
+    return ".".join(parts)
+
+
+def imports(tree):
+    """(module, names) for every import statement, anywhere in the file (lazy imports included)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, []
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module, [a.name for a in node.names]
+
+
+def package_of(module: str) -> str | None:
+    if module.startswith(CLI) or module == "seglog":
+        return "cli"
+    for pkg in ALLOWED:
+        if module == pkg or module.startswith(pkg + "."):
+            return pkg
+    return None
+
+
+FILES = python_files()
+
+
+def test_the_walk_sees_the_code():
+    names = {module_name(p) for p in FILES}
+    assert {"seglog.indexer.log", "seglog.sink.segment_log_sink", "seglog.source.reader",
+            "seglog.compactor.service", "seglog.conf.topic_config", "seglog.errors"} <= names
+
+
+def test_no_old_style_first_party_imports():
+    bad = [f"{p.relative_to(REPO)}: {mod}" for p in FILES for mod, _ in imports(ast.parse(p.read_text()))
+           if mod.split(".")[0] in OLD_NAMES]
+    assert bad == [], "import these as seglog.<package>: " + "; ".join(bad)
+
+
+def test_dependency_direction():
+    bad = []
+    for p in FILES:
+        me = module_name(p)
+        mine = package_of(me) if me else None
+        if mine in (None, "cli"):
+            continue
+        for mod, _ in imports(ast.parse(p.read_text())):
+            if not mod.startswith("seglog"):
+                continue
+            theirs = package_of(mod)
+            if theirs is None or theirs == "cli":
+                theirs = mod
+            if theirs != mine and theirs not in ALLOWED[mine]:
+                bad.append(f"{me} imports {mod}")
+    assert bad == [], "; ".join(bad)
+
+
+def test_no_imports_of_another_modules_private_names():
+    bad = []
+    for p in FILES:
+        me = module_name(p)
+        for mod, names in imports(ast.parse(p.read_text())):
+            if mod.startswith("seglog") and mod != me:
+                bad += [f"{p.relative_to(REPO)}: {mod}.{n}" for n in names if n.startswith("_") and not n.startswith("__")]
+    assert bad == [], "; ".join(bad)
+
+
+@pytest.mark.parametrize("name", sorted(OLD_NAMES))
+def test_the_wheel_maps_every_folder_under_seglog(name):
+    text = (REPO / "pyproject.toml").read_text()
+    assert f'"seglog.{name}" = "{name}"' in text
