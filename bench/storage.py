@@ -91,10 +91,10 @@ def build_many_segments(path: Path, segments: int) -> Log:
 
 def linear_walk(log: Log, timestamp: int) -> int | None:
     """Kafka's method: walk the segments in order to the first whose largest timestamp >= T."""
-    maxes, _ = log._segment_max_timestamps()
-    for i in range(len(log._bases)):
+    maxes = log.segment_largest_timestamps()
+    for i, base in enumerate(log.segment_bases()):
         if maxes[i] >= timestamp:
-            seg = log.segment(log._bases[i])
+            seg = log.segment(base)
             found = find_in_segment(seg, timestamp, seg.base_offset)
             if found is not None:
                 return found
@@ -107,16 +107,14 @@ def bench_lookup(work: Path, segments: int, probes: int = 300) -> dict:
     t0 = time.perf_counter()
     log = build_many_segments(path, segments)
     build_s = time.perf_counter() - t0
-    log._segment_max_timestamps()  # the per-segment maxima are loaded once per open Log
+    log.segment_largest_timestamps()  # the per-segment maxima are loaded once per open Log
     rng = np.random.default_rng(2)
     last_ts = int(log.largest_timestamp)
     targets = rng.integers(TS, last_ts, size=probes).tolist()
     fast, slow, warm = [], [], []
 
     def cold():  # forget open segments: the next lookup pays for opening its segment
-        for seg in log._open.values():
-            seg.close()
-        log._open.clear()
+        log.close_inactive_segments()
 
     for t in targets:
         cold()

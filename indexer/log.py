@@ -145,6 +145,18 @@ class Log:
             self._running_max = np.append(self._running_max, prev)
         return seg
 
+    def segment_largest_timestamps(self) -> np.ndarray:
+        """Each segment's largest timestamp, oldest first (loaded once per open Log, then kept current)."""
+        return self._segment_max_timestamps()[0]
+
+    def close_inactive_segments(self) -> None:
+        """Close the cached inactive segments (they reopen on demand): frees their maps and files."""
+        self._evict(keep=0)
+
+    def segment_bases(self) -> list[int]:
+        """Base offsets of the segments, oldest first (the last is the active one)."""
+        return list(self._bases)
+
     def segment(self, base: int) -> LogSegment:
         """The segment with this base offset, opened on demand (a bounded number stay open)."""
         self._check_open()
@@ -164,8 +176,8 @@ class Log:
         self._evict()
         return seg
 
-    def _evict(self) -> None:
-        while len(self._open) > _OPEN_SEGMENTS:
+    def _evict(self, keep: int = _OPEN_SEGMENTS) -> None:
+        while len(self._open) > keep:
             base, old = self._open.popitem(last=False)
             if self._unflushed.pop(base, None) is not None:
                 old.flush()  # durability first: it was appended to since the last flush
@@ -475,30 +487,66 @@ class Log:
             # -1 would name a segment "-0000000000000000001.log" and wipe the log (offsets are >= 0)
             raise OffsetOutOfRangeError(f"{self.path}: cannot truncate to offset {offset!r}: offsets are "
                                         f"integers >= 0")
+        offset = int(offset)
         if offset >= self.log_end_offset:
             return
-        recovery.truncate(self, int(offset))
+        seg = None
+        if offset >= self._log_start and self._bases:
+            i = self._segment_position(offset)
+            if i > 0 and self._bases[i] == offset:
+                # A cut at a segment's base removes that segment whole; the one before becomes
+                # active again (no empty segment left behind, the files as they were before it).
+                i -= 1
+            seg = self.segment(self._bases[i])
+        intent = recovery.truncation_intent(seg, offset)
+        recovery.write_intent(self.path, intent)
+        self._close_segments()
+        result = recovery.finish_truncation(self.path, self.config, self.topic, self.partition, intent, [])
+        self._reset_after_truncation(result.bases, result.active_base,
+                                     offset if result.restarted else self._log_start)
         self._max_ts = None
 
-    def _reset_after_truncation(self, bases: list[int], active_base: int, log_start: int) -> None:
+    def _close_segments(self) -> None:
         for seg in self._open.values():
             seg.close()
         self._open.clear()
+        self._unflushed.clear()          # truncation fsyncs what it keeps
         if self._active is not None:
             self._active.close()
+            self._active = None
+
+    def _reset_after_truncation(self, bases: list[int], active_base: int, log_start: int) -> None:
+        self._close_segments()
         self._bases = bases
         self._active = self._open_segment_obj(active_base, active=True)
         self._active.load_state()
         self._log_start = log_start
 
     # ------------------------------------------------------------------ retention
+    def retention_facts(self) -> list["retention.SegmentFacts"]:
+        """Each segment's size and judged timestamp, oldest first (a sealed one from its files alone)."""
+        facts = []
+        for i in range(len(self._bases)):
+            size, largest, mtime, _ = self.segment_facts(i)
+            facts.append(retention.SegmentFacts(size, retention.judged_timestamp(size, largest, mtime)))
+        return facts
+
     def apply_retention(self, now: int | None = None) -> "retention.RetentionResult":
+        """Carry out retention's plan (docs/spec.md §3.7): the plan is pure, the file work is here."""
         self._check_writable()
-        return retention.apply(self, now_ms() if now is None else now)
+        todo = retention.plan(self.retention_facts(), self.config, now_ms() if now is None else now)
+        if todo.count == 0:
+            return retention.RetentionResult([], self._log_start, todo.blocked_by)
+        if todo.roll_active:
+            self.roll()  # the active segment is deleted only once rolled: a new empty one takes its place
+        deleted = self._bases[:todo.count]
+        self._delete_oldest(todo.count)
+        return retention.RetentionResult(deleted, self._log_start, todo.blocked_by)
 
     def retention_blocked(self, now: int | None = None) -> int | None:
         """The far-future timestamp that holds retention back, or None (docs/spec.md §3.7)."""
-        return retention.blocked_by(self, now_ms() if now is None else now)
+        timestamps = [f.judged_timestamp for f in self.retention_facts()]
+        return retention.blocked_by(timestamps, now_ms() if now is None else now, self.config["retention.ms"])
 
     def purge_deleted(self, now: int | None = None) -> list[Path]:
         """Unlink `.deleted` files older than file.delete.delay.ms."""
@@ -543,7 +591,8 @@ class Log:
                     continue
                 raise
             state = "active" if last else ("sealed" if sealed else "inactive")
-            infos.append(SegmentInfo(base, next_base, size, largest, largest if largest >= 0 else mtime, state,
+            judged = retention.judged_timestamp(size, largest, mtime)
+            infos.append(SegmentInfo(base, next_base, size, largest, mtime if judged is None else judged, state,
                                      self.path / f"{base:020d}.log", mtime))
         return infos
 

@@ -11,6 +11,8 @@ any instant therefore leaves the old log (intent not yet durable) or, after reco
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import base64
 import json
 import os
@@ -52,7 +54,7 @@ def recover(log: "Log") -> list[str]:
     _drop_stale_temp_files(d, report)
     intent = d / TRUNCATE_INTENT
     if intent.exists():
-        _finish_truncation(log, json.loads(intent.read_text()), report)
+        finish_truncation(d, log.config, log.topic, log.partition, json.loads(intent.read_text()), report)
     bases = sorted(b for b in _log_bases(d))
     for i, base in enumerate(bases):
         last = i == len(bases) - 1
@@ -207,27 +209,30 @@ def rebuild_indexes(seg: LogSegment, report: list[str]) -> None:
 
 
 # ---------------------------------------------------------------------- truncation
-def truncate(log: "Log", offset: int) -> None:
-    """Remove the records at or after `offset` (the caller checked offset < log end)."""
-    if offset < log.log_start_offset or not log._bases:
-        intent = {"offset": offset, "segment": -1}
-    else:
-        i = log._segment_position(offset)
-        if i > 0 and log._bases[i] == offset:
-            # A cut at a segment's base removes that segment whole; the one before becomes
-            # active again (no empty segment left behind, the files as they were before it).
-            i -= 1
-        base = log._bases[i]
-        seg = log.segment(base)
-        pos, header, _ = seg.position_of(offset)
-        rewritten = b""
-        if header is not None and header.base_offset < offset:
-            rewritten = _rewrite_straddling(seg, pos, header, offset)
-        intent = {"offset": offset, "segment": base, "position": pos,
-                  "batch": base64.b64encode(rewritten).decode()}
-    atomic_write(log.path / TRUNCATE_INTENT, json.dumps(intent).encode())
-    report: list[str] = []
-    _finish_truncation(log, intent, report, live=True)
+def truncation_intent(seg: LogSegment | None, offset: int) -> dict:
+    """What a truncation to `offset` will do, decided before any file changes (docs/spec.md §3.6):
+    `seg` is the segment that keeps the cut (None: everything goes, the log restarts at `offset`);
+    a batch straddling the cut is rewritten here to keep its records below it."""
+    if seg is None:
+        return {"offset": offset, "segment": -1}
+    pos, header, _ = seg.position_of(offset)
+    rewritten = b""
+    if header is not None and header.base_offset < offset:
+        rewritten = _rewrite_straddling(seg, pos, header, offset)
+    return {"offset": offset, "segment": seg.base_offset, "position": pos,
+            "batch": base64.b64encode(rewritten).decode()}
+
+
+def write_intent(dir_path: Path, intent: dict) -> None:
+    """The intent is durable before anything changes: a crash after it is completed by recovery."""
+    atomic_write(dir_path / TRUNCATE_INTENT, json.dumps(intent).encode())
+
+
+@dataclass(frozen=True)
+class TruncationResult:
+    bases: list[int]          # the segments left, oldest first
+    active_base: int          # the last of them, active again
+    restarted: bool           # everything went: the log restarts empty at the cut
 
 
 def _rewrite_straddling(seg: LogSegment, pos: int, header, offset: int) -> bytes:
@@ -239,26 +244,20 @@ def _rewrite_straddling(seg: LogSegment, pos: int, header, offset: int) -> bytes
     return encode_batch(header.base_offset, keep, append_time_ms=append_time)
 
 
-def _finish_truncation(log: "Log", intent: dict, report: list[str], live: bool = False) -> None:
-    """Apply a truncation intent; idempotent, so recovery can run it again after a crash."""
-    d = log.path
+def finish_truncation(d: Path, config, topic: str | None, partition: int | None, intent: dict,
+                      report: list[str]) -> TruncationResult:
+    """Apply a truncation intent to the files; idempotent, so recovery can run it again after a
+    crash. The caller holds the partition's lock and has closed its own segments."""
     offset = intent["offset"]
     bases = sorted(_log_bases(d))
-    if live:
-        for seg in list(log._open.values()):
-            seg.close()
-        log._open.clear()
-        if log._active is not None:
-            log._active.close()
-            log._active = None
     if intent["segment"] == -1:
         # Below the log start: everything goes and the log restarts empty at `offset`.
         for base in sorted(bases, reverse=True):
             rename_deleted(d, base)
         fd = os.open(segment_file(d, offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT, 0o644)
         os.close(fd)
-        if log.topic is not None:
-            checkpoint.reset_log_start_offset(d.parent, log.topic, log.partition, offset)
+        if topic is not None:
+            checkpoint.reset_log_start_offset(d.parent, topic, partition, offset)
         report.append(f"{d}: truncated fully, restarting at offset {offset}")
         keep, cut_base = [offset], offset
     else:
@@ -275,7 +274,7 @@ def _finish_truncation(log: "Log", intent: dict, report: list[str], live: bool =
                 fh.write(batch)
             fh.flush()
             os.fsync(fh.fileno())
-        seg = LogSegment(d, cut_base, log.config, writable=True, active=True)
+        seg = LogSegment(d, cut_base, config, writable=True, active=True)
         try:
             seg.offset_index.truncate_to(offset)
             seg.time_index.truncate_to(offset)
@@ -289,6 +288,4 @@ def _finish_truncation(log: "Log", intent: dict, report: list[str], live: bool =
     fsync_dir(d)
     os.unlink(d / TRUNCATE_INTENT)
     fsync_dir(d)
-    if live:
-        start = offset if intent["segment"] == -1 else log.log_start_offset
-        log._reset_after_truncation(keep, cut_base, start)
+    return TruncationResult(keep, cut_base, intent["segment"] == -1)

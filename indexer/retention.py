@@ -9,10 +9,6 @@ after being rolled, which happens here when every segment has expired.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from seglog.indexer.log import Log
 
 
 @dataclass(frozen=True)
@@ -50,47 +46,51 @@ def excess_by_size(sizes: list[int], retention_bytes: int) -> int:
     return count
 
 
-def _sizes_and_timestamps(log: "Log") -> tuple[list[int], list[int | None]]:
-    """Each segment's size and the timestamp retention judges (None for an empty segment), read
-    once per segment (a sealed one from its files alone)."""
-    sizes, timestamps = [], []
-    for i in range(len(log._bases)):
-        size, largest, mtime, _ = log.segment_facts(i)
-        sizes.append(size)
-        timestamps.append(None if size == 0 else (largest if largest >= 0 else mtime))
-    return sizes, timestamps
+@dataclass(frozen=True)
+class SegmentFacts:
+    """What retention judges about one segment, oldest first."""
+    size: int
+    judged_timestamp: int | None   # largest timestamp, or mtime where it has none; None when empty
 
 
-def apply(log: "Log", now: int) -> RetentionResult:
-    cfg = log.config
-    bases = list(log._bases)
-    sizes, timestamps = _sizes_and_timestamps(log)
+@dataclass(frozen=True)
+class RetentionPlan:
+    """What to do: delete the `count` oldest segments, rolling the active one first if it goes."""
+    count: int
+    roll_active: bool
+    blocked_by: int | None
+
+
+def judged_timestamp(size: int, largest: int, mtime_ms: int) -> int | None:
+    """The one rule for the timestamp retention judges a segment by (docs/spec.md §3.7): its
+    largest timestamp; its file's mtime where no record has one (KIP-33 migration); none when empty."""
+    if size == 0:
+        return None
+    return largest if largest >= 0 else mtime_ms
+
+
+def plan(facts: list[SegmentFacts], config, now: int) -> RetentionPlan:
+    """Pure: which of the oldest segments retention removes now, from their facts alone."""
+    timestamps = [f.judged_timestamp for f in facts]
     # An empty active segment neither expires nor holds bytes: it is where the next append goes.
     live = [t for t in timestamps if t is not None]
-    by_time = expired_by_time(live, now, cfg["retention.ms"])
-    by_size = excess_by_size([s for s, t in zip(sizes, timestamps) if t is not None], cfg["retention.bytes"])
+    by_time = expired_by_time(live, now, config["retention.ms"])
+    by_size = excess_by_size([f.size for f in facts if f.judged_timestamp is not None], config["retention.bytes"])
     count = max(by_time, by_size)
-    blocked = blocked_by(log, now, timestamps)
-    if count == 0:
-        return RetentionResult([], log.log_start_offset, blocked)
     # Only the last segment can be empty (a roll needs records); `count` counts non-empty ones.
-    if count == len(bases) and timestamps[-1] is not None:
-        log.roll()  # the active segment is deleted only once rolled: a new empty one takes its place
-    deleted = log._bases[:count]
-    log._delete_oldest(count)
-    return RetentionResult(deleted, log.log_start_offset, blocked)
+    roll = count > 0 and count == len(facts) and timestamps[-1] is not None
+    return RetentionPlan(count, roll, blocked_by(timestamps, now, config["retention.ms"]))
 
 
-def blocked_by(log: "Log", now: int, timestamps: list[int | None] | None = None) -> int | None:
+def blocked_by(timestamps: list[int | None], now: int, retention_ms: int) -> int | None:
     """The timestamp in the future (later than now) at which the retention walk stops, if any:
     such a record keeps every later segment, however old, until its time comes."""
-    if log.config["retention.ms"] < 0:
+    if retention_ms < 0:
         return None
-    timestamps = _sizes_and_timestamps(log)[1] if timestamps is None else timestamps
     for ts in timestamps:
         if ts is None:
             continue
-        if now - ts > log.config["retention.ms"]:
+        if now - ts > retention_ms:
             continue
         return ts if ts > now else None
     return None

@@ -17,7 +17,6 @@ import struct
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -314,12 +313,6 @@ class LogSegment:
     def mtime_ms(self) -> int:
         return int(os.fstat(self._fd).st_mtime * 1000)
 
-    def retention_timestamp(self) -> int:
-        """What retention judges: the largest timestamp, or the file's mtime where records carry
-        none (KIP-33 migration, docs/spec.md §2.4)."""
-        ts = self.largest_timestamp()
-        return ts if ts >= 0 else self.mtime_ms()
-
     def is_sealed_files(self) -> bool:
         return self.offset_index.is_trimmed and self.time_index.is_trimmed
 
@@ -346,38 +339,6 @@ class LogSegment:
         self.time_index.trim(fsync=durable)
         self.offset_index.trim(fsync=durable)
         return True
-
-    def info(self, next_base: int, state: str) -> SegmentInfo:
-        largest = self.largest_timestamp()
-        mtime = self.mtime_ms()
-        return SegmentInfo(self.base_offset, next_base, self.size, largest,
-                           largest if largest >= 0 else mtime, state, self.log_path, mtime)
-
-    def read_bytes(self, start: int, end: int) -> Iterator[tuple[int, bytes]]:
-        """Chunks of whole batches covering [start, end): (file position, bytes). The first chunk is
-        small and each next one doubles up to READ_CHUNK: a seek that finds its record in the first
-        batch reads little, a long scan soon reads in large chunks."""
-        pos = start
-        chunk = FIRST_CHUNK
-        while pos < end:
-            want = min(chunk, end - pos)
-            chunk = min(chunk * 2, READ_CHUNK)
-            buf = self.pread(pos, want)
-            if len(buf) < BATCH_HEADER_SIZE:
-                raise CorruptRecordError(f"{self.log_path}: truncated batch at position {pos}")
-            header = parse_header(buf, 0)
-            if header.size > len(buf):  # one batch bigger than the chunk: read it whole
-                buf = self.pread(pos, header.size)
-                if len(buf) < header.size:
-                    raise CorruptRecordError(f"{self.log_path}: batch at position {pos} is torn")
-                yield pos, buf
-                pos += header.size
-                continue
-            result = scan_batches(buf, 0, len(buf), check_crc=False)
-            if result.valid_end == 0:
-                raise CorruptRecordError(f"{self.log_path}: {result.error} (at file position {pos})")
-            yield pos, buf[:result.valid_end]
-            pos += result.valid_end
 
 
 def read_checked(seg: "LogSegment", pos: int, prev_last: int):

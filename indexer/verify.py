@@ -20,7 +20,7 @@ def verify_log(log: "Log") -> list[str]:
         problems.append(f"{log.path}: the checkpointed log start offset {log.log_start_offset} is beyond the "
                         f"log end offset {log.log_end_offset}: it hides every record")
     prev_next = None
-    bases = list(log._bases)
+    bases = log.segment_bases()
     for i, base in enumerate(bases):
         seg = log.segment(base)
         where = str(seg.log_path)
