@@ -1,0 +1,166 @@
+"""The live `Log` against a brute-force model, under random interleavings of every operation
+(docs/reliability.md): append (records and columns), reads, lookups by every timestamp, truncation
+anywhere (inside sealed segments and mid-batch), roll, seal, retention by time and size with
+timestamps that go backwards, purge, close and reopen, a read-only reader beside the live writer and
+after it closes, and a crash (the folder copied while the writer is open, the copy recovered).
+
+After every step: the live log, a fresh read-only reader and the model hold the same records, and
+every lookup agrees with brute force. Retention deletes exactly the oldest segments whose records
+have all expired (by the model's timestamps), stopping at the first that has not.
+
+CI runs a bounded profile; `SEGLOG_STATEFUL_EXAMPLES=2000 pytest tests/indexer/test_log_stateful.py`
+runs a long one.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from seglog.indexer import Log, Record
+
+T0 = 1_700_000_000_000
+RETENTION_MS = 5_000
+EXAMPLES = int(os.environ.get("SEGLOG_STATEFUL_EXAMPLES", "40"))
+
+
+class LiveLog(RuleBasedStateMachine):
+    @initialize(segment_bytes=st.sampled_from([1024, 2048, 4096]), interval=st.sampled_from([0, 100, 400, 1500]))
+    def start(self, segment_bytes, interval):
+        self.dir = Path(tempfile.mkdtemp(prefix="seglog-stateful-"))
+        self.path = self.dir / "t-0"
+        self.config = {"segment.bytes": segment_bytes, "index.interval.bytes": interval,
+                       "retention.ms": RETENTION_MS, "file.delete.delay.ms": 0}
+        self.log = Log.open(self.path, self.config)
+        self.model: list[tuple[int, int, bytes]] = []    # (offset, timestamp, value), from the log start
+        self.next_offset = 0
+        self.clock = T0
+
+    def teardown(self):
+        if hasattr(self, "log"):
+            self.log.close()
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    # ---------------------------------------------------------------- operations
+    @rule(n=st.integers(1, 30), step=st.integers(-300, 400), spread=st.integers(0, 50),
+          columns=st.booleans(), size=st.integers(0, 120))
+    def append(self, n, step, spread, columns, size):
+        self.clock = max(T0, self.clock + step)
+        ts = [self.clock + (i * spread) % 97 for i in range(n)]
+        values = [b"%d:" % (self.next_offset + i) + b"v" * size for i in range(n)]
+        if columns:
+            info = self.log.append_columns(pa.array(values, pa.binary()), timestamps=np.array(ts, np.int64),
+                                           max_batch_bytes=300)
+        else:
+            info = self.log.append([Record(key=b"k", value=v, timestamp=t) for v, t in zip(values, ts)])
+        assert info.first_offset == self.next_offset
+        self.model += [(self.next_offset + i, t, v) for i, (t, v) in enumerate(zip(ts, values))]
+        self.next_offset += n
+
+    @rule(fraction=st.floats(0, 1))
+    def truncate(self, fraction):
+        start = self.log.log_start_offset
+        cut = start + int((self.next_offset - start) * fraction)
+        self.log.truncate_to(cut)
+        self.model = [r for r in self.model if r[0] < cut]
+        self.next_offset = min(self.next_offset, max(cut, start))
+
+    @rule()
+    def roll(self):
+        self.log.roll()
+
+    @rule()
+    def seal(self):
+        self.log.seal_inactive()
+
+    @rule(ahead=st.integers(-2_000, 12_000))
+    def retention(self, ahead):
+        now = self.clock + ahead
+        segments = self.log.segments()
+        expected = []
+        for s in segments:
+            records = [t for o, t, _ in self.model if s.base_offset <= o < s.next_offset]
+            if not records:
+                break
+            if now - max(records) > RETENTION_MS:
+                expected.append(s.base_offset)
+            else:
+                break
+        result = self.log.apply_retention(now)
+        assert result.deleted_bases == expected, (now, [(s.base_offset, s.largest_timestamp) for s in segments])
+        if expected:
+            start = self.log.log_start_offset
+            assert all(now - t > RETENTION_MS for o, t, _ in self.model if o < start)   # nothing unexpired lost
+            self.model = [r for r in self.model if r[0] >= start]
+            self.next_offset = max(self.next_offset, start)
+
+    @rule()
+    def purge(self):
+        self.log.purge_deleted()
+
+    @rule()
+    def reopen(self):
+        self.log.close()
+        self.log = Log.open(self.path, self.config)
+
+    @rule()
+    def reader_after_the_writer_closes(self):
+        self.log.close()
+        with Log.open(self.path, readonly=True) as reader:
+            self.check_lookups(reader)
+        self.log = Log.open(self.path, self.config)
+
+    @rule()
+    def crash(self):
+        """The writer dies after a flush: a copy of the folder taken now is what a restart finds."""
+        self.log.flush()
+        copy = self.dir / "crash" / "t-0"
+        shutil.rmtree(copy.parent, ignore_errors=True)
+        shutil.copytree(self.path, copy)
+        with Log.open(copy, self.config) as recovered:
+            assert [(r.offset, r.timestamp, r.value) for r in recovered.read()] == self.model
+            assert recovered.log_end_offset == self.next_offset
+            self.check_lookups(recovered)
+
+    # ---------------------------------------------------------------- checks
+    def check_lookups(self, log):
+        for p in self.probes():
+            expected = next((o for o, t, _ in self.model if t >= p), None)
+            assert log.offset_for_timestamp(p) == expected, p
+
+    def probes(self):
+        ts = sorted({t for _, t, _ in self.model})
+        return sorted({q for t in ts for q in (t - 1, t, t + 1)} | {T0 - 1})
+
+    @invariant()
+    def live_log_matches_the_model(self):
+        if not hasattr(self, "log"):
+            return
+        assert self.log.log_end_offset == self.next_offset
+        assert [(r.offset, r.timestamp, r.value) for r in self.log.read()] == self.model
+        rows = [b for b in self.log.read_arrow(self.log.log_start_offset)]
+        got = [(o, t, v) for b in rows for o, t, v in zip(b.column("offset").to_pylist(),
+                                                          b.column("timestamp").to_pylist(),
+                                                          b.column("value").to_pylist())]
+        assert got == self.model
+        self.check_lookups(self.log)
+
+    @invariant()
+    def a_fresh_reader_beside_the_live_writer_agrees(self):
+        if not hasattr(self, "log"):
+            return
+        with Log.open(self.path, readonly=True) as reader:
+            assert [(r.offset, r.timestamp, r.value) for r in reader.read(None, self.next_offset)] == self.model
+            self.check_lookups(reader)
+
+
+LiveLog.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_count=25, deadline=None,
+                                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+test_live_log = LiveLog.TestCase
