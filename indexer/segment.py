@@ -70,13 +70,21 @@ def sealed_summary(dir_path, base_offset: int, next_base: int) -> SealedSummary 
             # An empty .log under a sealed segment's indexes lost its records (power loss): not
             # trusted, so recovery and readers look at it and report it.
             return None
+        # A writer may trim or cut a file between the stat and the read (readers take no lock):
+        # a short read means "not known sealed now", never an error.
         with open(stem + TIME_INDEX_SUFFIX, "rb", buffering=0) as fh:
-            ts, rel = _TIME_ENTRY.unpack(os.pread(fh.fileno(), 12, tst.st_size - 12))
+            raw = os.pread(fh.fileno(), 12, tst.st_size - 12)
+        if len(raw) < 12:
+            return None
+        ts, rel = _TIME_ENTRY.unpack(raw)
         if rel == 0 or base_offset + rel != next_base:
             return None
         if isize:
             with open(stem + INDEX_SUFFIX, "rb", buffering=0) as fh:
-                _, pos = _OFFSET_ENTRY.unpack(os.pread(fh.fileno(), 8, isize - 8))
+                raw = os.pread(fh.fileno(), 8, isize - 8)
+            if len(raw) < 8:
+                return None
+            _, pos = _OFFSET_ENTRY.unpack(raw)
             if pos == 0:
                 return None  # a zero tail: preallocated, not trimmed
     except FileNotFoundError:
@@ -164,8 +172,14 @@ class LogSegment:
         self.max_timestamp = max_ts
         self._max_known = True
         if self.size > 0:
-            first = parse_header(self.pread(0, BATCH_HEADER_SIZE), 0)
-            self.first_timestamp = first.base_timestamp if first.base_timestamp >= 0 else first.max_timestamp
+            head = self.pread(0, BATCH_HEADER_SIZE)
+            if len(head) < BATCH_HEADER_SIZE and tolerate_torn_tail:
+                # A writer cut this file after the scan above (a truncation): a reader sees the
+                # segment as it is now, empty.
+                self.size, self.next_offset, self.max_timestamp = 0, self.base_offset, NO_TIMESTAMP
+            else:
+                first = parse_header(head, 0)
+                self.first_timestamp = first.base_timestamp if first.base_timestamp >= 0 else first.max_timestamp
         # Bytes appended since the batch the last index entry points at ended.
         at = int(np.searchsorted(tail.positions, last[1])) if (last and n) else n
         if last and at + 1 < n:
