@@ -18,7 +18,7 @@ from seglog.indexer.log import Log
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-FILES, ROWS = 6, 400
+FILES, ROWS = 24, 200          # enough micro-batches that three kills land before the stream ends
 PARTITIONS = 3
 
 CHILD = textwrap.dedent("""
@@ -67,7 +67,7 @@ def test_sigkill_anywhere_loses_nothing_duplicates_nothing(tmp_path):
                     if s is not None and s.seq > seq0:
                         break
                     time.sleep(0.05)
-                time.sleep(rng.uniform(0.0, 2.5))
+                time.sleep(rng.uniform(0.0, 1.0))
                 if proc.poll() is None:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
