@@ -25,7 +25,8 @@ from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedErro
                             ReadOnlyLogError, RecordTooLargeError, TimestampOutOfRangeError)
 from seglog.indexer.locks import partition_lock
 from seglog.indexer.names import DELETED_SUFFIX, log_bases, parse_partition_dir
-from seglog.indexer.records import INT64_MAX, NO_TIMESTAMP, Record, decode_batch, first_offset_at_or_after
+from seglog.indexer.records import (INT32_MAX, INT64_MAX, NO_TIMESTAMP, Record, decode_batch,
+                                     first_offset_at_or_after)
 from seglog.indexer.segment import LogSegment, SegmentInfo, now_ms, read_checked, sealed_summary
 
 EARLIEST = -2
@@ -746,7 +747,7 @@ def _run_that_fits(seg: LogSegment, enc: EncodedBatches, i: int, n: int, now: in
     j = i + 1
     while j < n:
         b = int(enc.positions[j + 1] - enc.positions[j])
-        if size + b > limit or j - i >= room or int(enc.last_offsets[j]) - seg.base_offset > (1 << 31) - 1:
+        if size + b > limit or j - i >= room or int(enc.last_offsets[j]) - seg.base_offset > INT32_MAX:
             break
         mts = int(enc.max_timestamps[j])
         if first_ts >= 0 and mts >= 0 and mts - first_ts > segment_ms:

@@ -35,7 +35,6 @@ import numpy as np
 
 from seglog.errors import ReadOnlyLogError, SeglogError, StorageError
 
-INT32_MAX = 2**31 - 1
 
 # Kafka's "warm section" (KAFKA-6432): the last 8 KiB of entries are probed first, so the hot
 # lookups near the end of an active index touch the same few pages.

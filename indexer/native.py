@@ -618,7 +618,7 @@ def _first_at_or_after(a, p, end, count, base_ts, base_off, ts, min_off):
 def first_at_or_after(buf, pos: int, header, timestamp: int, min_offset: int) -> int | None | bool:
     """records.first_offset_at_or_after compiled: the offset, None, or False on a fault."""
     a = np.frombuffer(buf, dtype=np.uint8)
-    found = _first_at_or_after(a, pos + 61, pos + header.size, header.record_count, header.base_timestamp,
+    found = _first_at_or_after(a, pos + _HEADER, pos + header.size, header.record_count, header.base_timestamp,
                                header.base_offset, timestamp, min_offset)
     if found == -2:
         return False

@@ -18,12 +18,12 @@ import struct
 import numpy as np
 
 from seglog.indexer.mmap_index import (
-    INT32_MAX,
     IndexFullError,
     IndexOffsetOverflowError,
     InvalidIndexEntryError,
     MmapIndex,
 )
+from seglog.indexer.records import INT32_MAX
 
 _ENTRY = struct.Struct(">ii")
 _INT32 = struct.Struct(">i")

@@ -24,7 +24,8 @@ from seglog.errors import CorruptRecordError
 from seglog.indexer.fsutil import atomic_write, fsync_dir
 from seglog.indexer.names import (DELETED_SUFFIX, log_bases, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_file,
                            segment_file)
-from seglog.indexer.records import LOG_APPEND_TIME, Record, decode_batch, encode_batch, parse_header
+from seglog.indexer.records import (BATCH_HEADER_SIZE, LOG_APPEND_TIME, Record, decode_batch, encode_batch,
+                                     parse_header)
 from seglog.indexer.segment import LogSegment, sealed_summary
 
 if TYPE_CHECKING:
@@ -151,10 +152,10 @@ def _tail_matches_index(seg: LogSegment) -> bool:
     if entry is None:
         return True
     offset, pos = entry
-    if pos + 61 > seg.size:
+    if pos + BATCH_HEADER_SIZE > seg.size:
         return False
     try:
-        header = parse_header(seg.pread(pos, 61), 0)
+        header = parse_header(seg.pread(pos, BATCH_HEADER_SIZE), 0)
     except CorruptRecordError:
         return False
     return header.last_offset == offset
@@ -198,7 +199,7 @@ def rebuild_indexes(seg: LogSegment, report: list[str]) -> None:
     seg.bytes_since_index_entry = 0
     if not len(scan.positions):
         return
-    first = parse_header(seg.pread(0, 61), 0)
+    first = parse_header(seg.pread(0, BATCH_HEADER_SIZE), 0)
     first_ts = first.base_timestamp if first.base_timestamp >= 0 else first.max_timestamp
     sizes = scan.sizes.tolist()
     for k, (last_offset, pos, max_ts) in enumerate(zip(scan.last_offsets.tolist(), scan.positions.tolist(),

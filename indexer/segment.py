@@ -23,10 +23,9 @@ import numpy as np
 from seglog.errors import CorruptRecordError, ReadOnlyLogError
 from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from seglog.indexer.offset_index import OffsetIndex
-from seglog.indexer.records import BATCH_HEADER_SIZE, NO_TIMESTAMP, parse_header, scan_batches
+from seglog.indexer.records import BATCH_HEADER_SIZE, INT32_MAX, NO_TIMESTAMP, parse_header, scan_batches
 from seglog.indexer.time_index import TimeIndex
 
-INT32_MAX = (1 << 31) - 1
 _TIME_ENTRY = struct.Struct(">qi")
 _OFFSET_ENTRY = struct.Struct(">ii")
 READ_CHUNK = 4 << 20   # bytes read at a time when scanning or decoding

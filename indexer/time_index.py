@@ -22,12 +22,12 @@ import struct
 import numpy as np
 
 from seglog.indexer.mmap_index import (
-    INT32_MAX,
     IndexFullError,
     IndexOffsetOverflowError,
     InvalidIndexEntryError,
     MmapIndex,
 )
+from seglog.indexer.records import INT32_MAX
 
 _ENTRY = struct.Struct(">qi")
 _INT64 = struct.Struct(">q")

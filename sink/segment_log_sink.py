@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from seglog.conf.topic_config import validate_topic_config
+from seglog.indexer.records import BATCH_HEADER_SIZE
 from seglog.indexer.commit_log import CommitLog
 from seglog.errors import InvalidRecordError, RecordTooLargeError, TimestampOutOfRangeError
 from seglog.indexer.locks import FileLock, lock_path, partition_lock
@@ -52,7 +53,7 @@ ARROW_BATCH_ROWS = 100_000
 # A record's time, from the `timestamp` column (timestamp or timestamp_ntz): NTZ is read in the
 # session time zone, as Spark's CAST does. The write and the quarantine routing both use it.
 EVENT_TIME = "CAST(timestamp AS TIMESTAMP)"
-BATCH_OVERHEAD = 61           # Kafka's record batch header, v2
+BATCH_OVERHEAD = BATCH_HEADER_SIZE   # Kafka's record batch header, v2
 
 
 def _sql_str(s: str) -> str:
