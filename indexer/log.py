@@ -21,7 +21,7 @@ import numpy as np
 from seglog.conf.topic_config import TopicConfig, validate_topic_config
 from seglog.indexer import checkpoint, recovery, retention
 from seglog.indexer.columns import EncodedBatches, decode_to_arrow, encode_columns
-from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, OffsetOutOfRangeError,
+from seglog.errors import (CorruptRecordError, InvalidRecordError, SegmentDeletedError, LogClosedError, OffsetOutOfRangeError,
                             ReadOnlyLogError, RecordTooLargeError, TimestampOutOfRangeError)
 from seglog.indexer.locks import partition_lock
 from seglog.indexer.names import DELETED_SUFFIX, log_bases, parse_partition_dir
@@ -170,7 +170,7 @@ class Log:
         try:
             seg = self._open_segment_obj(base, active=False)
         except FileNotFoundError:
-            raise OffsetOutOfRangeError(
+            raise SegmentDeletedError(
                 f"{self.path}: segment {base} was deleted (retention or truncation) while in use") from None
         seg.next_offset = self._next_base(base)
         self._open[base] = seg

@@ -42,6 +42,11 @@ class OffsetOutOfRangeError(SeglogError, IndexError):
     """A read asked for an offset below the log start offset or past the end."""
 
 
+class SegmentDeletedError(OffsetOutOfRangeError):
+    """A segment a reader had listed was deleted (retention, truncation) before the reader used it:
+    reading again from the new log start is the remedy, or a data-loss report if it was asked for."""
+
+
 class PartitionLockedError(SeglogError):
     """Another writer holds the partition's lock."""
 

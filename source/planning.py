@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Sequence
 
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.root import LogRoot
-from seglog.errors import InvalidTopicError, OffsetOutOfRangeError
+from seglog.errors import InvalidTopicError, OffsetOutOfRangeError, SegmentDeletedError
 from seglog.source.options import EARLIEST, LATEST, Bound, SourceOptions
 
 MIN_TASK_BYTES = 8 << 20       # below this a second task costs more than it saves
@@ -301,8 +301,25 @@ def open_readonly(root: str, topic: str, partition: int):
 
 
 def plan(opts: SourceOptions, bounds: ScanBounds, *, cores: int | None = None,
+         opener=None) -> list[list[Slice]]:
+    """Resolve every partition's range and cut the work into tasks (a list of slices per task).
+    Planning takes no lock: retention may delete a segment between listing and splitting; then the
+    partitions are planned again from their new log starts (a start that is now lost is reported
+    by resolve_range, honouring failOnDataLoss)."""
+    for attempt in range(_PLAN_ATTEMPTS):
+        try:
+            return _plan_once(opts, bounds, cores=cores, opener=opener or open_readonly)
+        except SegmentDeletedError:
+            if attempt == _PLAN_ATTEMPTS - 1:
+                raise
+
+
+_PLAN_ATTEMPTS = 5
+
+
+def _plan_once(opts: SourceOptions, bounds: ScanBounds, *, cores: int | None = None,
          opener=open_readonly) -> list[list[Slice]]:
-    """Resolve every partition's range and cut the work into tasks (a list of slices per task)."""
+    """One planning pass over the partitions as they are now."""
     layout = check_layout(opts)
     logs = []
     try:

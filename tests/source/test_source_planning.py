@@ -137,3 +137,46 @@ def test_row_mask_and_constant_strings():
 def test_empty_scan_bounds(n):
     assert ScanBounds(offset_in=frozenset()).is_empty()
     assert not ScanBounds(offset_min=n).is_empty()
+
+
+def test_planning_survives_retention_deleting_segments_under_it(tmp_path):
+    """The sidecar's retention deletes segments between the planner's open and its split by bytes:
+    planning starts again from the new log start instead of failing (issue: planning failed even
+    with failOnDataLoss=false)."""
+    import time as _time
+
+    import numpy as np
+    import pyarrow as pa
+
+    from seglog.indexer.commit_log import CommitLog
+    from seglog.indexer.log import Log
+    from seglog.source.options import parse_options
+    from seglog.source.planning import open_readonly, plan
+
+    config = {"segment.bytes": 2048, "index.interval.bytes": 128, "retention.ms": 3_600_000,
+              "file.delete.delay.ms": 0}
+    now = int(_time.time() * 1000)
+    with Log.open(tmp_path / "t-0", config) as log:
+        for k in range(40):
+            ts = now - 7_200_000 if k < 30 else now
+            log.append_columns(pa.array([b"v" * 60] * 10), timestamps=np.full(10, ts, np.int64))
+        end = log.log_end_offset
+    CommitLog(tmp_path, "t").commit("w", 0, {0: end})
+    raced = []
+
+    def racing_opener(root, topic, partition):
+        reader = open_readonly(root, topic, partition)
+        if not raced:                      # the first open only: retention runs right after it
+            with Log.open(tmp_path / "t-0", config) as writer:
+                writer.seal_inactive()
+                raced.append(writer.apply_retention().log_start_offset)
+        return reader
+
+    for fail_on_data_loss in ("false", "true"):
+        raced.clear()
+        opts = parse_options({"path": str(tmp_path), "topic": "t", "failondataloss": fail_on_data_loss,
+                              "maxbytespertask": "1024"})
+        tasks = plan(opts, ScanBounds(), cores=2, opener=racing_opener)
+        slices = [s for task in tasks for s in task]
+        start = min(s.start for s in slices)
+        assert raced and 0 < raced[0] == start and max(s.end for s in slices) == end
