@@ -1,4 +1,5 @@
-"""Shared fixtures. One real local Spark session (local[2]) for the whole run, created on first use."""
+"""Shared fixtures. One real local Spark session (local[2]) and one real Kafka broker (KRaft, loopback)
+for the whole run, each created on first use."""
 from __future__ import annotations
 
 import os
@@ -20,3 +21,18 @@ def spark():
     register(session)  # the seglog data source, for this session
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """A real Kafka 4.1 broker for the session (tests/kafka_broker.py): ``.bootstrap``, ``.log_dir``,
+    ``.partition_dir(topic, p)``, ``.restart()``. Stopped by its pid when the session ends, also after
+    failures. Tests that stop or restart it leave it running again."""
+    from tests.kafka_broker import KafkaBroker
+
+    broker = KafkaBroker(tmp_path_factory.mktemp("kafka-broker"))
+    try:
+        broker.start()
+        yield broker
+    finally:
+        broker.stop()
