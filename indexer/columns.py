@@ -18,8 +18,6 @@ wrong hands over to it, so errors are the same either way.
 """
 from __future__ import annotations
 
-import logging
-import os
 from dataclasses import dataclass, field
 
 import crc32c as _crc32c
@@ -28,6 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from seglog.errors import CorruptRecordError, InvalidRecordError
+from seglog.indexer.compression import inflate_batch
+from seglog.indexer.kernels import native_kernels
 from seglog.indexer.records import (
     ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK, CREATE_TIME, INT32_MAX,
     INT64_MAX, LOG_APPEND_TIME, MAGIC, MIN_BATCH_LENGTH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
@@ -71,26 +71,6 @@ _MIN_RECORD_SIZE = 7                     # length, attributes, ts, offset, key l
 # pa.nulls, not pa.array([]): converting a Python list makes pyarrow import pandas (0.4 s per process)
 _NO_HEADERS = pa.StructArray.from_arrays([pa.nulls(0, pa.string()), pa.nulls(0, pa.binary())],
                                          fields=list(HEADER_TYPE.value_type))
-_log = logging.getLogger(__name__)
-_native = None                  # indexer.native once imported, False when numba is unusable
-
-
-def native_kernels():
-    """The compiled kernels (`indexer.native`), or None: numba missing or unusable, or the
-    environment variable SEGLOG_NO_NUMBA set to anything but 0 (read on every call, for tests)."""
-    global _native
-    if os.environ.get("SEGLOG_NO_NUMBA", "0") not in ("", "0"):
-        return None
-    if _native is None:
-        try:
-            from seglog.indexer import native
-            _native = native
-        except Exception as exc:        # ImportError, or numba finding no cache dir it can use
-            _log.warning("seglog: compiled codec unavailable, using the numpy path: %s", exc)
-            _native = False
-    return _native or None
-
-
 # ---------------------------------------------------------------------------------------------
 # the result of encoding
 
@@ -587,12 +567,55 @@ def decode_to_arrow(buf, batch_positions, *, start_offset: int, end_offset: int)
     view = memoryview(buf)
     if view.ndim != 1 or view.format != "B":      # Arrow buffers export signed 'b': bytes as ints < 0
         view = view.cast("B")
+    inflated = _inflate_in_range(view, batch_positions, int(start_offset), int(end_offset))
+    if inflated is None:
+        return _decode(view, batch_positions, start_offset, end_offset)
+    data, positions, origins = inflated
+    try:
+        return _decode(memoryview(data), positions, start_offset, end_offset)
+    except CorruptRecordError as exc:
+        raise CorruptRecordError(f"in the batches at positions {origins[0]}..{origins[-1]} "
+                                 f"(decompressed): {exc}") from exc
+
+
+def _decode(view: memoryview, batch_positions, start_offset: int, end_offset: int) -> pa.RecordBatch:
     kernels = native_kernels()
     if kernels is not None:
         got = _decode_native(kernels, view, batch_positions, int(start_offset), int(end_offset))
         if got is not None:
             return got
     return _decode_numpy(view, batch_positions, start_offset, end_offset)
+
+
+def _inflate_in_range(view: memoryview, batch_positions, start: int, end: int):
+    """None when no batch holding offsets in [start, end) is compressed (the common case, checked
+    with one vectorised look at each batch's codec bits); else (bytes, positions, original positions)
+    of just the batches in range, the compressed ones inflated (indexer.compression): the record
+    walks, compiled or not, never see compressed bytes."""
+    positions = np.asarray(batch_positions, dtype=np.int64).ravel()
+    if not len(positions):
+        return None
+    a = np.frombuffer(view, dtype=np.uint8)
+    codec_at = positions + ATTRIBUTES_OFFSET + 1
+    if (codec_at >= len(a)).any() or not (a[codec_at] & COMPRESSION_CODEC_MASK).any():
+        return None                              # out-of-bounds positions: the decoders name them
+    parts, new_positions, origins = [], [], []
+    at = 0
+    for p in positions.tolist():
+        h = parse_header(view, p)
+        if h.base_offset + h.last_offset_delta < start or h.base_offset >= end:
+            continue
+        if p + h.size > len(view):
+            raise CorruptRecordError(f"batch at position {p} (offset {h.base_offset}) runs past the end "
+                                     f"of the data at {len(view)}")
+        part = inflate_batch(view, p, h.size) if h.compression_codec else view[p:p + h.size]
+        parts.append(part)
+        new_positions.append(at)
+        origins.append(p)
+        at += len(part)
+    if not parts:
+        return None
+    return b"".join(parts), np.asarray(new_positions, dtype=np.int64), origins
 
 
 def _decode_native(kernels, view: memoryview, batch_positions, start: int,

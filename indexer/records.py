@@ -3,15 +3,11 @@
 This module is the reference: a plain, per-record encoder and decoder that are easy to check against
 the format. The bulk paths in `indexer.columns` are held to it byte for byte by the tests.
 
-Batch layout (big-endian; offsets from the batch start):
-    0  baseOffset int64          8  batchLength int32 (bytes after this field)
-    12 partitionLeaderEpoch int32  16 magic int8 (= 2)    17 crc uint32 (CRC-32C of bytes 21..end)
-    21 attributes int16 (bits 0-2 codec, bit 3 timestamp type)   23 lastOffsetDelta int32
-    27 baseTimestamp int64   35 maxTimestamp int64   43 producerId int64   51 producerEpoch int16
-    53 baseSequence int32    57 recordCount int32    61 records
-Record: length varint (of the bytes after it), attributes int8, timestampDelta varlong, offsetDelta
-varint, keyLength varint (-1 null) + key, valueLength varint (-1 null) + value, headerCount varint,
-headers (keyLength varint + UTF-8 key, valueLength varint (-1 null) + value). Varints are zigzag.
+The batch header's layout has one home, `indexer.batch_layout`. Record: length varint (of the bytes
+after it), attributes int8, timestampDelta varlong, offsetDelta varint, keyLength varint (-1 null) +
+key, valueLength varint (-1 null) + value, headerCount varint, headers (keyLength varint + UTF-8 key,
+valueLength varint (-1 null) + value). Varints are zigzag. Compressed batches are inflated first
+(`indexer.compression`): the record walks here only ever see uncompressed records.
 """
 from __future__ import annotations
 
@@ -23,12 +19,12 @@ import crc32c as _crc32c
 import numpy as np
 
 from seglog.errors import CorruptRecordError, InvalidRecordError
+from seglog.indexer.batch_layout import (  # noqa: F401  (re-exported: the names callers import from here)
+    ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, CRC_OFFSET, HEADER_STRUCT,
+    LOG_OVERHEAD, MAGIC, MAGIC_OFFSET, MIN_BATCH_LENGTH, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK)
+from seglog.indexer.compression import inflate_batch
+from seglog.indexer.kernels import native_kernels
 
-MAGIC = 2
-BATCH_HEADER_SIZE = 61
-LOG_OVERHEAD = 12                 # baseOffset + batchLength: the bytes batchLength does not count
-TIMESTAMP_TYPE_MASK = 0x08
-COMPRESSION_CODEC_MASK = 0x07
 NO_TIMESTAMP = -1
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
@@ -38,19 +34,10 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 PARTITION_LEADER_EPOCH = 0        # what we write; Kafka's broker writes its leader epoch
 
-CRC_OFFSET = 17                   # position of the crc field within a batch
-ATTRIBUTES_OFFSET = 21            # the CRC covers from here to the end of the batch
-MAGIC_OFFSET = 16
-MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD   # 49: a batch with no records
-
 INT32_MAX = (1 << 31) - 1
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 
-# baseOffset, batchLength, leaderEpoch, magic, crc, attributes, lastOffsetDelta, baseTimestamp,
-# maxTimestamp, producerId, producerEpoch, baseSequence, recordCount: 61 bytes, no padding.
-HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
-assert HEADER_STRUCT.size == BATCH_HEADER_SIZE
 _CRC_STRUCT = struct.Struct(">I")
 
 
@@ -67,7 +54,7 @@ class Record:
 
 
 class BatchHeader(NamedTuple):
-    """The 61-byte header of one record batch, as stored."""
+    """The header of one record batch, as stored (indexer.batch_layout)."""
     base_offset: int
     batch_length: int
     partition_leader_epoch: int
@@ -102,6 +89,14 @@ class BatchHeader(NamedTuple):
     @property
     def compression_codec(self) -> int:
         return self.attributes & COMPRESSION_CODEC_MASK
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG_MASK)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,7 +150,7 @@ def parse_header(buf, pos: int) -> BatchHeader:
     """Parse the batch header at `pos` of `buf` (bytes, memoryview, mmap or a uint8 numpy array).
 
     Raises CorruptRecordError, naming the position, when the header is structurally impossible:
-    fewer than 61 bytes left, magic not 2, batchLength below 49, a negative record count, or a
+    fewer than BATCH_HEADER_SIZE bytes left, magic not 2, batchLength below 49, a negative record count, or a
     lastOffsetDelta below recordCount - 1 (compaction may leave it above, never below)."""
     if pos < 0 or pos + BATCH_HEADER_SIZE > len(buf):
         raise CorruptRecordError(
@@ -253,7 +248,7 @@ class ScanResult:
 
 def scan_batches(buf, start: int, end: int | None = None, *, check_crc: bool = True,
                  prev_last_offset: int | None = None, dense: bool = False,
-                 leader_epoch: int | None = None) -> ScanResult:
+                 min_leader_epoch: int | None = None, max_leader_epoch: int | None = None) -> ScanResult:
     """Walk the batches of `buf` from `start` while they fit before `end` (default: len(buf)).
 
     Stops at the first fault and says what and where it is: a torn header, a length past `end`, a
@@ -264,7 +259,9 @@ def scan_batches(buf, start: int, end: int | None = None, *, check_crc: bool = T
     The CRC does not cover baseOffset, batchLength, partitionLeaderEpoch or magic. To catch a flipped
     byte there too, a caller that knows its log pass `prev_last_offset` (segment base - 1) with
     `dense=True` (each base offset must be exactly the previous last offset + 1: no compaction) and
-    `leader_epoch` (the epoch every batch must carry; seglog writes 0)."""
+    the leader epoch bounds: epochs never decrease from batch to batch (a new leader only raises
+    them), start at `min_leader_epoch` or above, and stay at or below `max_leader_epoch` (0 for a
+    folder seglog wrote, which only ever writes 0; any epoch for a Kafka broker's folder)."""
     if end is None:
         end = len(buf)
     end = min(end, len(buf))
@@ -302,9 +299,14 @@ def scan_batches(buf, start: int, end: int | None = None, *, check_crc: bool = T
                 error = (f"batch at position {pos}: base offset {header.base_offset} leaves a gap "
                          f"after the previous last offset {last}")
                 break
-            if leader_epoch is not None and header.partition_leader_epoch != leader_epoch:
+            epoch = header.partition_leader_epoch
+            if min_leader_epoch is not None and epoch < min_leader_epoch:
                 error = (f"batch at position {pos} (offset {header.base_offset}): partition leader "
-                         f"epoch {header.partition_leader_epoch}, expected {leader_epoch}")
+                         f"epoch {epoch} below the previous batch's {min_leader_epoch} (epochs never decrease)")
+                break
+            if max_leader_epoch is not None and epoch > max_leader_epoch:
+                error = (f"batch at position {pos} (offset {header.base_offset}): partition leader "
+                         f"epoch {epoch} above {max_leader_epoch}, the largest this partition can hold")
                 break
             if check_crc:
                 actual = crc(view[pos + ATTRIBUTES_OFFSET:pos + size])
@@ -315,6 +317,8 @@ def scan_batches(buf, start: int, end: int | None = None, *, check_crc: bool = T
             positions.append(pos)
             headers.append(header)
             last = header.base_offset + header.last_offset_delta
+            if min_leader_epoch is not None:
+                min_leader_epoch = epoch
             pos += size
     finally:
         view.release()
@@ -334,9 +338,11 @@ def decode_batch(buf, pos: int, header: BatchHeader | None = None) -> list[Recor
     if end > len(buf):
         raise CorruptRecordError(f"batch at position {pos} runs past the end of the buffer")
     if header.compression_codec != 0:
-        raise CorruptRecordError(
-            f"batch at position {pos} uses compression codec {header.compression_codec}; "
-            f"seglog reads uncompressed batches only")
+        inflated = inflate_batch(buf, pos, header.size)
+        try:
+            return decode_batch(inflated, 0)
+        except CorruptRecordError as exc:
+            raise CorruptRecordError(f"batch at position {pos} (decompressed): {exc}") from exc
     log_append = header.timestamp_type == LOG_APPEND_TIME
     data = bytes(memoryview(buf)[pos + BATCH_HEADER_SIZE:end]) if not isinstance(buf, bytes) else buf
     base = 0 if data is not buf else pos + BATCH_HEADER_SIZE
@@ -392,8 +398,10 @@ def first_offset_at_or_after(buf, pos: int, header: BatchHeader, timestamp: int,
         if header.max_timestamp < timestamp or header.last_offset < min_offset:
             return None
         return max(min_offset, header.base_offset)
-    from seglog.indexer.columns import native_kernels  # late: the compiled walk, where numba is usable
-
+    if header.compression_codec != 0:
+        # Only this batch is decompressed; the walk below (and the compiled one) sees plain records.
+        buf, pos = inflate_batch(buf, pos, header.size), 0
+        header = parse_header(buf, 0)
     native = native_kernels()
     if native is not None and isinstance(buf, (bytes, bytearray)):
         found = native.first_at_or_after(buf, pos, header, timestamp, min_offset)

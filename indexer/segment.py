@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from seglog.errors import CorruptRecordError, ReadOnlyLogError
+from seglog.indexer.leader_epochs import max_leader_epoch
 from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from seglog.indexer.offset_index import OffsetIndex
 from seglog.indexer.records import BATCH_HEADER_SIZE, INT32_MAX, NO_TIMESTAMP, parse_header, scan_batches
@@ -97,6 +98,7 @@ class LogSegment:
     def __init__(self, dir_path: Path, base_offset: int, config, *, writable: bool, active: bool,
                  create: bool = False):
         self.dir = dir_path
+        self.max_leader_epoch = max_leader_epoch(dir_path)   # 0 unless a Kafka broker wrote the folder
         self.base_offset = base_offset
         self.config = config
         self.writable = writable
@@ -194,10 +196,11 @@ class LogSegment:
 
     def scan(self, start: int, end: int, *, check_crc: bool, strict: bool = False):
         """Batch headers of [start, end), read in chunks so memory stays bounded. `strict` (from
-        the segment's start only) also requires dense offsets from the base and leader epoch 0,
-        which catches flipped bytes in the header fields the CRC does not cover."""
-        extra = {"prev_last_offset": self.base_offset - 1, "dense": True, "leader_epoch": 0} \
-            if strict and start == 0 else {}
+        the segment's start only) also requires dense offsets from the base and leader epochs in
+        bounds (indexer.leader_epochs), which catches flipped bytes in the header fields the CRC
+        does not cover."""
+        extra = {"prev_last_offset": self.base_offset - 1, "dense": True, "min_leader_epoch": 0,
+                 "max_leader_epoch": self.max_leader_epoch} if strict and start == 0 else {}
         if end - start <= READ_CHUNK:
             buf = self.pread(start, end - start)
             result = scan_batches(buf, 0, len(buf), check_crc=check_crc, **extra)
@@ -356,16 +359,16 @@ class LogSegment:
 
 def read_checked(seg: "LogSegment", pos: int, prev_last: int):
     """(file position, bytes, scan) for chunks of whole batches from `pos` to the segment's end,
-    every batch checked once (CRC, leader epoch, offsets dense from `prev_last`). A chunk boundary
+    every batch checked once (CRC, leader epochs, offsets dense from `prev_last`). A chunk boundary
     that cuts a batch is not a fault: the next chunk starts at that batch. Anything else that fails
     a check raises CorruptRecordError: a read never returns what it cannot vouch for."""
     end = seg.size
     chunk = FIRST_CHUNK
+    epochs = {"min_leader_epoch": 0, "max_leader_epoch": seg.max_leader_epoch}
     while pos < end:
         buf = seg.pread(pos, min(chunk, end - pos))
         chunk = min(chunk * 2, READ_CHUNK)
-        scan = scan_batches(buf, 0, len(buf), check_crc=True, prev_last_offset=prev_last, dense=True,
-                            leader_epoch=0)
+        scan = scan_batches(buf, 0, len(buf), check_crc=True, prev_last_offset=prev_last, dense=True, **epochs)
         good = scan.valid_end
         if good < len(buf):
             # Where the walk stopped: a batch the chunk cut short (read on), or a fault.
@@ -387,12 +390,13 @@ def read_checked(seg: "LogSegment", pos: int, prev_last: int):
                 size = parse_header(buf, 0).size
                 buf = seg.pread(pos, size)
                 scan = scan_batches(buf, 0, len(buf), check_crc=True, prev_last_offset=prev_last, dense=True,
-                                    leader_epoch=0)
+                                    **epochs)
                 if scan.error or scan.valid_end != size:
                     raise CorruptRecordError(f"{seg.log_path}: {scan.error} (batch at file position {pos})")
                 good = size
         if len(scan.positions):
             prev_last = scan.headers[-1].last_offset
+            epochs["min_leader_epoch"] = scan.headers[-1].partition_leader_epoch
         yield pos, (buf if good == len(buf) else memoryview(buf)[:good]), scan
         pos += good
 
@@ -412,7 +416,8 @@ def _scan_chunked(segment: LogSegment, start: int, end: int, check_crc: bool, ex
     while pos < end:
         buf = segment.pread(pos, min(READ_CHUNK, end - pos))
         if parts and extra:
-            extra = dict(extra, prev_last_offset=parts[-1].headers[-1].last_offset)
+            extra = dict(extra, prev_last_offset=parts[-1].headers[-1].last_offset,
+                         min_leader_epoch=parts[-1].headers[-1].partition_leader_epoch)
         result = scan_batches(buf, 0, len(buf), check_crc=check_crc, **extra)
         if result.valid_end == 0 and len(buf) >= BATCH_HEADER_SIZE:
             try:  # a single batch larger than the chunk

@@ -275,7 +275,8 @@ def test_scan_finds_every_flipped_byte():
     for i in range(len(data)):
         bad = bytearray(data)
         bad[i] ^= 0x10
-        res = scan_batches(bytes(bad), 0, len(bad), prev_last_offset=-1, dense=True, leader_epoch=0)
+        res = scan_batches(bytes(bad), 0, len(bad), prev_last_offset=-1, dense=True,
+                           min_leader_epoch=0, max_leader_epoch=0)
         assert res.error is not None, f"flip at byte {i} not detected"
         hit = max(p for p in positions if p <= i)
         assert res.valid_end == hit
@@ -325,8 +326,11 @@ def test_decode_refuses_bad_record_structure():
         decode_batch(bytes(raw), 0)
 
 
-def test_decode_refuses_compressed_batches():
+def test_decode_names_compressed_batches_that_do_not_decompress():
     raw = bytearray(_batch())
-    struct.pack_into(">h", raw, 21, 1)         # gzip
-    with pytest.raises(CorruptRecordError, match="compression codec 1"):
+    struct.pack_into(">h", raw, 21, 1)         # claims gzip, holds plain records
+    with pytest.raises(CorruptRecordError, match="position 0: its gzip records do not decompress"):
+        decode_batch(bytes(raw), 0)
+    struct.pack_into(">h", raw, 21, 6)         # no such codec
+    with pytest.raises(CorruptRecordError, match="codec 6, which Kafka does not define"):
         decode_batch(bytes(raw), 0)

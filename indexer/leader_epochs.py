@@ -1,0 +1,24 @@
+"""Which partition leader epochs a partition folder's batches may carry (docs/format.md, "Leader epochs").
+
+seglog writes partition leader epoch 0 in every batch, so in a folder seglog wrote any other epoch is
+a flipped byte (the CRC does not cover the field). A Kafka broker writes its current leader epoch,
+which every leader change raises, and keeps the epochs it assigned in `leader-epoch-checkpoint`; a
+folder with that file (written by a broker, or imported from one) may hold any epoch, as long as
+epochs never decrease from batch to batch.
+"""
+from __future__ import annotations
+
+import os
+
+from seglog.indexer.records import INT32_MAX
+
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+SEGLOG_LEADER_EPOCH = 0
+
+
+def max_leader_epoch(partition_dir) -> int:
+    """The largest epoch a batch in `partition_dir` may carry: 0 for seglog's own folders, any
+    (int32 max) when Kafka's leader-epoch-checkpoint is there."""
+    if os.path.exists(os.path.join(partition_dir, LEADER_EPOCH_CHECKPOINT)):
+        return INT32_MAX
+    return SEGLOG_LEADER_EPOCH
