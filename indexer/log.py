@@ -25,8 +25,10 @@ from seglog.errors import (CorruptRecordError, InvalidRecordError, SegmentDelete
                             ReadOnlyLogError, RecordTooLargeError, TimestampOutOfRangeError)
 from seglog.indexer.locks import partition_lock
 from seglog.indexer.names import DELETED_SUFFIX, log_bases, parse_partition_dir
-from seglog.indexer.records import (INT32_MAX, INT64_MAX, NO_TIMESTAMP, Record, decode_batch,
+from seglog.indexer.records import (CONTROL_FLAG_MASK, INT32_MAX, INT64_MAX, NO_TIMESTAMP, Record, decode_batch,
                                      first_offset_at_or_after)
+from seglog.indexer.transactions import (DEFAULT_ISOLATION_LEVEL, TransactionFates, check_isolation_level,
+                                         control_type, visible_batches)
 from seglog.indexer.segment import LogSegment, SegmentInfo, now_ms, read_checked, sealed_summary
 
 EARLIEST = -2
@@ -430,24 +432,53 @@ class Log:
                         return
             i += 1
 
-    def read(self, offset: int | None = None, max_offset: int | None = None) -> Iterator[Record]:
-        """Records from `offset` (default: log start) up to `max_offset` (exclusive)."""
+    def read(self, offset: int | None = None, max_offset: int | None = None, *,
+             isolation_level: str = DEFAULT_ISOLATION_LEVEL) -> Iterator[Record]:
+        """Records from `offset` (default: log start) up to `max_offset` (exclusive), as a Kafka
+        consumer with `isolation_level` returns them (indexer/transactions.py: never control
+        records; read_committed also skips aborted transactions)."""
+        check_isolation_level(isolation_level)
         start, end = self._bounds(offset, max_offset)
+        fates: list = []
         for _, _, buf, scan in self._batch_chunks(start, end):
-            for pos in scan.positions:
+            for pos in self._visible_positions(scan, isolation_level, fates):
                 for rec in decode_batch(buf, int(pos)):
                     if rec.offset >= end:
                         return
                     if rec.offset >= start:
                         yield rec
 
-    def read_arrow(self, start_offset: int, end_offset: int | None = None, *, max_rows: int = 65536):
-        """Arrow record batches (key, value, offset, timestamp ms, timestampType, headers)."""
+    def read_arrow(self, start_offset: int, end_offset: int | None = None, *, max_rows: int = 65536,
+                   isolation_level: str = DEFAULT_ISOLATION_LEVEL):
+        """Arrow record batches (key, value, offset, timestamp ms, timestampType, headers), with
+        `isolation_level` as in `read`."""
+        check_isolation_level(isolation_level)
         start, end = self._bounds(start_offset, end_offset)
+        fates: list = []
         for _, _, buf, scan in self._batch_chunks(start, end):
-            batch = decode_to_arrow(buf, scan.positions, start_offset=start, end_offset=end)
+            batch = decode_to_arrow(buf, self._visible_positions(scan, isolation_level, fates),
+                                    start_offset=start, end_offset=end)
             for lo in range(0, batch.num_rows, max_rows):
                 yield batch.slice(lo, max_rows)
+
+    def _visible_positions(self, scan, isolation_level: str, fates: list) -> np.ndarray:
+        """The positions of the chunk's batches whose records a consumer returns; `fates` holds the
+        read's TransactionFates once a transactional batch needs one."""
+        def fates_for() -> TransactionFates:
+            if not fates:
+                fates.append(TransactionFates(self._control_markers))
+            return fates[0]
+
+        keep = visible_batches(scan.headers, scan.attributes, isolation_level, fates_for)
+        return scan.positions if keep is None else scan.positions[keep]
+
+    def _control_markers(self, from_offset: int):
+        """(producer id, offset, ABORT/COMMIT) of every control batch after `from_offset`."""
+        for _, _, buf, scan in self._batch_chunks(from_offset + 1, self.log_end_offset):
+            for k in np.flatnonzero(scan.attributes & CONTROL_FLAG_MASK):
+                h = scan.headers[int(k)]
+                if h.base_offset > from_offset:
+                    yield h.producer_id, h.base_offset, control_type(decode_batch(buf, int(scan.positions[k]), h))
 
     # ------------------------------------------------------------------ lookup by timestamp
     def _segment_max_timestamps(self) -> tuple[np.ndarray, np.ndarray]:

@@ -129,7 +129,8 @@ def dump_log(path: Path, out, *, deep: bool, data: bool, max_bytes: int | None =
             valid = check_crc(buf, pos, header)
             ts_type = _TS_TYPES[header.timestamp_type]
             print(f"baseOffset: {header.base_offset} lastOffset: {header.last_offset} "
-                  f"count: {header.record_count} position: {pos} {ts_type}: {header.max_timestamp} "
+                  f"count: {header.record_count} {_producer_fields(header)} "
+                  f"position: {pos} {ts_type}: {header.max_timestamp} "
                   f"size: {header.size} magic: {header.magic} "
                   f"compresscodec: {_CODECS.get(header.compression_codec, header.compression_codec)} "
                   f"crc: {header.crc} isvalid: {'true' if valid else 'false'}", file=out)
@@ -151,14 +152,52 @@ def dump_log(path: Path, out, *, deep: bool, data: bool, max_bytes: int | None =
                     line = (f"| offset: {r.offset} {_TS_TYPES[r.timestamp_type]}: {r.timestamp} "
                             f"keySize: {-1 if r.key is None else len(r.key)} "
                             f"valueSize: {-1 if r.value is None else len(r.value)} "
+                            f"sequence: {_sequence(header, r.offset)} "
                             f"headerKeys: [{','.join(k for k, _ in r.headers)}]")
-                    if data:
+                    if header.is_control:
+                        line += _control_fields(r)
+                    elif data:
                         line += f" key: {_render(r.key)} payload: {_render(r.value)}"
                         if r.headers:
                             line += " headers: " + ",".join(f"{k}={_render(v)}" for k, v in r.headers)
                     print(line, file=out)
             pos += header.size
     return faults
+
+
+def _producer_fields(header) -> str:
+    """The producer and transaction fields of a batch, as Kafka's DumpLogSegments prints them."""
+    from seglog.indexer.batch_layout import DELETE_HORIZON_FLAG_MASK
+
+    last_seq = -1 if header.base_sequence < 0 else (header.base_sequence + header.last_offset_delta) % (1 << 31)
+    horizon = (f"OptionalLong[{header.base_timestamp}]" if header.attributes & DELETE_HORIZON_FLAG_MASK
+               else "OptionalLong.empty")
+    return (f"baseSequence: {header.base_sequence} lastSequence: {last_seq} producerId: {header.producer_id} "
+            f"producerEpoch: {header.producer_epoch} partitionLeaderEpoch: {header.partition_leader_epoch} "
+            f"isTransactional: {str(header.is_transactional).lower()} isControl: {str(header.is_control).lower()} "
+            f"deleteHorizonMs: {horizon}")
+
+
+def _sequence(header, offset: int) -> int:
+    if header.base_sequence < 0:
+        return -1
+    return (header.base_sequence + offset - header.base_offset) % (1 << 31)
+
+
+def _control_fields(record) -> str:
+    """A transaction marker's type and coordinator epoch (key: version, type; value: version, epoch)."""
+    import struct
+
+    from seglog.indexer.transactions import ABORT, COMMIT
+
+    key, value = record.key or b"", record.value or b""
+    if len(key) < 4:
+        return " controlType: unknown"
+    kind = struct.unpack_from(">h", key, 2)[0]
+    if kind not in (ABORT, COMMIT):
+        return f" controlType: {kind}"
+    epoch = struct.unpack_from(">i", value, 2)[0] if len(value) >= 6 else -1
+    return f" endTxnMarker: {'COMMIT' if kind == COMMIT else 'ABORT'} coordinatorEpoch: {epoch}"
 
 
 def _log_batches(log_path: Path):

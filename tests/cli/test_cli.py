@@ -78,10 +78,12 @@ def _segments(part: Path) -> list[Path]:
 
 # ----------------------------------------------------------------------------- dump
 
-_BATCH = re.compile(r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) position: (\d+) "
+_BATCH = re.compile(r"^baseOffset: (\d+) lastOffset: (\d+) count: (\d+) baseSequence: -1 lastSequence: -1 "
+                    r"producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false "
+                    r"isControl: false deleteHorizonMs: OptionalLong.empty position: (\d+) "
                     r"(CreateTime|LogAppendTime): (-?\d+) size: (\d+) magic: 2 compresscodec: none "
                     r"crc: (\d+) isvalid: (true|false)$")
-_RECORD = re.compile(r"^\| offset: (\d+) CreateTime: (-?\d+) keySize: (-?\d+) valueSize: (-?\d+) "
+_RECORD = re.compile(r"^\| offset: (\d+) CreateTime: (-?\d+) keySize: (-?\d+) valueSize: (-?\d+) sequence: -1 "
                      r"headerKeys: \[([^\]]*)\] key: (.*) payload: (.*?)( headers: (.*))?$")
 
 
