@@ -26,6 +26,7 @@ class _Rule:
     choices: tuple[str, ...] = ()   # allowed strings (case-sensitive, as Kafka)
     nullable: bool = False
     extra: Callable[[Any], str | None] | None = None  # further check; returns a problem or None
+    normalize: Callable[[Any], Any] | None = None     # the canonical form, before the checks
 
     def describe(self) -> str:
         if self.choices:
@@ -35,10 +36,43 @@ class _Rule:
         return "a string" + (" or null" if self.nullable else "")
 
 
+CLEANUP_POLICIES = ("delete", "compact")
+
+
+def _policy_list(value: Any) -> Any:
+    """Kafka's cleanup.policy is a list: `delete`, `compact`, or both (`compact,delete`, a YAML list).
+    Canonical form: the policies, deduplicated, in Kafka's documented order, comma-joined."""
+    if isinstance(value, (list, tuple)):
+        items = value
+    elif isinstance(value, str):
+        items = value.split(",")
+    else:
+        return value                                  # the type check refuses it, naming the key
+    names = [str(v).strip() for v in items]
+    if not names or any(not n for n in names) or any(n not in CLEANUP_POLICIES for n in names):
+        return value if isinstance(value, str) else ",".join(map(str, value))
+    return ",".join(p for p in ("compact", "delete") if p in names)
+
+
 def _not_compact(value: Any) -> str | None:
-    if value != "delete":
-        return "only 'delete' is supported (log compaction is not implemented)"
+    if "compact" in value.split(","):
+        return "only 'delete' is supported (log compaction is not implemented yet)"
     return None
+
+
+# Kafka 4's two timestamp bounds (KIP-937) and the names older Kafka versions used for one symmetric
+# bound: an alias sets both (docs/spec.md §5). Explicit new names win over an alias in the same config.
+TIMESTAMP_BEFORE = "message.timestamp.before.max.ms"
+TIMESTAMP_AFTER = "message.timestamp.after.max.ms"
+ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "message.timestamp.difference.max.ms": (TIMESTAMP_BEFORE, TIMESTAMP_AFTER),   # Kafka 3
+    "max.message.time.difference.ms": (TIMESTAMP_BEFORE, TIMESTAMP_AFTER),        # KIP-32's draft name
+})
+
+_HINTS = {("compression.type", "none"): " ('none' is the producer's name; a topic says 'uncompressed')"}
+
+# Kafka's topic-level compression.type values (the producer's `none` is `uncompressed` here).
+COMPRESSION_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
 
 
 # Every key seglog understands. Kafka's bounds unless noted: segment.bytes may be as small as
@@ -51,13 +85,15 @@ RULES: Mapping[str, _Rule] = MappingProxyType({
     "retention.ms": _Rule(int, -1, INT64_MAX),
     "retention.bytes": _Rule(int, -1, INT64_MAX),
     "message.timestamp.type": _Rule(str, choices=("CreateTime", "LogAppendTime")),
-    "max.message.time.difference.ms": _Rule(int, 0, INT64_MAX),
+    TIMESTAMP_BEFORE: _Rule(int, 0, INT64_MAX),
+    TIMESTAMP_AFTER: _Rule(int, 0, INT64_MAX),
     "message.timestamp.out.of.range.policy": _Rule(str, choices=("fail", "quarantine")),
     "quarantine.topic": _Rule(str, nullable=True),
     "max.message.bytes": _Rule(int, 0, INT32_MAX),
     "file.delete.delay.ms": _Rule(int, 0, INT64_MAX),
-    "cleanup.policy": _Rule(str, choices=("delete", "compact"), extra=_not_compact),
-    "compression.type": _Rule(str, choices=("producer", "none", "uncompressed")),
+    "cleanup.policy": _Rule(str, choices=("delete", "compact", "compact,delete"), extra=_not_compact,
+                            normalize=_policy_list),
+    "compression.type": _Rule(str, choices=COMPRESSION_TYPES),
 })
 
 
@@ -83,7 +119,7 @@ def int_from_text(value: Any) -> Any:
 
 
 def _nearest(key: str) -> str:
-    close = difflib.get_close_matches(key, list(RULES), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(key, [*RULES, *ALIASES], n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
@@ -94,6 +130,8 @@ def _check(key: str, value: Any, where: str) -> Any:
                           f"known keys: {', '.join(sorted(RULES))}")
     if value is None and rule.nullable:
         return None
+    if rule.normalize is not None:
+        value = rule.normalize(value)
     if rule.kind is int:
         # Accept ints and their string form (Spark options and properties files give strings),
         # refuse bools and floats, which would hide a mistake.
@@ -107,7 +145,8 @@ def _check(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, str):
             raise ConfigError(f"{where}: '{key}' = {value!r} is not a string; allowed: {rule.describe()}")
         if rule.choices and value not in rule.choices:
-            raise ConfigError(f"{where}: '{key}' = {value!r} is not allowed; allowed: {rule.describe()}")
+            hint = _HINTS.get((key, value), "")
+            raise ConfigError(f"{where}: '{key}' = {value!r} is not allowed; allowed: {rule.describe()}{hint}")
     if rule.extra is not None:
         problem = rule.extra(value)
         if problem:
@@ -158,8 +197,11 @@ def validate_topic_config(overrides: Mapping[str, Any] | None = None, *, base: M
     values = dict(base if base is not None else TOPIC_DEFAULTS)
     if overrides is not None and not isinstance(overrides, Mapping):
         raise ConfigError(f"{where}: expected a mapping of configuration keys, got {type(overrides).__name__}")
-    for key, value in (overrides or {}).items():
-        values[str(key)] = _check(str(key), value, where)
+    items = [(str(k), v) for k, v in (overrides or {}).items()]
+    # Aliases first, so that an explicit new name in the same mapping wins (as in Kafka).
+    for key, value in sorted(items, key=lambda kv: kv[0] not in ALIASES):
+        for target in ALIASES.get(key, (key,)):
+            values[target] = _check(target, value, where if target == key else f"{where} ('{key}' sets it)")
     if values["message.timestamp.out.of.range.policy"] == "quarantine" and not values["quarantine.topic"]:
         raise ConfigError(f"{where}: 'message.timestamp.out.of.range.policy' = 'quarantine' needs "
                           f"'quarantine.topic' to name the topic that receives refused records")

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from seglog.errors import CorruptRecordError, InvalidRecordError
-from seglog.indexer.compression import inflate_batch
+from seglog.indexer.compression import deflate_batch, inflate_batch
 from seglog.indexer.kernels import native_kernels
 from seglog.indexer.records import (
     ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK, CREATE_TIME, INT32_MAX,
@@ -115,6 +115,20 @@ class EncodedBatches:
             self.data[lo:hi], self.positions[i:j + 1] - lo, self.base_offsets[i:j],
             self.last_offsets[i:j], self.first_timestamps[i:j], self.max_timestamps[i:j], counts,
             int(counts.sum()), self.timestamp_type, self._owner)
+
+
+def compress_encoded(enc: EncodedBatches, codec: int) -> EncodedBatches:
+    """`enc` with every batch compressed with `codec` (indexer.compression): same offsets, counts and
+    timestamps, new bytes and positions. One codec call per batch, never per record."""
+    if codec == 0 or enc.num_batches == 0:
+        return enc
+    pos = enc.positions.tolist()
+    parts = [deflate_batch(bytes(enc.data[pos[b]:pos[b + 1]]), codec) for b in range(enc.num_batches)]
+    positions = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in parts], out=positions[1:])
+    data = b"".join(parts)
+    return EncodedBatches(memoryview(data), positions, enc.base_offsets, enc.last_offsets, enc.first_timestamps,
+                          enc.max_timestamps, enc.record_counts, enc.num_records, enc.timestamp_type, data)
 
 
 def _empty_encoded(timestamp_type: int) -> EncodedBatches:

@@ -7,8 +7,8 @@ the header) is compressed, as one stream in the codec's framing as Kafka's Java 
 - 2 snappy: snappy-java's "xerial" stream framing (an 8-byte magic ``\\x82SNAPPY\\x00``, version and
   compatible-version int32s, then blocks of int32 length + raw snappy). Readers also accept a plain
   raw snappy block: snappy-java reads one when the magic is absent, and librdkafka producers write it.
-- 3 lz4: the LZ4 frame format (magic 0x184D2204), which Kafka's KafkaLZ4Block streams read and write
-  for magic 2 batches.
+- 3 lz4: the LZ4 frame format (magic 0x184D2204) with independent blocks, which Kafka's Lz4Block
+  streams read and write for magic 2 batches (they refuse linked blocks).
 - 4 zstd: a zstd frame.
 
 The codecs come from cramjam (one compiled wheel bundling all four, measured against the per-codec
@@ -37,6 +37,14 @@ _XERIAL_HEADER = struct.Struct(">8sii")        # magic, version, compatible vers
 _XERIAL_BLOCK = 32 * 1024                      # snappy-java's default block size
 _INT32 = struct.Struct(">i")
 _MAX_INFLATED = (1 << 31) - 1 - BATCH_HEADER_SIZE   # an inflated batch must still fit an int32 length
+
+
+def topic_codec(compression_type: str) -> int:
+    """The codec seglog writes for a topic's compression.type: `producer` keeps what the producer
+    gave, and seglog's own writer gives uncompressed batches; `uncompressed` likewise."""
+    if compression_type in ("producer", "uncompressed"):
+        return NONE
+    return CODEC_IDS[compression_type]
 
 
 class _Unsupported(Exception):
@@ -96,7 +104,10 @@ def compress(codec: int, data) -> bytes:
     if codec == SNAPPY:
         return _snappy_compress(bytes(data))
     if codec == LZ4:
-        return bytes(cramjam.lz4.compress(data))
+        # Kafka's Lz4BlockInputStream reads independent blocks only (it refuses linked ones).
+        c = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
+        c.compress(bytes(data))
+        return bytes(c.finish())
     if codec == ZSTD:
         return bytes(cramjam.zstd.compress(data, level=3))
     raise _Unsupported(codec)

@@ -20,7 +20,8 @@ import numpy as np
 
 from seglog.conf.topic_config import TopicConfig, validate_topic_config
 from seglog.indexer import checkpoint, recovery, retention
-from seglog.indexer.columns import EncodedBatches, decode_to_arrow, encode_columns
+from seglog.indexer.columns import EncodedBatches, compress_encoded, decode_to_arrow, encode_columns
+from seglog.indexer.compression import topic_codec
 from seglog.errors import (CorruptRecordError, InvalidRecordError, SegmentDeletedError, LogClosedError, OffsetOutOfRangeError,
                             ReadOnlyLogError, RecordTooLargeError, TimestampOutOfRangeError)
 from seglog.indexer.locks import partition_lock
@@ -291,13 +292,15 @@ class Log:
         ts = _timestamps_ms(timestamps, n, now)
         log_append_time = self.config.log_append_time
         if not log_append_time:
-            _check_time_difference(ts, now, self.config["max.message.time.difference.ms"], self.log_end_offset)
+            _check_time_difference(ts, now, self.config["message.timestamp.before.max.ms"],
+                                   self.config["message.timestamp.after.max.ms"], self.log_end_offset)
         base = self.log_end_offset
         if n == 0:
             return AppendInfo(base, base - 1, NO_TIMESTAMP, -1, 0, 0)
         enc = encode_columns(base, values, keys, ts, headers,
                              max_batch_bytes=max_batch_bytes or self.default_max_batch_bytes(),
                              append_time_ms=now if log_append_time else None)
+        enc = compress_encoded(enc, topic_codec(self.config["compression.type"]))
         sizes = np.diff(enc.positions)
         too_big = np.nonzero(sizes > self.config["max.message.bytes"])[0]
         if len(too_big):
@@ -753,17 +756,20 @@ def _check_unsigned_range(values: np.ndarray) -> None:
                                  f"(the largest millisecond timestamp)")
 
 
-def _check_time_difference(ts: np.ndarray, now: int, limit: int, base: int) -> None:
-    """KIP-32's max.message.time.difference.ms, for CreateTime: refuse the whole append."""
-    if limit >= INT64_MAX or len(ts) == 0:
+def _check_time_difference(ts: np.ndarray, now: int, before: int, after: int, base: int) -> None:
+    """Kafka 4's message.timestamp.before.max.ms / after.max.ms (KIP-937), for CreateTime: a record
+    further in the past than `before`, or further in the future than `after`, refuses the whole append."""
+    if (before >= INT64_MAX and after >= INT64_MAX) or len(ts) == 0:
         return
     has_ts = ts >= 0
-    bad = np.nonzero(has_ts & (np.abs(ts - now) > limit))[0]
+    bad = np.nonzero(has_ts & ((now - ts > before) | (ts - now > after)))[0]
     if len(bad):
         i = int(bad[0])
+        key, limit = (("message.timestamp.before.max.ms", before) if int(ts[i]) < now
+                      else ("message.timestamp.after.max.ms", after))
         raise TimestampOutOfRangeError(
             f"record {i} (would be offset {base + i}) has timestamp {int(ts[i])}, {int(ts[i]) - now} ms from now "
-            f"({now}); max.message.time.difference.ms={limit}; {len(bad)} record(s) out of range, nothing appended")
+            f"({now}); {key}={limit}; {len(bad)} record(s) out of range, nothing appended")
 
 
 def _run_that_fits(seg: LogSegment, enc: EncodedBatches, i: int, n: int, now: int) -> int:

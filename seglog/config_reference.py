@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from seglog.conf.files import default_file
-from seglog.conf.topic_config import RULES, TOPIC_DEFAULTS
+from seglog.conf.topic_config import ALIASES, RULES, TOPIC_DEFAULTS
 
 BEGIN, END = "<!-- config-reference:begin -->", "<!-- config-reference:end -->"
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -38,6 +38,8 @@ def render() -> str:
         default = TOPIC_DEFAULTS[key]
         lines.append(f"| `{key}` | `{default if default is not None else 'null'}` | {rule.describe()} | "
                      f"{notes.get(key, '')} |")
+    lines += ["", "Older names accepted as aliases: " + "; ".join(
+        f"`{alias}` sets " + " and ".join(f"`{t}`" for t in targets) for alias, targets in ALIASES.items()) + "."]
     lines += ["", "Sidecar schedule (`conf/compactor.yaml`, section `schedule:`):", "",
               "| key | default | allowed | what it paces |", "| --- | --- | --- | --- |"]
     for key, rule in SCHEDULE_RULES.items():

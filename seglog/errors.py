@@ -27,7 +27,8 @@ class RecordTooLargeError(InvalidRecordError):
 
 
 class TimestampOutOfRangeError(InvalidRecordError):
-    """A CreateTime timestamp differs from now by more than max.message.time.difference.ms."""
+    """A CreateTime timestamp is further in the past than message.timestamp.before.max.ms, or further in
+    the future than message.timestamp.after.max.ms (or their alias max.message.time.difference.ms)."""
 
 
 class CorruptRecordError(SeglogError):

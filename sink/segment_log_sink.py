@@ -238,7 +238,8 @@ class SegmentLogSink:
         out = {}
         for t, meta in metas.items():
             cfg = meta.topic_config()
-            if (cols.has_timestamp and not cfg.log_append_time and cfg["max.message.time.difference.ms"] < INT64_MAX
+            bounded = min(cfg["message.timestamp.before.max.ms"], cfg["message.timestamp.after.max.ms"]) < INT64_MAX
+            if (cols.has_timestamp and not cfg.log_append_time and bounded
                     and cfg["message.timestamp.out.of.range.policy"] == "quarantine"):
                 out[t] = validate_topic(cfg["quarantine.topic"])
         return out
@@ -269,12 +270,13 @@ class SegmentLogSink:
         if "TimestampOutOfRangeError" in text and cols.has_timestamp:
             ts = f"unix_millis({EVENT_TIME})"
             for t, meta in metas.items():
-                diff = meta.topic_config()["max.message.time.difference.ms"]
-                row = first(t, f"abs({ts} - {now}) > {diff}", ts)
+                cfg = meta.topic_config()
+                row = first(t, _out_of_range_sql(ts, now, cfg), ts)
                 if row is not None:
+                    key = "message.timestamp.before.max.ms" if row["v"] < now else "message.timestamp.after.max.ms"
                     return TimestampOutOfRangeError(
                         f"topic {t!r}: a record (key {_show(row['key'])}) has timestamp {row['v']}, "
-                        f"{row['v'] - now} ms from now ({now}); max.message.time.difference.ms={diff}; "
+                        f"{row['v'] - now} ms from now ({now}); {key}={cfg[key]}; "
                         f"the batch was refused whole, nothing was written")
         for name, kind in (("RecordTooLargeError", RecordTooLargeError),
                            ("TimestampOutOfRangeError", TimestampOutOfRangeError),
@@ -336,9 +338,8 @@ class SegmentLogSink:
             slots += [(t, p) for p in range(metas[t].partitions)]
         t_expr = topic_expr
         for t, q in quarantine.items():
-            diff = metas[t].topic_config()["max.message.time.difference.ms"]
-            t_expr = (f"(CASE WHEN {topic_expr} = {_sql_str(t)} AND timestamp IS NOT NULL AND "
-                      f"abs(unix_millis({EVENT_TIME}) - {now}) > {diff} "
+            out_of_range = _out_of_range_sql(f"unix_millis({EVENT_TIME})", now, metas[t].topic_config())
+            t_expr = (f"(CASE WHEN {topic_expr} = {_sql_str(t)} AND timestamp IS NOT NULL AND {out_of_range} "
                       f"THEN {_sql_str(q)} ELSE {t_expr} END)")
         n_expr = "(CASE _t " + " ".join(f"WHEN {_sql_str(t)} THEN {metas[t].partitions}" for t in metas) + " END)"
         base_expr = "(CASE _t " + " ".join(f"WHEN {_sql_str(t)} THEN {base[t]}" for t in todo) + " END)"
@@ -407,7 +408,8 @@ class SegmentLogSink:
             if t in quarantine:
                 # Out-of-range rows were rerouted in SQL against the driver's `now`: the tasks
                 # must not refuse a borderline row that the routing kept.
-                c["max.message.time.difference.ms"] = INT64_MAX
+                c["message.timestamp.before.max.ms"] = INT64_MAX
+                c["message.timestamp.after.max.ms"] = INT64_MAX
             configs[t] = c
         plan = WritePlan(self.root, writer, batch_id, run_id, tuple(slots), configs, self.lock_timeout)
         confs["spark.sql.execution.arrow.maxRecordsPerBatch"] = str(ARROW_BATCH_ROWS)
@@ -459,3 +461,10 @@ def _python_key_partitions(df, cols: InputColumns):
 
     schema = StructType(list(df.schema.fields) + [StructField("_kp", IntegerType())])
     return df.mapInArrow(KeyPartitionPass(), schema)
+
+
+def _out_of_range_sql(ts_sql: str, now: int, cfg) -> str:
+    """SQL: the CreateTime `ts_sql` is further in the past than message.timestamp.before.max.ms or
+    further in the future than message.timestamp.after.max.ms (KIP-937; Log._append's rule)."""
+    return (f"(({now} - {ts_sql}) > {cfg['message.timestamp.before.max.ms']} OR "
+            f"({ts_sql} - {now}) > {cfg['message.timestamp.after.max.ms']})")

@@ -231,7 +231,7 @@ def test_timestamp_out_of_range_fail(spark, tmp_path):
     now = int(time.time() * 1000)
     sink(_ts_df(spark, now, [0, -1000, 1000]), 0)
     before = snapshot(root)
-    with pytest.raises(TimestampOutOfRangeError, match=r"key b'2'.*max.message.time.difference.ms=3600000"):
+    with pytest.raises(TimestampOutOfRangeError, match=r"key b'2'.*message.timestamp.after.max.ms=3600000"):
         sink(_ts_df(spark, now, [0, 5, 86_400_000, 7]), 1)
     assert snapshot(root) == before and CommitLog(root, "ev").last_batch("default") == 0
 
