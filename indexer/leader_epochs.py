@@ -22,3 +22,14 @@ def max_leader_epoch(partition_dir) -> int:
     if os.path.exists(os.path.join(partition_dir, LEADER_EPOCH_CHECKPOINT)):
         return INT32_MAX
     return SEGLOG_LEADER_EPOCH
+
+
+def checkpoint_max_epoch(partition_dir) -> int:
+    """The largest epoch in Kafka's leader-epoch-checkpoint (version line, count line, then
+    "epoch start-offset" lines), or -1 when the file is absent or unreadable."""
+    try:
+        with open(os.path.join(partition_dir, LEADER_EPOCH_CHECKPOINT), encoding="utf-8") as fh:
+            lines = fh.read().split("\n")
+        return max((int(line.split()[0]) for line in lines[2:] if line.strip()), default=-1)
+    except (OSError, ValueError, IndexError):
+        return -1

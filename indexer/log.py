@@ -10,7 +10,9 @@ Invariants kept here:
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import os
+import struct
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,9 @@ import numpy as np
 from seglog.conf.topic_config import TopicConfig, validate_topic_config
 from seglog.indexer import checkpoint, recovery, retention
 from seglog.indexer.columns import EncodedBatches, compress_encoded, decode_to_arrow, encode_columns
+from seglog.indexer.batch_layout import PARTITION_LEADER_EPOCH_OFFSET
 from seglog.indexer.compression import topic_codec
+from seglog.indexer.leader_epochs import checkpoint_max_epoch
 from seglog.errors import (CorruptRecordError, InvalidRecordError, SegmentDeletedError, LogClosedError, OffsetOutOfRangeError,
                             ReadOnlyLogError, RecordTooLargeError, TimestampOutOfRangeError)
 from seglog.indexer.locks import partition_lock
@@ -65,6 +69,7 @@ class Log:
         self._lock = None
         self._log_start = 0
         self._max_ts: np.ndarray | None = None      # per segment record max timestamp (lookup)
+        self._write_epoch: int | None = None        # the leader epoch appends write (first append)
         self._running_max: np.ndarray | None = None
         self.recovery_report: list[str] = []
         self._closed = False
@@ -301,6 +306,7 @@ class Log:
                              max_batch_bytes=max_batch_bytes or self.default_max_batch_bytes(),
                              append_time_ms=now if log_append_time else None)
         enc = compress_encoded(enc, topic_codec(self.config["compression.type"]))
+        enc = self._with_leader_epoch(enc)
         sizes = np.diff(enc.positions)
         too_big = np.nonzero(sizes > self.config["max.message.bytes"])[0]
         if len(too_big):
@@ -314,6 +320,30 @@ class Log:
         max_ts = int(enc.max_timestamps.max())
         return AppendInfo(base, int(enc.last_offsets[-1]), max_ts, now if log_append_time else -1,
                           len(sizes), int(enc.positions[-1]))
+
+    def _with_leader_epoch(self, enc: EncodedBatches) -> EncodedBatches:
+        """`enc` carrying the partition's current leader epoch. seglog's own folders hold epoch 0
+        (what the encoders write); a folder imported from a Kafka broker continues the broker's
+        epoch, so epochs never decrease (indexer/leader_epochs.py). The field is outside the CRC."""
+        if self._write_epoch is None:
+            self._write_epoch = 0
+            if self._active.max_leader_epoch > 0:
+                self._write_epoch = max(0, checkpoint_max_epoch(self.path), self._last_batch_epoch())
+        if self._write_epoch == 0 or enc.num_batches == 0:
+            return enc
+        data = bytearray(enc.data)
+        epoch = struct.pack(">i", self._write_epoch)
+        for p in enc.positions[:-1].tolist():
+            data[p + PARTITION_LEADER_EPOCH_OFFSET:p + PARTITION_LEADER_EPOCH_OFFSET + 4] = epoch
+        return dataclasses.replace(enc, data=memoryview(data), _owner=data)
+
+    def _last_batch_epoch(self) -> int:
+        for base in reversed(self._bases):
+            seg = self.segment(base)
+            if seg.size:
+                _, header, _ = seg.position_of(seg.next_offset - 1)
+                return header.partition_leader_epoch if header is not None else 0
+        return 0
 
     def _write_batches(self, enc: EncodedBatches, now: int) -> None:
         n = len(enc.positions) - 1

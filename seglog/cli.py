@@ -19,7 +19,7 @@ import sys
 from typing import Sequence
 
 from seglog import __version__
-from seglog.commands import delegate, describe, dump, offsets, recover, truncate, verify
+from seglog.commands import delegate, describe, dump, kafka_import, offsets, recover, truncate, verify
 from seglog.commands.common import EXIT_FAULT, EXIT_USAGE, UsageError
 
 
@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok, 1 a fault found or the operation failed, 2 bad arguments.")
     parser.add_argument("--version", action="version", version=f"seglog {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (dump, verify, describe, offsets, recover, truncate):
+    for module in (dump, verify, describe, offsets, recover, truncate, kafka_import):
         module.add_parser(sub)
     delegate.add_parsers(sub)
     return parser

@@ -17,6 +17,7 @@ from typing import Mapping
 
 from seglog.errors import ConfigError
 from seglog.indexer.names import validate_topic
+from seglog.indexer.transactions import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
 
 EARLIEST = -2   # Kafka's ListOffsets sentinels, as in the offsets JSON
 LATEST = -1
@@ -42,6 +43,10 @@ KNOWN_OPTIONS = {
     "maxbytespertask": "maxBytesPerTask",
     "maxrowsperbatch": "maxRowsPerBatch",
     "filterpushdown": "filterPushdown",
+    # Spark's Kafka source passes consumer settings with a `kafka.` prefix; this is the one seglog
+    # honours (both spellings accepted). Default: the Kafka consumer's (and so Spark's) read_uncommitted.
+    "isolation.level": "isolation.level",
+    "kafka.isolation.level": "kafka.isolation.level",
 }
 
 
@@ -71,6 +76,9 @@ class SourceOptions:
     # and reuses it for a later query on the same DataFrame that pushes no filter; false keeps the
     # reader stateless (Spark then applies every filter itself).
     filter_pushdown: bool = True
+    # read_uncommitted or read_committed (indexer/transactions.py: control records are never rows;
+    # read_committed also drops aborted transactions).
+    isolation_level: str = DEFAULT_ISOLATION_LEVEL
 
 
 def _bad(option: str, value: object, allowed: str) -> ConfigError:
@@ -242,6 +250,8 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     if "maxrowsperbatch" in opts:
         max_rows = _parse_int("maxRowsPerBatch", opts["maxrowsperbatch"], minimum=1, what="an integer >= 1")
 
+    isolation = _parse_isolation(opts)
+
     return SourceOptions(
         root=str(root),
         topics=topics,
@@ -254,4 +264,18 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         max_bytes_per_task=max_bytes,
         max_rows_per_batch=max_rows,
         filter_pushdown=_parse_bool("filterPushdown", opts.get("filterpushdown"), True),
+        isolation_level=isolation,
     )
+
+
+def _parse_isolation(opts: Mapping[str, str]) -> str:
+    """`kafka.isolation.level` (Spark's Kafka source spelling) or `isolation.level`; both must agree."""
+    given = {KNOWN_OPTIONS[k]: str(opts[k]).strip().lower() for k in ("kafka.isolation.level", "isolation.level")
+             if k in opts}
+    for option, value in given.items():
+        if value not in ISOLATION_LEVELS:
+            raise _bad(option, opts[option.lower()], " or ".join(repr(v) for v in ISOLATION_LEVELS))
+    if len(set(given.values())) > 1:
+        raise ConfigError(f"seglog source: 'kafka.isolation.level' and 'isolation.level' disagree "
+                          f"({given['kafka.isolation.level']!r} vs {given['isolation.level']!r}); give one")
+    return next(iter(given.values()), DEFAULT_ISOLATION_LEVEL)

@@ -255,7 +255,8 @@ def read_slice(opts: SourceOptions, bounds: ScanBounds, sl: Slice, schema: pa.Sc
                 if position >= sl.end:
                     return
             try:
-                for batch in log.read_arrow(position, sl.end, max_rows=opts.max_rows_per_batch):
+                for batch in log.read_arrow(position, sl.end, max_rows=opts.max_rows_per_batch,
+                                            isolation_level=opts.isolation_level):
                     if batch.num_rows == 0:
                         continue
                     next_position = batch.column("offset")[-1].as_py() + 1

@@ -97,3 +97,16 @@ def test_missing_path_and_topic():
         parse_options({"path": "/r"})
     with pytest.raises(ConfigError, match="invalid topic name"):
         parse_options({"path": "/r", "topic": "../etc"})
+
+
+def test_isolation_level_spark_and_plain_spellings():
+    assert opts().isolation_level == "read_uncommitted"          # the Kafka consumer's default, as Spark's
+    assert parse_options({"path": "/r", "topic": "t", "kafka.isolation.level": "read_committed"}
+                         ).isolation_level == "read_committed"
+    assert parse_options({"path": "/r", "topic": "t", "isolation.level": "READ_COMMITTED"}
+                         ).isolation_level == "read_committed"
+    with pytest.raises(ConfigError, match="'kafka.isolation.level'.*'read_uncommitted' or 'read_committed'"):
+        parse_options({"path": "/r", "topic": "t", "kafka.isolation.level": "serializable"})
+    with pytest.raises(ConfigError, match="disagree"):
+        parse_options({"path": "/r", "topic": "t", "kafka.isolation.level": "read_committed",
+                       "isolation.level": "read_uncommitted"})

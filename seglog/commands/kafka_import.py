@@ -1,0 +1,49 @@
+"""`seglog import SOURCE ROOT [--topic T] [--link] [--config KEY=VALUE ...]`: a Kafka broker's data as a
+seglog topic, without rewriting it (indexer/kafka_import.py; docs/kafka.md, "Importing a broker's data").
+
+SOURCE is one partition folder copied from a Kafka broker (`<topic>-<partition>`), or a broker's whole
+log dir (every topic's partition folders, Kafka's internal topics left out). The files are copied byte
+for byte (`--link`: hard-linked where the filesystem allows), the topic is recorded (partition count,
+configuration: retention off unless --config says otherwise) and the partitions' end offsets are
+committed, so Spark's `seglog` source replays the broker's data offline. Prints one line per partition.
+"""
+from __future__ import annotations
+
+from seglog.commands.common import EXIT_OK, UsageError
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "import", help="register a Kafka broker's partition folders as a seglog topic",
+        description="Copy a Kafka partition folder, or every partition folder of a broker's log dir, into "
+                    "ROOT unchanged, record the topic and commit its end offsets, so seglog's readers "
+                    "(and Spark's seglog source) read it. Nothing is changed when a check fails.")
+    p.add_argument("source", metavar="SOURCE", help="a Kafka partition folder or a broker's log dir")
+    p.add_argument("root", metavar="ROOT", help="the seglog log root to import into")
+    p.add_argument("--topic", default=None,
+                   help="the topic name under ROOT (one source topic), or the topic to import (a log dir)")
+    p.add_argument("--link", action="store_true", help="hard-link the files instead of copying them")
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="topic configuration to record (repeatable; default retention.ms=-1, retention.bytes=-1)")
+    p.set_defaults(run=run)
+
+
+def _config(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--config {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def run(args) -> int:
+    from seglog.indexer.kafka_import import import_kafka
+
+    # A refused import (a fault in the data, a topic already there) is a SeglogError: exit 1.
+    imported = import_kafka(args.source, args.root, topic=args.topic, link=args.link, config=_config(args.config))
+    for p in imported:
+        print(f"{p.topic}:{p.partition}: offsets {p.log_start_offset} to {p.log_end_offset} "
+              f"({p.segments} segment(s)) from {p.source}")
+    return EXIT_OK
