@@ -68,11 +68,17 @@ from numba import njit, types                           # noqa: E402
 from numba.core import cgutils                          # noqa: E402
 from numba.extending import intrinsic                   # noqa: E402
 
+from seglog.indexer.batch_layout import (  # noqa: E402  (numba freezes these globals into the kernels)
+    ATTRIBUTES_OFFSET, BASE_SEQUENCE_OFFSET, BASE_TIMESTAMP_OFFSET, BATCH_HEADER_SIZE, BATCH_LENGTH_OFFSET,
+    COMPRESSION_CODEC_MASK, CRC_OFFSET, LAST_OFFSET_DELTA_OFFSET, LOG_OVERHEAD, MAGIC, MAGIC_OFFSET,
+    MAX_TIMESTAMP_OFFSET, MIN_BATCH_LENGTH, PARTITION_LEADER_EPOCH_OFFSET, PRODUCER_EPOCH_OFFSET,
+    PRODUCER_ID_OFFSET, RECORD_COUNT_OFFSET, TIMESTAMP_TYPE_MASK)
+
 _JIT = dict(cache=True, nogil=True)
 _INT32_MAX = 2147483647
 _INT64_MAX = 9223372036854775807
-_HEADER = 61                    # batch header bytes
-_MIN_BATCH_LENGTH = 49          # batchLength of a batch without records
+_HEADER = BATCH_HEADER_SIZE
+_MIN_BATCH_LENGTH = MIN_BATCH_LENGTH
 
 OK = 0
 ERROR = 1                       # the numpy path must run and raise (or decide)
@@ -131,8 +137,14 @@ def _get_be(a, p, nbytes):
 
 @njit(inline="always")
 def _get_varint(a, p, end, max_bytes):
-    """Zigzag varint at a[p], no byte at or past `end`: (value, next position, ok)."""
+    """Zigzag varint at a[p], no byte at or past `end` (nor past the array, nor before its start):
+    (value, next position, ok). Every read of the record walks goes through here, so no position a
+    corrupt length produces ever reaches memory outside `a`."""
     u = np.int64(0)
+    if p < 0:
+        return np.int64(0), p, False
+    if end > len(a):
+        end = len(a)
     for k in range(max_bytes):
         if p + k >= end:
             return np.int64(0), p, False
@@ -264,24 +276,24 @@ def _encode_write(out, positions, starts, first_ts, max_ts, base_offset, voff, v
                   vbit_off, v_nulls, koff, kdata, kbits, kbit_off, has_keys, k_nulls, ts,
                   log_append):
     """Write the batches `_encode_plan` sized into `out`: each header (CRC zero), then its records."""
-    attributes = 8 if log_append else 0
+    attributes = TIMESTAMP_TYPE_MASK if log_append else 0
     for b in range(len(positions) - 1):
         p = positions[b]
         s = starts[b]
         e = starts[b + 1]
         _put_be(out, p, base_offset + s, 8)
-        _put_be(out, p + 8, positions[b + 1] - p - 12, 4)   # batchLength
-        _put_be(out, p + 12, 0, 4)               # partitionLeaderEpoch
-        out[p + 16] = 2                          # magic
-        _put_be(out, p + 17, 0, 4)               # crc, filled by the caller
-        _put_be(out, p + 21, attributes, 2)
-        _put_be(out, p + 23, e - s - 1, 4)       # lastOffsetDelta
-        _put_be(out, p + 27, first_ts[b], 8)
-        _put_be(out, p + 35, max_ts[b], 8)
-        _put_be(out, p + 43, -1, 8)              # producerId
-        _put_be(out, p + 51, -1, 2)              # producerEpoch
-        _put_be(out, p + 53, -1, 4)              # baseSequence
-        _put_be(out, p + 57, e - s, 4)           # recordCount
+        _put_be(out, p + BATCH_LENGTH_OFFSET, positions[b + 1] - p - LOG_OVERHEAD, 4)
+        _put_be(out, p + PARTITION_LEADER_EPOCH_OFFSET, 0, 4)
+        out[p + MAGIC_OFFSET] = MAGIC
+        _put_be(out, p + CRC_OFFSET, 0, 4)   # filled by the caller
+        _put_be(out, p + ATTRIBUTES_OFFSET, attributes, 2)
+        _put_be(out, p + LAST_OFFSET_DELTA_OFFSET, e - s - 1, 4)
+        _put_be(out, p + BASE_TIMESTAMP_OFFSET, first_ts[b], 8)
+        _put_be(out, p + MAX_TIMESTAMP_OFFSET, max_ts[b], 8)
+        _put_be(out, p + PRODUCER_ID_OFFSET, -1, 8)
+        _put_be(out, p + PRODUCER_EPOCH_OFFSET, -1, 2)
+        _put_be(out, p + BASE_SEQUENCE_OFFSET, -1, 4)
+        _put_be(out, p + RECORD_COUNT_OFFSET, e - s, 4)
         p += _HEADER
         bts = first_ts[b]
         for i in range(s, e):
@@ -312,7 +324,7 @@ def _encode_write(out, positions, starts, first_ts, max_ts, base_offset, voff, v
 @njit(**_JIT)
 def _put_crcs(out, positions, crcs):
     for b in range(len(crcs)):
-        _put_be(out, positions[b] + 17, np.int64(crcs[b]), 4)
+        _put_be(out, positions[b] + CRC_OFFSET, np.int64(crcs[b]), 4)
 
 
 def readonly(x: np.ndarray) -> np.ndarray:
@@ -370,7 +382,7 @@ def encode_plain(base_offset: int, vals, key_arr, ts, append_time_ms, max_batch_
     view = memoryview(out)
     crc = _crc32c.crc32c
     pos = positions.tolist()
-    crcs = np.fromiter((crc(view[pos[b] + 21:pos[b + 1]]) for b in range(len(pos) - 1)),
+    crcs = np.fromiter((crc(view[pos[b] + ATTRIBUTES_OFFSET:pos[b + 1]]) for b in range(len(pos) - 1)),
                        dtype=np.uint32, count=len(pos) - 1)
     _put_crcs(out, positions, crcs)
     return out, positions, starts, first_ts, max_ts
@@ -384,17 +396,17 @@ def _header_ok(a, pos):
     """The checks of records.parse_header/header_problem for the header at `pos`."""
     if pos < 0 or pos + _HEADER > len(a):
         return False
-    if a[pos + 16] != 2:
+    if a[pos + MAGIC_OFFSET] != MAGIC:
         return False
-    bl = _get_be(a, pos + 8, 4)
-    rc = _get_be(a, pos + 57, 4)
-    lod = _get_be(a, pos + 23, 4)
+    bl = _get_be(a, pos + BATCH_LENGTH_OFFSET, 4)
+    rc = _get_be(a, pos + RECORD_COUNT_OFFSET, 4)
+    lod = _get_be(a, pos + LAST_OFFSET_DELTA_OFFSET, 4)
     if bl < _MIN_BATCH_LENGTH or rc < 0 or lod < 0 or lod < rc - 1:
         return False
     base = _get_be(a, pos, 8)
     if base < 0 or base > _INT64_MAX - lod:     # the last offset must fit (the range test adds)
         return False
-    if (_get_be(a, pos + 21, 2) & 7) == 0 and rc > bl - _MIN_BATCH_LENGTH:
+    if (_get_be(a, pos + ATTRIBUTES_OFFSET, 2) & COMPRESSION_CODEC_MASK) == 0 and rc > bl - _MIN_BATCH_LENGTH:
         return False
     return True
 
@@ -412,12 +424,12 @@ def _decode_plan(a, positions, start, end):
         if not _header_ok(a, pos):
             return ERROR, picked, 0, np.int64(0), np.int64(0), np.int64(0)
         base = _get_be(a, pos, 8)
-        lod = _get_be(a, pos + 23, 4)
+        lod = _get_be(a, pos + LAST_OFFSET_DELTA_OFFSET, 4)
         if base + lod < start or base >= end:
             continue                            # out of range: not read, as the numpy path
-        if pos + _get_be(a, pos + 8, 4) + 12 > len(a) or (_get_be(a, pos + 21, 2) & 7) != 0:
+        if pos + _get_be(a, pos + BATCH_LENGTH_OFFSET, 4) + LOG_OVERHEAD > len(a) or (_get_be(a, pos + ATTRIBUTES_OFFSET, 2) & COMPRESSION_CODEC_MASK) != 0:
             return ERROR, picked, 0, np.int64(0), np.int64(0), np.int64(0)
-        if _get_be(a, pos + 57, 4) > 0:
+        if _get_be(a, pos + RECORD_COUNT_OFFSET, 4) > 0:
             picked[npk] = pos
             npk += 1
     m = 0
@@ -427,10 +439,10 @@ def _decode_plan(a, positions, start, end):
     for j in range(npk):
         pos = picked[j]
         base = _get_be(a, pos, 8)
-        bend = pos + _get_be(a, pos + 8, 4) + 12
+        bend = pos + _get_be(a, pos + BATCH_LENGTH_OFFSET, 4) + LOG_OVERHEAD
         q = pos + _HEADER
         ok = True
-        for _ in range(_get_be(a, pos + 57, 4)):
+        for _ in range(_get_be(a, pos + RECORD_COUNT_OFFSET, 4)):
             length, q, ok = _get_varint(a, q, bend, 5)
             e = q + length
             if not ok or length < 0 or e > bend:
@@ -516,11 +528,11 @@ def _decode_fill(a, picked, start, end, offsets, timestamps, tstypes, koff, kdat
     for j in range(len(picked)):
         pos = picked[j]
         base = _get_be(a, pos, 8)
-        bts = _get_be(a, pos + 27, 8)
-        mts = _get_be(a, pos + 35, 8)
-        lat = (_get_be(a, pos + 21, 2) & 8) != 0
+        bts = _get_be(a, pos + BASE_TIMESTAMP_OFFSET, 8)
+        mts = _get_be(a, pos + MAX_TIMESTAMP_OFFSET, 8)
+        lat = (_get_be(a, pos + ATTRIBUTES_OFFSET, 2) & TIMESTAMP_TYPE_MASK) != 0
         q = pos + _HEADER
-        for _ in range(_get_be(a, pos + 57, 4)):
+        for _ in range(_get_be(a, pos + RECORD_COUNT_OFFSET, 4)):
             length, q, ok = _get_varint(a, q, _INT64_MAX, 5)
             e = q + length
             tsd, p, ok = _get_varint(a, q + 1, e, 10)
@@ -597,10 +609,13 @@ def decode_batches(a: np.ndarray, positions: np.ndarray, start: int, end: int):
 def _first_at_or_after(a, p, end, count, base_ts, base_off, ts, min_off):
     """Walk the records of one batch (lengths and the two deltas only); -1 when none has an offset
     >= min_off and a timestamp >= ts, -2 on a structural fault (the caller then uses the checked
-    Python walk, which names the fault)."""
+    Python walk, which names the fault). A record must lie inside [p, end): a negative or too long
+    length is a fault, never a step backwards or past the batch."""
+    if end > len(a) or p < 0:
+        return -2
     for _ in range(count):
         length, q, ok = _get_varint(a, p, end, 5)
-        if not ok:
+        if not ok or length < 1 or q + length > end:
             return -2
         delta, r, ok = _get_varint(a, q + 1, end, 10)
         if not ok:
@@ -616,7 +631,10 @@ def _first_at_or_after(a, p, end, count, base_ts, base_off, ts, min_off):
 
 
 def first_at_or_after(buf, pos: int, header, timestamp: int, min_offset: int) -> int | None | bool:
-    """records.first_offset_at_or_after compiled: the offset, None, or False on a fault."""
+    """records.first_offset_at_or_after compiled: the offset, None, or False on a fault. Never
+    handed compressed bytes (the caller inflates a compressed batch first)."""
+    if header.compression_codec != 0:
+        return False
     a = np.frombuffer(buf, dtype=np.uint8)
     found = _first_at_or_after(a, pos + _HEADER, pos + header.size, header.record_count, header.base_timestamp,
                                header.base_offset, timestamp, min_offset)

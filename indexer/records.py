@@ -411,8 +411,13 @@ def first_offset_at_or_after(buf, pos: int, header: BatchHeader, timestamp: int,
     p = pos + BATCH_HEADER_SIZE
     end = pos + header.size
     base_ts, base_off = header.base_timestamp, header.base_offset
-    for _ in range(header.record_count):
+    if end > len(view):
+        raise CorruptRecordError(f"batch at position {pos} runs past the end of the buffer")
+    for i in range(header.record_count):
         length, q = read_varint(view, p, end)
+        if length < 1 or q + length > end:
+            raise CorruptRecordError(f"record {i} of the batch at position {pos} has length {length}, "
+                                     f"outside its batch")
         ts_delta, r = read_varint(view, q + 1, end, 10)
         off_delta, _ = read_varint(view, r, end)
         offset = base_off + off_delta
