@@ -1,4 +1,4 @@
-"""Kafka's record batch compression codecs, both ways (docs/format.md, "Compression").
+"""Kafka's record batch compression codecs, both ways (docs/kafka.md, "Compression").
 
 A compressed batch keeps its 61-byte header uncompressed; only the records section (everything after
 the header) is compressed, as one stream in the codec's framing as Kafka's Java clients write it:

@@ -1,4 +1,4 @@
-"""Which partition leader epochs a partition folder's batches may carry (docs/format.md, "Leader epochs").
+"""Which partition leader epochs a partition folder's batches may carry (docs/kafka.md, "Leader epochs").
 
 seglog writes partition leader epoch 0 in every batch, so in a folder seglog wrote any other epoch is
 a flipped byte (the CRC does not cover the field). A Kafka broker writes its current leader epoch,

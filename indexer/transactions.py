@@ -1,4 +1,4 @@
-"""What a Kafka consumer returns from batches with transactions (docs/format.md, "Transactions").
+"""What a Kafka consumer returns from batches with transactions (docs/kafka.md, "Transactions").
 
 - Control batches (attribute bit 5) hold COMMIT/ABORT markers, never data: no reader returns them.
 - `read_uncommitted` (Kafka's consumer default, and what Spark's Kafka source uses unless

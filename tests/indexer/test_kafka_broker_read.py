@@ -1,4 +1,4 @@
-"""The broker writes, seglog reads (docs/format.md, "Reading a Kafka broker's folders").
+"""The broker writes, seglog reads (docs/kafka.md, "Reading a Kafka broker's folders").
 
 A real Kafka 4.1 broker (tests/kafka_broker.py) writes topics with every codec, keys and null keys,
 tombstones, headers, non-monotonic CreateTime timestamps, transactions (committed, aborted, two
