@@ -11,14 +11,16 @@ the header) is compressed, as one stream in the codec's framing as Kafka's Java 
   streams read and write for magic 2 batches (they refuse linked blocks).
 - 4 zstd: a zstd frame.
 
-The codecs come from cramjam (one compiled wheel bundling all four, measured against the per-codec
-packages in bench/). `inflate_batch` turns a compressed batch into the equivalent uncompressed batch
+The codecs: gzip from the standard library's zlib (cramjam's gzip compresses ~3x slower), snappy, lz4
+and zstd from cramjam (one compiled wheel; as fast as the per-codec packages in bench/codecs.py once
+lz4 runs in its fast mode). `inflate_batch` turns a compressed batch into the equivalent uncompressed batch
 (codec bits cleared, batchLength adjusted, CRC recomputed), so every record walk, compiled
 (`indexer.native`) or not, only ever sees uncompressed record bytes.
 """
 from __future__ import annotations
 
 import struct
+import zlib
 
 import crc32c as _crc32c
 import cramjam
@@ -36,6 +38,7 @@ _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = struct.Struct(">8sii")        # magic, version, compatible version
 _XERIAL_BLOCK = 32 * 1024                      # snappy-java's default block size
 _INT32 = struct.Struct(">i")
+_GZIP_WBITS = 16 + zlib.MAX_WBITS               # zlib's gzip container
 _MAX_INFLATED = (1 << 31) - 1 - BATCH_HEADER_SIZE   # an inflated batch must still fit an int32 length
 
 
@@ -82,12 +85,22 @@ def _snappy_compress(data: bytes) -> bytes:
     return bytes(out)
 
 
+def _gunzip(data: bytes) -> bytes:
+    d = zlib.decompressobj(_GZIP_WBITS)
+    out = d.decompress(data, _MAX_INFLATED + 1)
+    if len(out) > _MAX_INFLATED:
+        raise ValueError("decompressed records exceed 2 GiB")
+    if not d.eof:
+        raise ValueError("truncated gzip stream")
+    return out
+
+
 def decompress(codec: int, data) -> bytes:
     """The records section of a batch compressed with `codec` (1-4), decompressed. Raises
     ValueError (or cramjam's DecompressionError) on bad bytes; callers name the batch."""
     data = bytes(data)
     if codec == GZIP:
-        return bytes(cramjam.gzip.decompress(data))
+        return _gunzip(data)
     if codec == SNAPPY:
         return _snappy_decompress(data)
     if codec == LZ4:
@@ -100,12 +113,14 @@ def decompress(codec: int, data) -> bytes:
 def compress(codec: int, data) -> bytes:
     """The records section `data` compressed with `codec` in Kafka's framing (see the module doc)."""
     if codec == GZIP:
-        return bytes(cramjam.gzip.compress(data))
+        c = zlib.compressobj(6, zlib.DEFLATED, _GZIP_WBITS)      # zlib's default level, as Kafka's gzip
+        return c.compress(data) + c.flush()
     if codec == SNAPPY:
         return _snappy_compress(bytes(data))
     if codec == LZ4:
         # Kafka's Lz4BlockInputStream reads independent blocks only (it refuses linked ones).
-        c = cramjam.lz4.Compressor(content_checksum=False, block_linked=False)
+        # The fast LZ4 mode: cramjam's default level is ~6x slower to compress (bench/codecs.py).
+        c = cramjam.lz4.Compressor(level=1, content_checksum=False, block_linked=False)
         c.compress(bytes(data))
         return bytes(c.finish())
     if codec == ZSTD:
