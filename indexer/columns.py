@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from seglog.errors import CorruptRecordError, InvalidRecordError
+from seglog.indexer.batch_layout import CRC_OFFSET, RECORD_COUNT_OFFSET
 from seglog.indexer.compression import deflate_batch, inflate_batch
 from seglog.indexer.kernels import native_kernels
 from seglog.indexer.records import (
@@ -43,13 +44,15 @@ ARROW_SCHEMA = pa.schema([
     pa.field("headers", HEADER_TYPE),
 ])
 
-# The batch header as a packed big-endian numpy record (61 bytes, same layout as records.HEADER_STRUCT).
+# The batch header as a packed big-endian numpy record (indexer/batch_layout.py's layout, checked below).
 _HEADER_DTYPE = np.dtype([
     ("base_offset", ">i8"), ("batch_length", ">i4"), ("leader_epoch", ">i4"), ("magic", "i1"),
     ("crc", ">u4"), ("attributes", ">i2"), ("last_offset_delta", ">i4"), ("base_timestamp", ">i8"),
     ("max_timestamp", ">i8"), ("producer_id", ">i8"), ("producer_epoch", ">i2"),
     ("base_sequence", ">i4"), ("record_count", ">i4")])
 assert _HEADER_DTYPE.itemsize == BATCH_HEADER_SIZE
+assert (_HEADER_DTYPE.fields["crc"][1], _HEADER_DTYPE.fields["attributes"][1],
+        _HEADER_DTYPE.fields["record_count"][1]) == (CRC_OFFSET, ATTRIBUTES_OFFSET, RECORD_COUNT_OFFSET)
 
 _LB = pa.large_binary()
 
@@ -397,7 +400,7 @@ def _bound_sizes(ts: np.ndarray, key: _Varints, klen, value: _Varints, vlen, hdr
 
 def record_sizes_upper_bound(values, keys=None, timestamps=None, headers=None, *,
                              append_time_ms: int | None = None) -> np.ndarray:
-    """An upper bound of each record's encoded size (without the 61-byte batch header) in whatever
+    """An upper bound of each record's encoded size (without the batch header) in whatever
     batch it lands in. With `timestamps` None the timestamp delta is taken at its widest."""
     vals = _as_binary(values, "values")
     n = len(vals)

@@ -1,6 +1,6 @@
 """Kafka's record batch compression codecs, both ways (docs/kafka.md, "Compression").
 
-A compressed batch keeps its 61-byte header uncompressed; only the records section (everything after
+A compressed batch keeps its header (indexer/batch_layout.py) uncompressed; only the records section (everything after
 the header) is compressed, as one stream in the codec's framing as Kafka's Java clients write it:
 
 - 1 gzip: a gzip member (RFC 1952).

@@ -60,8 +60,13 @@ def _check_partitions(topic: str, partitions: object) -> int:
 def _parse(path: Path, raw: bytes) -> TopicMetadata:
     try:
         doc = json.loads(raw)
+        config = dict(doc.get("config") or {})
+        if config.get("compression.type") == "none":
+            # Recorded by seglog 0.2, which accepted the producer's name; Kafka's topic value is
+            # `uncompressed` (docs/kafka.md, "Compression"), and new configurations must say so.
+            config["compression.type"] = "uncompressed"
         meta = TopicMetadata(name=str(doc["name"]), partitions=int(doc["partitions"]),
-                             config=dict(doc.get("config") or {}), created_ms=int(doc.get("created_ms", 0)))
+                             config=config, created_ms=int(doc.get("created_ms", 0)))
     except (ValueError, KeyError, TypeError) as exc:
         raise InvalidTopicError(f"topic metadata {path} is unreadable: {exc}") from None
     _check_partitions(meta.name, meta.partitions)

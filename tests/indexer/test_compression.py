@@ -123,3 +123,30 @@ def test_compression_type_writes_batches_kafka_reads(tmp_path, codec):
         [(o, r.timestamp, len(r.value)) for o, r in enumerate(recs)]
     assert all(f"compresscodec: {codec}" in line for f in files.values() for line in f.lines
                if line.startswith("baseOffset"))
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_verify_flags_what_read_cannot_decode(tmp_path, codec):
+    """A compressed batch with a valid CRC whose records are broken inside the compression: `verify`
+    reports it (it decodes every batch), and a read refuses it; neither crashes."""
+    import subprocess
+    import sys
+
+    from seglog.indexer.log import Log
+    from tests.indexer.test_fuzz_kernels import _damage_inside_compression
+
+    path = tmp_path / "v-0"
+    with Log.open(path, {"compression.type": codec}) as log:
+        log.append([Record(b"k%d" % i, b"value %d" % i, T0 + i) for i in range(50)])
+    seg = path / "00000000000000000000.log"
+    ok = subprocess.run([sys.executable, "-m", "seglog", "verify", str(tmp_path)], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    seg.write_bytes(_damage_inside_compression(seg.read_bytes(), 0, 3, 0xFF))   # a record length of -1... or worse
+    assert scan_batches(seg.read_bytes(), 0).error is None                        # the CRC still holds
+    bad = subprocess.run([sys.executable, "-m", "seglog", "verify", str(tmp_path)], capture_output=True, text=True)
+    assert bad.returncode == 1 and "decompressed" in bad.stdout, bad.stdout + bad.stderr
+    with Log.open(path, readonly=True) as log:
+        with pytest.raises(CorruptRecordError):
+            list(log.read())
+        with pytest.raises(CorruptRecordError):
+            list(log.read_arrow(0))

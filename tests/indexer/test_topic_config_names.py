@@ -57,3 +57,17 @@ def test_cleanup_policy_is_a_list():
         validate_topic_config({"cleanup.policy": "compact"})
     with pytest.raises(ConfigError, match="'delete,shred' is not allowed"):
         validate_topic_config({"cleanup.policy": "delete,shred"})
+
+
+def test_a_topic_recorded_with_none_by_seglog_0_2_still_opens(tmp_path):
+    import json
+
+    from seglog.indexer.root import LogRoot
+    from seglog.indexer.topics import create_topic, topic_file
+
+    create_topic(tmp_path, "old", 1, {"compression.type": "uncompressed"})
+    path = topic_file(tmp_path, "old")
+    doc = json.loads(path.read_text())
+    doc["config"]["compression.type"] = "none"          # what seglog 0.2 accepted and recorded
+    path.write_text(json.dumps(doc))
+    assert LogRoot(tmp_path).topic_config("old")["compression.type"] == "uncompressed"
