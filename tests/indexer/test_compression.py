@@ -133,7 +133,7 @@ def test_verify_flags_what_read_cannot_decode(tmp_path, codec):
     import sys
 
     from seglog.indexer.log import Log
-    from tests.indexer.test_fuzz_kernels import _damage_inside_compression
+    from tests.indexer.test_fuzz_kernels import damage_inside_compression
 
     path = tmp_path / "v-0"
     with Log.open(path, {"compression.type": codec}) as log:
@@ -141,7 +141,7 @@ def test_verify_flags_what_read_cannot_decode(tmp_path, codec):
     seg = path / "00000000000000000000.log"
     ok = subprocess.run([sys.executable, "-m", "seglog", "verify", str(tmp_path)], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    seg.write_bytes(_damage_inside_compression(seg.read_bytes(), 0, 3, 0xFF))   # a record length of -1... or worse
+    seg.write_bytes(damage_inside_compression(seg.read_bytes(), 0, 3, 0xFF))   # inside the compression: a record field
     assert scan_batches(seg.read_bytes(), 0).error is None                        # the CRC still holds
     bad = subprocess.run([sys.executable, "-m", "seglog", "verify", str(tmp_path)], capture_output=True, text=True)
     assert bad.returncode == 1 and "decompressed" in bad.stdout, bad.stdout + bad.stderr

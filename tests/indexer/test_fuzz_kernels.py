@@ -61,7 +61,7 @@ def _fix_crcs(data: bytearray) -> None:
         struct.pack_into(">I", data, pos + 17, crc32c.crc32c(bytes(data[pos + 21:pos + h.size])))
 
 
-def _damage_inside_compression(data: bytes, which: int, at: int, byte: int) -> bytes:
+def damage_inside_compression(data: bytes, which: int, at: int, byte: int) -> bytes:
     """Inflate one compressed batch, damage its plain records, compress and checksum it again."""
     heads = _headers(data)
     if not heads:
@@ -108,7 +108,7 @@ def apply(data: bytes, mutations, fix_crc: bool) -> bytes:
             at = m[1] % len(buf)
             buf[at:at + len(m[2])] = m[2]
         elif kind == "inside":
-            buf = bytearray(_damage_inside_compression(bytes(buf), m[1], m[2], m[3]))
+            buf = bytearray(damage_inside_compression(bytes(buf), m[1], m[2], m[3]))
     if fix_crc:
         _fix_crcs(buf)
     return bytes(buf)

@@ -28,7 +28,7 @@ CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 T0 = 1_600_000_000_000            # 2020: kept only because the broker runs with log.retention.ms=-1
 
 
-def _records(rng: random.Random, n: int, distinct_ts: int = 80):
+def broker_records(rng: random.Random, n: int, distinct_ts: int = 80):
     out = []
     for i in range(n):
         key = None if i % 7 == 0 else b"key-%d" % rng.randrange(20)
@@ -53,7 +53,7 @@ def _arrow_rows(log, isolation):
     return out
 
 
-def _transactions(broker, topic: str, rng: random.Random) -> None:
+def write_transactions(broker, topic: str, rng: random.Random) -> None:
     """Two transactional producers (one lz4) interleaved with a plain one; some transactions abort."""
     tx = [producer(broker, transactional_id=f"{topic}-a"), producer(broker, compression="lz4",
                                                                     transactional_id=f"{topic}-b")]
@@ -63,7 +63,7 @@ def _transactions(broker, topic: str, rng: random.Random) -> None:
     for round_ in range(12):
         for p in tx:
             p.begin_transaction()
-        for i, r in enumerate(_records(rng, 30)):
+        for i, r in enumerate(broker_records(rng, 30)):
             target = tx[i % 2] if i % 5 else plain
             target.produce(topic, partition=0, key=r["key"], value=r["value"], timestamp=r["timestamp"],
                            headers=r["headers"])
@@ -89,15 +89,15 @@ def broker_topics(kafka_broker):
         name = f"read-{codec}"
         create_topic(kafka_broker, name)
         for chunk in range(4):          # several produce calls: several batches, some with many records
-            produce(kafka_broker, name, _records(rng, 150), compression=codec, linger_ms=5 + 20 * chunk)
+            produce(kafka_broker, name, broker_records(rng, 150), compression=codec, linger_ms=5 + 20 * chunk)
         topics[name] = codec
     create_topic(kafka_broker, "read-txn")
-    _transactions(kafka_broker, "read-txn", rng)
+    write_transactions(kafka_broker, "read-txn", rng)
     topics["read-txn"] = "txn"
     create_topic(kafka_broker, "read-epoch")
-    produce(kafka_broker, "read-epoch", _records(rng, 100), compression="zstd")
+    produce(kafka_broker, "read-epoch", broker_records(rng, 100), compression="zstd")
     kafka_broker.restart()              # a new leader epoch for every partition
-    produce(kafka_broker, "read-epoch", _records(rng, 100), compression="snappy")
+    produce(kafka_broker, "read-epoch", broker_records(rng, 100), compression="snappy")
     topics["read-epoch"] = "epoch"
     return topics
 

@@ -15,7 +15,7 @@ from seglog.indexer import LogRoot
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.records import Record, scan_batches
 from seglog.indexer.topics import load_topic
-from tests.indexer.test_kafka_broker_read import _records, _transactions
+from tests.indexer.test_kafka_broker_read import broker_records, write_transactions
 from tests.kafka_clients import consume_all, create_topic, produce
 
 pytestmark = pytest.mark.kafka
@@ -40,11 +40,11 @@ def broker_data(kafka_broker):
     rng = random.Random(5)
     create_topic(kafka_broker, "imp-a", partitions=2)
     for p, codec in ((0, "zstd"), (1, "none")):
-        produce(kafka_broker, "imp-a", _records(rng, 200), partition=p, compression=codec)
+        produce(kafka_broker, "imp-a", broker_records(rng, 200), partition=p, compression=codec)
     kafka_broker.restart()                       # epochs go up: appends after the import must continue them
-    produce(kafka_broker, "imp-a", _records(rng, 50), partition=0, compression="snappy")
+    produce(kafka_broker, "imp-a", broker_records(rng, 50), partition=0, compression="snappy")
     create_topic(kafka_broker, "imp-txn")
-    _transactions(kafka_broker, "imp-txn", rng)
+    write_transactions(kafka_broker, "imp-txn", rng)
     return kafka_broker
 
 
