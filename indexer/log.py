@@ -469,17 +469,18 @@ class Log:
              isolation_level: str = DEFAULT_ISOLATION_LEVEL) -> Iterator[Record]:
         """Records from `offset` (default: log start) up to `max_offset` (exclusive), as a Kafka
         consumer with `isolation_level` returns them (indexer/transactions.py: never control
-        records; read_committed also skips aborted transactions)."""
+        records; read_committed also skips aborted transactions and stops at an open one)."""
         check_isolation_level(isolation_level)
         start, end = self._bounds(offset, max_offset)
-        fates: list = []
-        for _, _, buf, scan in self._batch_chunks(start, end):
-            for pos in self._visible_positions(scan, isolation_level, fates):
+        for buf, positions, stop in self._visible_chunks(start, end, isolation_level):
+            for pos in positions:
                 for rec in decode_batch(buf, int(pos)):
                     if rec.offset >= end:
                         return
                     if rec.offset >= start:
                         yield rec
+            if stop is not None:
+                return
 
     def read_arrow(self, start_offset: int, end_offset: int | None = None, *, max_rows: int = 65536,
                    isolation_level: str = DEFAULT_ISOLATION_LEVEL):
@@ -487,23 +488,28 @@ class Log:
         `isolation_level` as in `read`."""
         check_isolation_level(isolation_level)
         start, end = self._bounds(start_offset, end_offset)
-        fates: list = []
-        for _, _, buf, scan in self._batch_chunks(start, end):
-            batch = decode_to_arrow(buf, self._visible_positions(scan, isolation_level, fates),
-                                    start_offset=start, end_offset=end)
+        for buf, positions, stop in self._visible_chunks(start, end, isolation_level):
+            batch = decode_to_arrow(buf, positions, start_offset=start, end_offset=end)
             for lo in range(0, batch.num_rows, max_rows):
                 yield batch.slice(lo, max_rows)
+            if stop is not None:
+                return
 
-    def _visible_positions(self, scan, isolation_level: str, fates: list) -> np.ndarray:
-        """The positions of the chunk's batches whose records a consumer returns; `fates` holds the
-        read's TransactionFates once a transactional batch needs one."""
+    def _visible_chunks(self, start: int, end: int, isolation_level: str):
+        """(bytes, positions of the batches whose records a consumer returns, stop) per checked
+        chunk; `stop` is the last stable offset when an open transaction ends the read there."""
+        fates: list[TransactionFates] = []
+
         def fates_for() -> TransactionFates:
             if not fates:
                 fates.append(TransactionFates(self._control_markers))
             return fates[0]
 
-        keep = visible_batches(scan.headers, scan.attributes, isolation_level, fates_for)
-        return scan.positions if keep is None else scan.positions[keep]
+        for _, _, buf, scan in self._batch_chunks(start, end):
+            keep, stop = visible_batches(scan.headers, scan.attributes, isolation_level, fates_for)
+            yield buf, (scan.positions if keep is None else scan.positions[keep]), stop
+            if stop is not None:
+                return
 
     def _control_markers(self, from_offset: int):
         """(producer id, offset, ABORT/COMMIT) of every control batch after `from_offset`."""

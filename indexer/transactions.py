@@ -7,8 +7,8 @@
   producer P belongs to the transaction that P's next control marker after it ends: an ABORT marker
   aborts every open transactional batch of P before it (what the broker's `.txnindex` records and
   the consumer's aborted-transactions list applies). A transaction with no marker yet is still open:
-  a read_committed consumer stops at its first offset (the last stable offset), so none of its
-  records is returned.
+  a read_committed consumer stops at its first offset (the last stable offset): neither its records
+  nor any later record is returned.
 
 `TransactionFates` answers "is this batch aborted?" by walking batch headers forward from the first
 transactional batch a read meets, only as far as the markers it needs (headers only; the control
@@ -72,30 +72,40 @@ class TransactionFates:
         kinds.append(kind)
         return True
 
-    def visible(self, producer_id: int, base_offset: int) -> bool:
-        """Whether a read_committed consumer returns the transactional batch of `producer_id`
-        at `base_offset`: only when the producer's next marker after it is a COMMIT."""
+    def fate(self, producer_id: int, base_offset: int) -> int | None:
+        """COMMIT or ABORT: the type of the producer's next marker after `base_offset`; None when
+        there is none yet (an open transaction)."""
         while True:
             offsets, kinds = self._markers.get(producer_id, ((), ()))
             i = bisect.bisect_right(offsets, base_offset)
             if i < len(offsets):
-                return kinds[i] == COMMIT
+                return kinds[i]
             if not self._advance(base_offset):
-                return False              # no marker yet: an open transaction, beyond the LSO
+                return None
 
 
-def visible_batches(headers, attributes: np.ndarray, isolation: str, fates_for) -> np.ndarray | None:
-    """A boolean mask of the batches a consumer with `isolation` returns records from, or None when
-    every batch is (no control or transactional batch: the common case, one vectorised test).
+def visible_batches(headers, attributes: np.ndarray, isolation: str, fates_for) -> tuple[np.ndarray | None, int | None]:
+    """(mask, stop): a boolean mask of the batches a consumer with `isolation` returns records from,
+    or None when every batch is (no control or transactional batch: the common case, one vectorised
+    test); and, under read_committed, the first offset of an open transaction met here (the last
+    stable offset: a read_committed consumer returns nothing from there on), else None.
     `fates_for()` gives the TransactionFates to ask (made on first need)."""
     flags = attributes & (CONTROL_FLAG_MASK | TRANSACTIONAL_FLAG_MASK)
     if not flags.any():
-        return None
+        return None, None
     keep = (attributes & CONTROL_FLAG_MASK) == 0
+    stop = None
     if isolation == READ_COMMITTED:
         fates = None
         for k in np.flatnonzero(keep & ((attributes & TRANSACTIONAL_FLAG_MASK) != 0)):
             h = headers[int(k)]
             fates = fates or fates_for()
-            keep[k] = fates.visible(h.producer_id, h.base_offset)
-    return keep
+            fate = fates.fate(h.producer_id, h.base_offset)
+            keep[k] = fate == COMMIT
+            if fate is None:
+                stop = h.base_offset
+                break
+        if stop is not None:
+            bases = np.fromiter((h.base_offset for h in headers), dtype=np.int64, count=len(headers))
+            keep &= bases < stop
+    return keep, stop

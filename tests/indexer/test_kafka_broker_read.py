@@ -172,3 +172,38 @@ def test_cli_reads_the_broker_folder(kafka_broker, broker_topics, topic):
     # segments are the time index part of issue 11 (its own tests); they are left out here.
     faults = [line for line in res.stdout.splitlines() if line.startswith("FAULT") and ".timeindex" not in line]
     assert not faults and not res.stderr, res.stdout[-3000:] + res.stderr[-3000:]
+
+
+def test_an_open_transaction_ends_a_read_committed_read(kafka_broker):
+    """A transaction without its marker yet: a read_committed consumer stops at its first offset (the
+    last stable offset), also for other producers' records after it; seglog stops there too."""
+    topic = "read-open-txn"
+    create_topic(kafka_broker, topic)
+    rng = random.Random(3)
+    plain = producer(kafka_broker)
+    committed, open_ = (producer(kafka_broker, transactional_id=f"{topic}-{n}") for n in "co")
+    for p in (committed, open_):
+        p.init_transactions(60)
+
+    def send(p, n):
+        for r in broker_records(rng, n):
+            p.produce(topic, partition=0, key=r["key"], value=r["value"], timestamp=r["timestamp"])
+        assert p.flush(30) == 0
+
+    committed.begin_transaction()
+    send(committed, 20)
+    committed.commit_transaction(60)
+    send(plain, 10)
+    open_.begin_transaction()
+    send(open_, 15)                       # flushed, never committed while we read
+    send(plain, 10)
+    try:
+        for isolation in ("read_committed", "read_uncommitted"):
+            expected = _rows(consume_all(kafka_broker, topic, isolation=isolation))
+            with Log.open(kafka_broker.partition_dir(topic), readonly=True) as log:
+                assert [(r.offset, r.timestamp, r.key, r.value, r.headers)
+                        for r in log.read(isolation_level=isolation)] == expected
+                assert _arrow_rows(log, isolation) == expected
+        assert len(_rows(consume_all(kafka_broker, topic, isolation="read_committed"))) == 30
+    finally:
+        open_.abort_transaction(60)
