@@ -38,6 +38,7 @@ from seglog.indexer.segment import LogSegment, SegmentInfo, now_ms, read_checked
 
 EARLIEST = -2
 LATEST = -1
+MAX_TIMESTAMP = -3   # KIP-734: the record with the largest timestamp
 _LISTING_ATTEMPTS = 5       # a read-only open lists the folder again when a segment vanishes under it
 _OPEN_SEGMENTS = 16          # inactive segments kept open at once (memory does not grow with the log)
 
@@ -235,6 +236,7 @@ class Log:
         for seg in self._unflushed.values():
             if not seg.closed:
                 seg.flush()
+                seg.flush_indexes()
         self._unflushed.clear()
         self._active.flush()
         self._dirty = False
@@ -371,8 +373,11 @@ class Log:
         # The per-segment largest timestamps (the lookup's running maximum) must include what this
         # append wrote to the old segment before the roll, or a live lookup skips past it.
         self._note_active_max()
-        # No fsync here (a roll must stay cheap): the old segment joins the segments the next
-        # flush() makes durable. It stays open as an inactive segment; the sidecar seals it later.
+        # The segment left behind is sealed now, as Kafka finishes a segment that becomes
+        # inactive (seal entry, indexes trimmed: no zero tail a broker could read as "largest
+        # timestamp 0", docs/spec.md §2.4). No fsync here (a roll must stay cheap): it joins the
+        # segments the next flush() makes durable, indexes included.
+        old.seal(old.next_offset, durable=False)
         self._unflushed[old.base_offset] = old
         self._open[old.base_offset] = old
         self._evict()
@@ -536,8 +541,11 @@ class Log:
             return self._log_start
         if timestamp == LATEST:
             return self.log_end_offset
+        if timestamp == MAX_TIMESTAMP:
+            return self._offset_of_max_timestamp()
         if timestamp < 0:
-            raise InvalidRecordError(f"timestamp {timestamp} is negative (use -2 for earliest, -1 for latest)")
+            raise InvalidRecordError(f"timestamp {timestamp} is negative (use -2 for earliest, -1 for latest, "
+                                     f"-3 for the largest timestamp)")
         maxes, running = self._segment_max_timestamps()
         i = int(np.searchsorted(running, timestamp, side="left"))
         while i < len(self._bases):
@@ -547,6 +555,21 @@ class Log:
                 if found is not None:
                     return found
             i += 1
+        return None
+
+    def _offset_of_max_timestamp(self) -> int | None:
+        """KIP-734 (ListOffsets -3): the earliest record holding the largest timestamp of the
+        log, or None when no record has a timestamp. The first segment reaching the maximum
+        holds it unless retention's log start cut it off (then the next one that reaches it)."""
+        maxes, running = self._segment_max_timestamps()
+        if not len(running) or running[-1] < 0:
+            return None
+        largest = int(running[-1])
+        for i in np.flatnonzero(maxes == largest).tolist():
+            seg = self.segment(self._bases[i])
+            found = find_in_segment(seg, largest, max(self._log_start, seg.base_offset))
+            if found is not None:
+                return found
         return None
 
     # ------------------------------------------------------------------ truncation

@@ -2,8 +2,10 @@
 
 Recovery, for every segment that is not sealed: index sanity, then the batches after the last
 offset index entry are re-read with their CRCs; a torn or corrupt tail is cut and reported; an
-index that is missing, short or inconsistent is rebuilt from the log in one read. A segment found
-without a time index gets one holding (its mtime, the next segment's base offset) (docs/spec.md §2.4, KIP-33 migration).
+index that is missing, short or inconsistent is rebuilt from the log in one read, as is a time index
+written by seglog 0.2 (entries pointing at a next offset, docs/format.md "Time index"). A segment
+found without a time index gets one built from its records (docs/spec.md §2.4); every inactive
+segment recovered here is then sealed.
 
 Truncation writes an intent file (`truncate.pending`, holding the target and the rewritten
 straddling batch) before it touches anything; recovery finds it and finishes the job. A kill at
@@ -92,7 +94,6 @@ def _recover_segment(log: "Log", base: int, next_base: int | None, report: list[
     log_path = segment_file(d, base, LOG_SUFFIX)
     had_index = segment_file(d, base, INDEX_SUFFIX).exists()
     had_time_index = segment_file(d, base, TIME_INDEX_SUFFIX).exists()
-    mtime_ms = int(os.stat(log_path).st_mtime * 1000)  # before anything here can touch the folder
     active = next_base is None
     if not active and os.stat(log_path).st_size == 0:
         # Every offset from base to next_base belonged to this segment: a zero-length .log (power
@@ -100,65 +101,61 @@ def _recover_segment(log: "Log", base: int, next_base: int | None, report: list[
         report.append(f"{log_path}: the .log is empty but offsets {base} to {next_base - 1} belonged to it: "
                       f"{next_base - base} records lost")
         return
-    seg = LogSegment(d, base, log.config, writable=True, active=active)
+    # Opened as if active (indexes preallocated): an inactive segment is sealed at the end, and an
+    # index taken as found may have no room for what a rebuild writes.
+    seg = LogSegment(d, base, log.config, writable=True, active=True)
     try:
-        if not active and had_index and had_time_index and not seg.offset_index.sanity_check() \
-                and not seg.time_index.sanity_check() and seg.is_sealed(next_base):
-            return  # sealed: trusted; reads check CRCs, `verify` checks everything
-        if not active and (not had_index or not had_time_index or seg.offset_index.sanity_check()
-                           or seg.time_index.sanity_check()):
-            # A missing, odd-length or inconsistent index of an inactive segment: rebuilt into
-            # preallocated files (an index taken as found may have no room), then sealed again.
-            seg.close()
-            seg = LogSegment(d, base, log.config, writable=True, active=True)
-            why = "missing" if not (had_index and had_time_index) else "; ".join(
-                seg.offset_index.open_problems + seg.time_index.open_problems) or "inconsistent"
-            report.append(f"{log_path}: offset/time index rebuilt ({why})")
-            rebuild_indexes(seg, report)
-            if had_time_index:
-                seg.seal(next_base)
-                return
-            # Migration (docs/spec.md §2.4, KIP-33 migration): a segment written before time
-            # indexes existed gets (its mtime, the next segment's base); trimming last seals it.
-            seg.time_index.truncate_to(base)
-            seg.time_index.seal_entry(mtime_ms, next_base)
-            report.append(f"{log_path}: no time index; created one holding (mtime {mtime_ms}, next base {next_base})")
-            seg.time_index.trim(fsync=True)
-            seg.offset_index.trim(fsync=True)
-            return
         # The O(1) checks made at open (last entries in order, the last slot zero), plus the last
-        # offset entry against the log below: every open pays for this, so it must not scan a
+        # entries against the log below: every open pays for this, so it must not scan a
         # preallocated index. A bad entry further back is caught when a read uses it (the batch
         # at its position must end at its offset), and by `verify`, which checks every entry.
         problems = seg.offset_index.open_problems + seg.time_index.open_problems
-        if not had_index or problems or not _tail_matches_index(seg):
-            why = "missing" if not had_index else ("; ".join(problems) or "last entry does not match the log")
+        if not active and not problems:
+            problems = seg.offset_index.sanity_check() + seg.time_index.sanity_check()
+        if not (had_index and had_time_index) or problems or not _tail_matches_index(seg):
+            # Missing (a segment from before time indexes: seed 001), damaged, or written by seglog
+            # 0.2 (time index entries pointing at a next offset): indexed again from the log.
+            why = "missing" if not (had_index and had_time_index) else (
+                "; ".join(problems) or "last entries do not match the log")
             report.append(f"{log_path}: offset/time index rebuilt ({why})")
             rebuild_indexes(seg, report)
         else:
             _check_tail(seg, report)
-        if not had_time_index and not active:
-            # Migration (docs/spec.md §2.4, KIP-33 migration): a segment written before time indexes existed.
-            seg.time_index.truncate_to(base)
-            seg.time_index.seal_entry(mtime_ms, next_base)
-            report.append(f"{log_path}: no time index; created one holding (mtime {mtime_ms}, next base {next_base})")
+        if not active:
+            seg.load_state()
+            seg.seal(next_base)
     finally:
         seg.close()
 
 
 def _tail_matches_index(seg: LogSegment) -> bool:
-    """The last offset index entry must point at a batch start whose last offset is the key."""
+    """The last offset index entry points at a batch start whose last offset is the key, and the
+    last time index entry (T, O) at the batch ending at O, whose largest timestamp is T (Kafka's
+    meaning; a seglog 0.2 entry, O a next offset, fails this and the index is rebuilt)."""
     entry = seg.offset_index.last_entry()
-    if entry is None:
+    if entry is not None:
+        offset, pos = entry
+        header = _header_at(seg, pos)
+        if header is None or header.last_offset != offset:
+            return False
+    tentry = seg.time_index.last_entry()
+    if tentry is None:
         return True
-    offset, pos = entry
-    if pos + BATCH_HEADER_SIZE > seg.size:
-        return False
+    ts, offset = tentry
     try:
-        header = parse_header(seg.pread(pos, BATCH_HEADER_SIZE), 0)
+        pos, header, _ = seg.position_of(offset)
     except CorruptRecordError:
         return False
-    return header.last_offset == offset
+    return header is not None and header.last_offset == offset and header.max_timestamp == ts
+
+
+def _header_at(seg: LogSegment, pos: int):
+    if pos + BATCH_HEADER_SIZE > seg.size:
+        return None
+    try:
+        return parse_header(seg.pread(pos, BATCH_HEADER_SIZE), 0)
+    except CorruptRecordError:
+        return None
 
 
 def _check_tail(seg: LogSegment, report: list[str]) -> None:
@@ -195,6 +192,7 @@ def rebuild_indexes(seg: LogSegment, report: list[str]) -> None:
     if scan.valid_end < seg.size:
         _cut_tail(seg, scan, report)
     seg.max_timestamp = -1
+    seg.offset_of_max_timestamp = seg.base_offset - 1
     seg.first_timestamp = -1
     seg.bytes_since_index_entry = 0
     if not len(scan.positions):

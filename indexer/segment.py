@@ -4,11 +4,14 @@ Invariants kept here:
 - Batches are appended back to back; `size` is the byte length of whole, valid batches.
 - The offset index gets an entry (batch last offset, batch start) for a batch when more than
   `index.interval.bytes` were appended since the last entry (the first batch is never indexed, so
-  every entry has a position > 0). The time index gets (largest timestamp so far, next offset) at
-  the same moment, if that timestamp is larger than the last entry's (KIP-33's text).
-- Sealed (docs/spec.md §2.5): both indexes trimmed (no preallocated tail) and, where the segment holds a
-  timestamp, the last time index entry points at the next segment's base offset. Trimming is the
-  last step of sealing, so a crash in between is repaired by sealing again.
+  every entry has a position > 0). The time index gets (largest timestamp so far, last offset of
+  the first batch that reached it) at the same moment, if that timestamp is larger than the last
+  entry's (Kafka 4.x's rule, docs/format.md "Time index").
+- Sealed (docs/spec.md §2.5): both indexes trimmed (no preallocated tail), the time index ending
+  with the seal entry (largest timestamp, its offset). Sealing writes the entry first and trims
+  last, so trimmed files mean sealed; a crash in between is repaired by sealing again. A roll seals
+  the segment it leaves (as Kafka does when a segment becomes inactive); its bytes are fsynced by
+  the writer's next flush, or by the sidecar's seal.
 """
 from __future__ import annotations
 
@@ -57,28 +60,32 @@ class SealedSummary:
 
 
 def sealed_summary(dir_path, base_offset: int, next_base: int) -> SealedSummary | None:
-    """A sealed segment's facts from its files alone (docs/spec.md §2.5), without opening it: both indexes
-    trimmed to whole, non-zero entries and the last time index entry pointing at the next
-    segment's base. Two stats and two small reads. None when that does not hold, or when the time
-    index is empty (then only a scan can tell a timestamp-free segment from an unsealed one)."""
+    """A sealed segment's facts from its files alone (docs/spec.md §2.5), without opening it: both
+    indexes trimmed to whole entries, the last time index entry (the seal entry: the largest
+    timestamp) inside the segment. Stats and two small reads. None when that does not hold (not
+    sealed, a seglog 0.2 time index, a file cut under us), so the caller opens the segment."""
     stem = os.path.join(dir_path, f"{base_offset:020d}")
     try:
         isize = os.stat(stem + INDEX_SUFFIX).st_size
         tst = os.stat(stem + TIME_INDEX_SUFFIX)
         lst = os.stat(stem + LOG_SUFFIX)
-        if isize % 8 or tst.st_size % 12 or tst.st_size == 0 or lst.st_size == 0:
+        if isize % 8 or tst.st_size % 12 or lst.st_size == 0:
             # An empty .log under a sealed segment's indexes lost its records (power loss): not
             # trusted, so recovery and readers look at it and report it.
             return None
+        largest = NO_TIMESTAMP
         # A writer may trim or cut a file between the stat and the read (readers take no lock):
         # a short read means "not known sealed now", never an error.
-        with open(stem + TIME_INDEX_SUFFIX, "rb", buffering=0) as fh:
-            raw = os.pread(fh.fileno(), 12, tst.st_size - 12)
-        if len(raw) < 12:
-            return None
-        ts, rel = _TIME_ENTRY.unpack(raw)
-        if rel == 0 or base_offset + rel != next_base:
-            return None
+        if tst.st_size:
+            with open(stem + TIME_INDEX_SUFFIX, "rb", buffering=0) as fh:
+                raw = os.pread(fh.fileno(), 12, tst.st_size - 12)
+            if len(raw) < 12:
+                return None
+            largest, rel = _TIME_ENTRY.unpack(raw)
+            if raw == bytes(12) and tst.st_size > 12:
+                return None  # a zero tail: preallocated, not trimmed
+            if not 0 <= rel < next_base - base_offset:
+                return None  # a seglog 0.2 seal entry (the next segment's base): rebuilt by recovery
         if isize:
             with open(stem + INDEX_SUFFIX, "rb", buffering=0) as fh:
                 raw = os.pread(fh.fileno(), 8, isize - 8)
@@ -89,7 +96,7 @@ def sealed_summary(dir_path, base_offset: int, next_base: int) -> SealedSummary 
                 return None  # a zero tail: preallocated, not trimmed
     except FileNotFoundError:
         return None
-    return SealedSummary(lst.st_size, ts, int(lst.st_mtime * 1000))
+    return SealedSummary(lst.st_size, largest, int(lst.st_mtime * 1000))
 
 
 class LogSegment:
@@ -126,6 +133,7 @@ class LogSegment:
                                     writable=writable, preallocate=prealloc)
         self.next_offset = base_offset        # set by load_state / appends
         self.max_timestamp = NO_TIMESTAMP      # largest record timestamp (KIP-33 "max timestamp so far")
+        self.offset_of_max_timestamp = base_offset - 1  # last offset of the first batch holding it
         # True once max_timestamp covers every batch (a new segment, or after load_state); a
         # segment opened without load_state computes it from its files on demand.
         self._max_known = create
@@ -167,10 +175,7 @@ class LogSegment:
             self.size = tail.valid_end
         n = len(tail.positions)
         self.next_offset = int(tail.last_offsets[-1]) + 1 if n else (last[0] + 1 if last else self.base_offset)
-        max_ts = entry[0] if entry else NO_TIMESTAMP
-        if n:
-            max_ts = max(max_ts, int(tail.max_timestamps.max()))
-        self.max_timestamp = max_ts
+        self.max_timestamp, self.offset_of_max_timestamp = _max_with_offset(entry, tail, self.base_offset)
         self._max_known = True
         if self.size > 0:
             head = self.pread(0, BATCH_HEADER_SIZE)
@@ -227,16 +232,17 @@ class LogSegment:
     def index_batch(self, last_offset: int, position: int, size: int, first_ts: int, max_ts: int) -> None:
         """The index rule for one appended batch (Kafka's): an offset index entry (its last
         offset, its start) once more than index.interval.bytes were appended since the last entry,
-        and with it a time index entry (largest timestamp so far, next offset) if that timestamp
-        grew. Appends and index rebuilds both go through here, so they index alike."""
+        and with it a time index entry (largest timestamp so far, the last offset of the first
+        batch that reached it) if that timestamp grew. Appends and index rebuilds both go through here, so they index alike."""
         if max_ts > self.max_timestamp:
             self.max_timestamp = max_ts
+            self.offset_of_max_timestamp = last_offset
         if self.first_timestamp < 0 and first_ts >= 0:
             self.first_timestamp = first_ts
         if self.bytes_since_index_entry > self.config["index.interval.bytes"]:
             self.offset_index.append(last_offset, position)
             if self.max_timestamp >= 0:
-                self.time_index.maybe_append(self.max_timestamp, last_offset + 1)
+                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_index_entry = 0
         self.bytes_since_index_entry += size
 
@@ -307,17 +313,18 @@ class LogSegment:
 
     def largest_timestamp(self) -> int:
         """Largest record timestamp: the last time index entry plus the batches after it."""
+        return self.max_timestamp_and_offset()[0]
+
+    def max_timestamp_and_offset(self) -> tuple[int, int]:
+        """(largest record timestamp, last offset of the first batch holding it); the timestamp is
+        -1 when no record has one. A sealed segment answers from its seal entry."""
         if self._max_known:
-            return self.max_timestamp
+            return self.max_timestamp, self.offset_of_max_timestamp
         entry = self.time_index.last_entry()
-        ts = entry[0] if entry else NO_TIMESTAMP
         if self.is_sealed_files() and entry is not None:
-            return ts
+            return entry
         _, pos = self.offset_index.lookup(entry[1]) if entry else (None, 0)
-        tail = self.scan(pos, self.size, check_crc=False)
-        if len(tail.positions):
-            ts = max(ts, int(tail.max_timestamps.max()))
-        return ts
+        return _max_with_offset(entry, self.scan(pos, self.size, check_crc=False), self.base_offset)
 
     @property
     def closed(self) -> bool:
@@ -330,31 +337,34 @@ class LogSegment:
         return int(os.fstat(self._fd).st_mtime * 1000)
 
     def is_sealed_files(self) -> bool:
+        """Both indexes trimmed: the last step of sealing (see the module doc)."""
         return self.offset_index.is_trimmed and self.time_index.is_trimmed
 
     def is_sealed(self, next_base: int) -> bool:
-        if not self.is_sealed_files():
-            return False
-        entry = self.time_index.last_entry()
-        if entry is None:
-            return self.largest_timestamp() < 0
-        return entry[1] == next_base
+        """Sealed (docs/spec.md §2.5), and not with a seglog 0.2 time index (which recovery rebuilds)."""
+        return self.is_sealed_files() and not self.time_index.points_past(next_base)
 
     def seal(self, next_base: int, *, durable: bool = True) -> bool:
-        """Write the final time index entry, trim both indexes, fsync. Idempotent; True if it
-        changed anything. `durable=False` skips the fsyncs (only for building test data fast)."""
+        """Write the seal entry (largest timestamp, its offset), trim both indexes; with `durable`,
+        fsync the .log and the indexes first (the sidecar's seal; a roll passes False and leaves the
+        fsyncs to the writer's next flush). Idempotent; True if it changed anything."""
         if self.is_sealed(next_base):
             return False
-        max_ts = self.largest_timestamp()
+        max_ts, offset_of_max = self.max_timestamp_and_offset()
         if max_ts >= 0:
-            self.time_index.seal_entry(max_ts, next_base)
+            self.time_index.seal_entry(max_ts, offset_of_max)
         if durable:
             os.fsync(self._fd)
-        # Trimming is last (trim fsyncs): a segment is decidably sealed only once both files are
-        # trimmed; a crash before that leaves it unsealed, and sealing again repairs it.
+        # Trimming is last: a segment is decidably sealed only once both files are trimmed; a
+        # crash before that leaves it unsealed, and sealing again repairs it.
         self.time_index.trim(fsync=durable)
         self.offset_index.trim(fsync=durable)
         return True
+
+    def flush_indexes(self) -> None:
+        """msync and fsync both indexes (a rolled segment's, with its .log, at the writer's flush)."""
+        self.offset_index.flush()
+        self.time_index.flush()
 
 
 def read_checked(seg: "LogSegment", pos: int, prev_last: int):
@@ -399,6 +409,19 @@ def read_checked(seg: "LogSegment", pos: int, prev_last: int):
             epochs["min_leader_epoch"] = scan.headers[-1].partition_leader_epoch
         yield pos, (buf if good == len(buf) else memoryview(buf)[:good]), scan
         pos += good
+
+
+def _max_with_offset(entry, tail, base_offset: int) -> tuple[int, int]:
+    """(largest timestamp, last offset of the first batch holding it) from the last time index
+    entry and a scan of the batches from that entry's batch on (a later batch counts only with a
+    strictly larger timestamp, as the entry's batch was the first to reach its own)."""
+    max_ts, offset = entry if entry is not None else (NO_TIMESTAMP, base_offset - 1)
+    if len(tail.positions):
+        maxes = tail.max_timestamps
+        i = int(np.argmax(maxes))   # the first batch holding the tail's largest
+        if int(maxes[i]) > max_ts:
+            max_ts, offset = int(maxes[i]), int(tail.last_offsets[i])
+    return max_ts, offset
 
 
 def _shift(result, start: int):

@@ -1,22 +1,28 @@
 """The time index (.timeindex, docs/spec.md §2.4): entries (timestamp int64 ms, relative offset int32).
 
-We follow KIP-33's text: an entry (T, O) is written with T the largest timestamp seen so far in the
-segment and O the NEXT offset at that moment. It promises: every record of this segment with an
-offset below O has a timestamp of at most T.
+An entry (T, O) means what Kafka 4.x's broker writes (docs/format.md, "Time index"): T is the largest
+timestamp seen so far in the segment and O the last offset of the first batch that reached T. It
+promises: every record at an offset <= O has a timestamp <= T, and the batch ending at O holds T.
 
 Invariants kept here:
 - Within one file, timestamps and offsets are strictly increasing (across segments they need not
   be; nothing here assumes they are).
 - Timestamps are >= 0: "no timestamp" (-1) is never written; a segment whose records carry no
-  timestamp has an empty time index until it is sealed with its file's modification time.
-- The relative offset is > 0 (O is a next offset, so at least one record precedes it): it is the
-  marker that tells a valid entry from the zero padding of a preallocated file, even an entry with
-  timestamp 0.
+  timestamp has an empty time index.
+- O is inside the segment (relative offset 0 to INT32_MAX). A file whose entry points at or past
+  the next segment's base was written by seglog 0.2 (KIP-33's text: a next offset); recovery
+  rebuilds it (`points_past`).
+- Telling entries from a preallocated file's zero tail: an entry is a slot with any non-zero byte.
+  The one all-zero entry, (0, base), can only be the first; it counts when slot 1 holds an entry
+  or the file is exactly one entry long (trimmed). A preallocated file never holds it alone, so a
+  crash can never leave a zero slot that reads as "largest timestamp 0" (KAFKA-10207).
 - The active file always keeps one free slot for the seal entry: is_full() reports full one entry
-  early, and seal_entry() grows a file that has no slot left (a trimmed file).
+  early, and seal_entry() grows a file that has no slot left (a trimmed file) by two slots, so a
+  crash mid-grow leaves zeros that count as no entry.
 """
 from __future__ import annotations
 
+import os
 import struct
 
 import numpy as np
@@ -32,6 +38,7 @@ from seglog.indexer.records import INT32_MAX
 _ENTRY = struct.Struct(">qi")
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
+_ZERO_ENTRY = bytes(12)
 
 NO_TIMESTAMP = -1
 
@@ -41,8 +48,23 @@ class TimeIndex(MmapIndex):
 
     ENTRY_DTYPE = np.dtype([("ts", ">i8"), ("rel", ">i4")])
     ENTRY_SIZE = 12
-    MARKER = (">i", 8)  # the relative offset
+    MARKER = (">i", 8)  # unused: _marker_at below looks at the whole entry
     KIND = "time index"
+
+    def _marker_at(self, slot: int) -> int:
+        """1 when the slot holds an entry (see the module doc: any non-zero byte, or the all-zero
+        (0, base) first entry), 0 otherwise; 0 past the end of the file (never SIGBUS)."""
+        raw = os.pread(self._fd, 12, slot * 12)
+        if len(raw) < 12:
+            return 0
+        if raw != _ZERO_ENTRY:
+            return 1
+        if slot != 0:
+            return 0
+        if os.fstat(self._fd).st_size == 12:
+            return 1
+        nxt = os.pread(self._fd, 12, 12)
+        return int(len(nxt) == 12 and nxt != _ZERO_ENTRY)
 
     def is_full(self) -> bool:
         """Full one entry early: the last slot is kept for the seal entry."""
@@ -75,8 +97,10 @@ class TimeIndex(MmapIndex):
 
     def lookup(self, target_ts: int) -> tuple[int, int] | None:
         """The last entry whose timestamp is strictly below target_ts, as (timestamp, offset), or
-        None. With it, every record below its offset has a timestamp < target_ts, so the first
-        record with a timestamp >= target_ts is at or after that offset (docs/spec.md §3.5)."""
+        None. Every record at or below its offset has a timestamp < target_ts, so the first record
+        with a timestamp >= target_ts is after that offset (docs/spec.md §3.5). Strictly below, not
+        Kafka's "at most": the answer stays right on a 0.2 file too, whose entries promise only the
+        records before their offset."""
         self._check_open()
         if not self._entries:
             return None
@@ -92,40 +116,40 @@ class TimeIndex(MmapIndex):
         return view["ts"], view["rel"].astype(np.int64) + self._base
 
     # ---- writes -----------------------------------------------------------------------------
-    def _relative(self, next_offset: int, what: str) -> int:
-        rel = next_offset - self._base
-        if not 0 < rel <= INT32_MAX:
+    def _relative(self, offset: int, what: str) -> int:
+        rel = offset - self._base
+        if not 0 <= rel <= INT32_MAX:
             raise IndexOffsetOverflowError(
-                f"{what} {next_offset} does not fit {self._path}: allowed {self._base + 1} to "
-                f"{self._base + INT32_MAX} (a next offset, relative int32, above the base)")
+                f"{what} {offset} does not fit {self._path}: allowed {self._base} to "
+                f"{self._base + INT32_MAX} (relative int32 from the base)")
         return rel
 
     def _write(self, slot: int, timestamp: int, rel: int) -> None:
-        at = slot * 12
-        _INT64.pack_into(self._mm, at, timestamp)  # payload first,
-        _INT32.pack_into(self._mm, at + 8, rel)    # marker last: now it is an entry
+        _ENTRY.pack_into(self._mm, slot * 12, timestamp, rel)
 
-    def maybe_append(self, timestamp: int, next_offset: int) -> bool:
-        """Append (timestamp, next_offset) if the index is empty or timestamp is above the last
-        entry's; returns whether it appended. A greater timestamp with a next offset not above the
-        last entry's is refused (InvalidIndexEntryError), as is an offset going backwards.
-        IndexFullError when full (is_full())."""
-        self._check_writable()
-        timestamp, next_offset = int(timestamp), int(next_offset)
+    def _check_after_last(self, timestamp: int, offset: int) -> tuple[int, int] | None:
         last = self.last_entry()
-        last_ts = NO_TIMESTAMP if last is None else last[0]
-        if last is not None and next_offset < last[1]:
+        if last is not None and (offset < last[1] or (timestamp > last[0] and offset == last[1])):
             raise InvalidIndexEntryError(
-                f"next offset {next_offset} refused by {self._path}: below the last entry's "
-                f"offset {last[1]}")
-        if timestamp <= last_ts:
+                f"entry (timestamp {timestamp}, offset {offset}) refused by {self._path}: offsets "
+                f"must grow with timestamps after the last entry ({last[0]}, {last[1]})")
+        return last
+
+    def maybe_append(self, timestamp: int, offset: int) -> bool:
+        """Append (timestamp, offset) if the index is empty or timestamp is above the last entry's
+        (Kafka's maybeAppend); returns whether it appended. `offset` is the last offset of the
+        first batch that reached `timestamp`. An offset going backwards, or a greater timestamp at
+        the last entry's offset, is refused (InvalidIndexEntryError); IndexFullError when full.
+        The all-zero entry (0, base) is not written to a preallocated file (see the module doc):
+        lookups then scan from the segment's start, and the seal writes it once the file is trimmed."""
+        self._check_writable()
+        timestamp, offset = int(timestamp), int(offset)
+        last = self._check_after_last(timestamp, offset)
+        if timestamp <= (NO_TIMESTAMP if last is None else last[0]):
             return False
-        rel = self._relative(next_offset, "next offset")
-        if last is not None and next_offset <= last[1]:
-            raise InvalidIndexEntryError(
-                f"entry (timestamp {timestamp}, offset {next_offset}) refused by {self._path}: "
-                f"a greater timestamp than the last entry ({last[0]}, {last[1]}) needs a greater "
-                f"next offset")
+        rel = self._relative(offset, "offset")
+        if timestamp == 0 and rel == 0:
+            return False
         if self.is_full():
             raise IndexFullError(
                 f"{self._path} is full ({self._entries} entries of {self._slots}, the last slot "
@@ -134,16 +158,13 @@ class TimeIndex(MmapIndex):
         self._entries += 1
         return True
 
-    def seal_entry(self, max_timestamp: int, next_segment_base: int) -> bool:
-        """Write the seal entry (max_timestamp, next_segment_base); returns whether the file changed.
-
-        If the last entry already holds max_timestamp its offset is rewritten to next_segment_base
-        (the promise only widens); otherwise the entry is appended (in the slot kept for it, or in a
-        slot grown for it). Idempotent. A max_timestamp of -1 on an empty index (no record has a
-        timestamp) leaves it empty.
-        """
+    def seal_entry(self, max_timestamp: int, offset_of_max: int) -> bool:
+        """Write the seal entry (the segment's largest timestamp, the last offset of the first batch
+        holding it) if the last entry does not already hold that timestamp, as Kafka does when a
+        segment becomes inactive; returns whether the file changed. Idempotent. -1 (no record has
+        a timestamp) on an empty index leaves it empty. The caller trims the file next."""
         self._check_writable()
-        max_timestamp, next_segment_base = int(max_timestamp), int(next_segment_base)
+        max_timestamp, offset_of_max = int(max_timestamp), int(offset_of_max)
         last = self.last_entry()
         if max_timestamp < 0:
             if last is None:
@@ -151,36 +172,44 @@ class TimeIndex(MmapIndex):
             raise InvalidIndexEntryError(
                 f"seal of {self._path} with no largest timestamp ({max_timestamp}) but entries up "
                 f"to timestamp {last[0]}")
-        rel = self._relative(next_segment_base, "next segment base")
-        if last is not None:
-            last_ts, last_off = last
-            if max_timestamp < last_ts:
+        if last is not None and max_timestamp < last[0]:
+            raise InvalidIndexEntryError(
+                f"seal of {self._path} with largest timestamp {max_timestamp} below the last "
+                f"entry's {last[0]}")
+        if last is not None and max_timestamp == last[0]:
+            if offset_of_max != last[1]:
                 raise InvalidIndexEntryError(
-                    f"seal of {self._path} with largest timestamp {max_timestamp} below the last "
-                    f"entry's {last_ts}")
-            if next_segment_base < last_off or (max_timestamp > last_ts and next_segment_base == last_off):
-                raise InvalidIndexEntryError(
-                    f"seal of {self._path} at next segment base {next_segment_base} with timestamp "
-                    f"{max_timestamp}: inconsistent with the last entry ({last_ts}, {last_off})")
-            if max_timestamp == last_ts:
-                if next_segment_base == last_off:
-                    return False
-                # Rewrite the marker in place: it stays non-zero, the entry stays valid throughout.
-                _INT32.pack_into(self._mm, (self._entries - 1) * 12 + 8, rel)
-                return True
+                    f"seal of {self._path}: the largest timestamp {max_timestamp} is at offset "
+                    f"{offset_of_max}, but the last entry says {last[1]}")
+            return False
+        self._check_after_last(max_timestamp, offset_of_max)
+        rel = self._relative(offset_of_max, "offset of the largest timestamp")
         self._ensure_slot()
         self._write(self._entries, max_timestamp, rel)
         self._entries += 1
         return True
 
+    def _ensure_slot(self) -> None:
+        """Room for the seal entry in a trimmed or full file: grown by two zero slots, so a crash
+        before the entry is written leaves no slot that counts as an entry."""
+        if self._entries >= self._slots:
+            os.ftruncate(self._fd, (self._entries + 2) * 12)
+            self._remap()
+
     def truncate_to(self, offset: int) -> None:
-        """Drop every entry whose offset is > offset: an entry (T, O) with O <= offset still keeps
-        its promise once the records at or after offset are gone; the others may name a timestamp
-        no remaining record has."""
+        """Drop every entry whose offset is >= offset (as Kafka's truncateTo): an entry (T, O) with
+        O < offset still keeps its promise once the records at or after offset are gone; the others
+        name a batch that no longer exists."""
         self._check_writable()
         rel = int(offset) - self._base
-        keep = 0 if rel <= 0 else self._bisect(_INT32, 8, rel, right=True)
+        keep = 0 if rel <= 0 else self._bisect(_INT32, 8, rel, right=False)
         self._truncate_entries(keep)
+
+    def points_past(self, next_base: int) -> bool:
+        """True when an entry points at or past `next_base`: a seglog 0.2 file (KIP-33's text),
+        whose entries mean "records below O", not Kafka's "the batch ending at O"."""
+        last = self.last_entry()
+        return last is not None and last[1] >= next_base
 
     # ---- checks -----------------------------------------------------------------------------
     def _entry_problems(self, view: np.ndarray, first_index: int) -> list[str]:
@@ -189,8 +218,8 @@ class TimeIndex(MmapIndex):
         ts = view["ts"].astype(np.int64)
         rel = view["rel"].astype(np.int64)
         found = [
-            self._describe_bad(rel <= 0, first_index,
-                               f"with an offset not above the base {self._base}"),
+            self._describe_bad(rel < 0, first_index,
+                               f"with an offset below the base {self._base}"),
             self._describe_bad(ts < 0, first_index, "with a negative timestamp"),
             self._describe_bad(np.diff(ts) <= 0, first_index + 1,
                                "with a timestamp not above the previous entry's"),

@@ -49,11 +49,7 @@ def verify_log(log: "Log") -> list[str]:
                 problems.append(f"{where}: the .log is empty but offsets {base} to {next_base - 1} belonged to it: "
                                 f"{next_base - base} records lost")
             if seg.is_sealed_files():
-                entry = seg.time_index.last_entry()
-                has_ts = len(scan.positions) and int(scan.max_timestamps.max()) >= 0
-                if has_ts and (entry is None or entry[1] != next_base):
-                    problems.append(f"{seg.time_index_path}: sealed segment's last time index entry {entry} "
-                                    f"does not point at the next segment's base offset {next_base}")
+                problems += _check_seal_entry(seg, scan)
     return problems
 
 
@@ -91,8 +87,9 @@ def _check_offset_index(seg, scan) -> list[str]:
 
 
 def _check_time_index(seg, scan) -> list[str]:
-    """Each entry (T, O) promises that every record below O has a timestamp <= T; batch maxima
-    are enough to check it."""
+    """Each entry (T, O) as Kafka writes it (docs/format.md "Time index"): a batch ends at O, the
+    largest timestamp up to and including it is T, and it is the first batch to reach T. Checked
+    over batch maxima, vectorised."""
     timestamps, offsets = seg.time_index.timestamps_and_offsets()
     if not len(timestamps) or not len(scan.positions):
         return []
@@ -100,15 +97,36 @@ def _check_time_index(seg, scan) -> list[str]:
     offs = np.asarray(offsets, dtype=np.int64)
     if np.any(np.diff(ts) <= 0) or np.any(np.diff(offs) <= 0):
         return [f"{seg.time_index_path}: timestamps or offsets are not strictly increasing"]
-    running = np.maximum.accumulate(scan.max_timestamps)
-    # batches wholly below O: those whose last offset < O
-    k = np.searchsorted(scan.last_offsets, offs, side="left") - 1
-    covered = k >= 0
-    broken = covered.copy()
-    broken[covered] = running[k[covered]] > ts[covered]
-    bad = np.nonzero(broken)[0]
-    if len(bad):
-        j = int(bad[0])
-        return [f"{seg.time_index_path}: entry ({int(ts[j])}, {int(offs[j])}) promises records below offset "
-                f"{int(offs[j])} are at most {int(ts[j])}, but one has {int(running[k[j]])}"]
+    last_offsets = np.asarray(scan.last_offsets, dtype=np.int64)
+    running = np.maximum.accumulate(np.asarray(scan.max_timestamps, dtype=np.int64))
+    k = np.searchsorted(last_offsets, offs, side="left")
+    inside = k < len(last_offsets)
+    ends = inside.copy()
+    ends[inside] = last_offsets[k[inside]] == offs[inside]
+    for j in np.flatnonzero(~ends)[:1].tolist():
+        return [f"{seg.time_index_path}: entry {j} ({int(ts[j])}, {int(offs[j])}) does not name the last "
+                f"offset of a batch in this segment"]
+    before = np.where(k > 0, running[np.maximum(k - 1, 0)], -1)
+    wrong = (running[k] != ts) | (before >= ts)
+    for j in np.flatnonzero(wrong)[:1].tolist():
+        return [f"{seg.time_index_path}: entry {j} ({int(ts[j])}, {int(offs[j])}): the largest timestamp up "
+                f"to that batch is {int(running[k[j]])}, first reached "
+                f"{'before it' if before[j] >= ts[j] else 'elsewhere'}; an entry holds the largest "
+                f"timestamp so far and the first batch that reached it"]
+    return []
+
+
+def _check_seal_entry(seg, scan) -> list[str]:
+    """A sealed segment's last time index entry holds its largest timestamp (docs/spec.md §2.4)."""
+    if not len(scan.positions):
+        return []
+    maxes = np.asarray(scan.max_timestamps, dtype=np.int64)
+    largest = int(maxes.max())
+    if largest < 0:
+        return []
+    expected = (largest, int(scan.last_offsets[int(np.argmax(maxes))]))
+    entry = seg.time_index.last_entry()
+    if entry != expected:
+        return [f"{seg.time_index_path}: sealed segment's last time index entry {entry} is not its largest "
+                f"timestamp and the batch holding it {expected}"]
     return []

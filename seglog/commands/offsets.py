@@ -2,7 +2,8 @@
 
 Per partition, `Log.offset_for_timestamp(MS)`: the smallest offset whose record has a timestamp of
 at least MS (docs/spec.md §3.5), `-` when there is none. `--time earliest` (-2) and `--time latest` (-1)
-give the log start and end offsets. Prints `topic:partition:offset` lines, as Kafka's
+give the log start and end offsets, `--time max-timestamp` (-3, KIP-734) the first record holding the
+largest timestamp. Prints `topic:partition:offset` lines, as Kafka's
 GetOffsetShell. Read-only.
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 
 from seglog.commands.common import EXIT_OK, find_partitions, non_negative_int, open_readonly
 
-_NAMED = {"earliest": -2, "latest": -1}
+_NAMED = {"earliest": -2, "latest": -1, "max-timestamp": -3}
 
 
 def _time(text: str) -> int:
@@ -21,9 +22,10 @@ def _time(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not a time: give milliseconds since the epoch, 'earliest' (-2) or 'latest' (-1)") from None
-    if value < -2:
-        raise argparse.ArgumentTypeError(f"{value} is not a time: milliseconds >= 0, or -2 / -1")
+            f"{text!r} is not a time: give milliseconds since the epoch, 'earliest' (-2), 'latest' (-1) or "
+            f"'max-timestamp' (-3)") from None
+    if value < -3:
+        raise argparse.ArgumentTypeError(f"{value} is not a time: milliseconds >= 0, or -2 / -1 / -3")
     return value
 
 
@@ -35,7 +37,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("root", metavar="ROOT", help="a log root")
     p.add_argument("--topic", required=True, help="the topic")
     p.add_argument("--time", required=True, type=_time, metavar="MS",
-                   help="milliseconds since the epoch, or earliest / latest")
+                   help="milliseconds since the epoch, or earliest / latest / max-timestamp")
     p.add_argument("--partition", type=non_negative_int, default=None, metavar="P", help="only this partition")
     p.set_defaults(run=run)
 

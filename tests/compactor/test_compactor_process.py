@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.crash_states import unseal_rolled_segments
 from seglog.indexer import Log, Record
 from seglog.indexer.topics import create_topic
 
@@ -142,6 +143,7 @@ def root_with_data(tmp_path):
     for topic in ("events", "clicks"):
         for p in range(2):
             written[f"{topic}-{p}"] = write_partition(root, topic, p, 2, old=5, recent=8, cfg=SMALL)
+            unseal_rolled_segments(root / f"{topic}-{p}")   # as writers killed mid-roll leave them
     return root, written
 
 
@@ -244,6 +246,7 @@ def test_sigkill_at_random_instants_then_once_repairs_everything(tmp_path):
     written = {}
     for p in range(3):
         written[f"events-{p}"] = write_partition(root, "events", p, 3, old=40, recent=110, cfg=SMALL)
+        unseal_rolled_segments(root / f"events-{p}")
     rng = random.Random(int(os.environ.get("SEGLOG_TEST_SEED", "20240611")))
     kills = 0
     for attempt in range(6):

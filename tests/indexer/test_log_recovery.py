@@ -158,7 +158,7 @@ def test_flipped_byte_in_sealed_segment_fails_verify_and_read(tmp_path):
     path = tmp_path / "t-0"
     with Log.open(path, SMALL) as log:
         fill(log, 120)
-        assert log.seal_inactive()
+        assert log.seal_inactive() == []   # a roll seals the segment it leaves
         first = log.segments()[0]
         assert first.state == "sealed"
     data = bytearray(first.log_path.read_bytes())
@@ -188,23 +188,24 @@ def test_every_flipped_byte_of_a_segment_is_detected(tmp_path):
 
 
 def test_segment_without_time_index_gets_one_on_open(tmp_path):
-    """Migration (docs/spec.md §2.4, KIP-33 migration): (mtime, next segment's base offset); lookups and retention use it."""
+    """docs/spec.md §2.4: a segment found without a time index gets one built from its records, the
+    same bytes the writer wrote (Kafka's entries, the seal entry last); lookups and retention use it."""
     path = tmp_path / "t-0"
     with Log.open(path, {"segment.bytes": 1024}) as log:
         fill(log, 60, start_ts=TS)
         first = log.segments()[0]
-        next_base = log.segments()[1].base_offset
-    assert log.seal_inactive is not None
-    first.log_path.with_suffix(".timeindex").unlink()
-    mtime_ms = TS + 123_000
-    os.utime(first.log_path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+        expected = {ts: log.offset_for_timestamp(ts) for ts in range(TS - 1, TS + 62)}
+    tindex = first.log_path.with_suffix(".timeindex")
+    written = tindex.read_bytes()
+    assert written
+    tindex.unlink()
     with Log.open(path, {"segment.bytes": 1024}) as log:
-        assert any("no time index" in line for line in log.recovery_report)
-        seg = log.segment(first.base_offset)
-        assert seg.time_index.last_entry() == (mtime_ms, next_base)
-        assert log.segments()[0].largest_timestamp == mtime_ms
-        # retention judges it by that time: old relative to a late "now", kept relative to an early one
-        assert log.apply_retention(now=mtime_ms + 1000).deleted_bases == []
+        assert any("rebuilt (missing)" in line for line in log.recovery_report)
+        assert tindex.read_bytes() == written
+        assert log.segments()[0].state == "sealed"
+        assert log.segments()[0].largest_timestamp == first.largest_timestamp
+        assert {ts: log.offset_for_timestamp(ts) for ts in expected} == expected
+        assert log.verify() == []
 
 
 def test_segment_without_timestamps_has_empty_time_index_and_mtime(tmp_path):

@@ -1,5 +1,6 @@
-"""TimeIndex (.timeindex, docs/spec.md §2.4, KIP-33's text): property tests against a brute-force model of a
-segment's records, and targeted ones for the seal entry, full files, crashes and corrupt files."""
+"""TimeIndex (.timeindex, docs/spec.md §2.4, Kafka 4.x's entry meaning): property tests against a
+brute-force model of a segment's records, and targeted ones for the seal entry, full files, crashes,
+the all-zero (0, base) entry and corrupt files."""
 from __future__ import annotations
 
 import os
@@ -20,14 +21,14 @@ from seglog.indexer.time_index import TimeIndex
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = settings(max_examples=150, deadline=None)
 
-# A segment's appends: (record timestamp, whether an index entry is due after it). Timestamps go
-# backwards as CreateTime may; -1 is "no timestamp".
+# A segment's appends, one record per batch: (record timestamp, whether an index entry is due after
+# it). Timestamps go backwards as CreateTime may; -1 is "no timestamp".
 events = st.lists(st.tuples(st.one_of(st.just(-1), st.integers(0, 60)), st.booleans()), max_size=80)
 bases = st.sampled_from([0, 3, 1 << 33])
 
 
 class Segment:
-    """Brute-force model: the records, and the entries KIP-33's rules write."""
+    """Brute-force model: the records, and the entries Kafka's rules write."""
 
     def __init__(self, base: int) -> None:
         self.base = base
@@ -41,24 +42,32 @@ class Segment:
     def max_ts(self) -> int:
         return max(self.ts, default=-1)
 
+    def offset_of_max(self) -> int:
+        """The offset of the first record holding the largest timestamp (its batch's last offset)."""
+        return self.base + self.ts.index(self.max_ts()) if self.ts else self.base - 1
+
     def run(self, idx: TimeIndex, evs) -> None:
         for ts, index_now in evs:
             self.ts.append(ts)
             if index_now:
-                appended = idx.maybe_append(self.max_ts(), self.next_offset)
-                due = self.max_ts() > (self.entries[-1][0] if self.entries else -1)
+                entry = (self.max_ts(), self.offset_of_max())
+                appended = idx.maybe_append(*entry)
+                # (0, base) is all zeros: never written to a preallocated file (time_index.py)
+                due = entry[0] > (self.entries[-1][0] if self.entries else -1) and entry != (0, self.base)
                 assert appended == due
                 if due:
-                    self.entries.append((self.max_ts(), self.next_offset))
+                    self.entries.append(entry)
 
     def truncate(self, cut: int) -> None:
         self.ts = self.ts[:max(0, cut - self.base)]
-        self.entries = [e for e in self.entries if e[1] <= cut]
+        self.entries = [e for e in self.entries if e[1] < cut]
 
     def check_promises(self, entries) -> None:
-        # KIP-33: an entry (T, O) promises every record below O has a timestamp <= T.
+        # Kafka's meaning: (T, O): every record at or below O has a timestamp <= T, O holds T, and
+        # no record before O does.
         for t, o in entries:
-            assert all(x <= t for x in self.ts[:o - self.base])
+            upto = self.ts[:o - self.base + 1]
+            assert max(upto) == t and upto.index(t) == o - self.base
 
 
 def model_lookup(entries, target):
@@ -98,26 +107,20 @@ def test_entries_lookups_and_seal_match_the_model(base, evs):
                 check(reader, seg)
         with TimeIndex(path, base, size) as idx:  # reopened preallocated
             check(idx, seg)
-            # Seal: (largest timestamp, next segment base); rewrite if the last entry holds it.
-            next_base = seg.next_offset + 5
-            max_ts = seg.max_ts()
+            # Seal: (largest timestamp, its offset), appended unless the last entry holds it.
+            max_ts, at = seg.max_ts(), seg.offset_of_max()
             sealed = list(seg.entries)
-            if max_ts >= 0:
-                if sealed and sealed[-1][0] == max_ts:
-                    sealed[-1] = (max_ts, next_base)
-                else:
-                    sealed.append((max_ts, next_base))
-            if not seg.ts:
-                next_base = base + 5
-            assert idx.seal_entry(max_ts, next_base) == (sealed != seg.entries)
-            assert idx.seal_entry(max_ts, next_base) is False  # idempotent
+            if max_ts >= 0 and (not sealed or sealed[-1][0] < max_ts):
+                sealed.append((max_ts, at))
+            assert idx.seal_entry(max_ts, at) == (sealed != seg.entries)
+            assert idx.seal_entry(max_ts, at) is False  # idempotent
             check(idx, seg, sealed)
             idx.trim()
         with TimeIndex(path, base, size, writable=False, preallocate=False) as idx:
             check(idx, seg, sealed)
             assert idx.is_trimmed and idx.sanity_check() == []
         with TimeIndex(path, base, size, preallocate=False) as idx:  # sealing again after a crash
-            assert idx.seal_entry(max_ts, next_base) is False
+            assert idx.seal_entry(max_ts, at) is False
             check(idx, seg, sealed)
         assert path.stat().st_size == 12 * len(sealed)
 
@@ -143,15 +146,14 @@ def test_truncate_then_append_matches_the_model(base, evs, more, cut_frac, cut_j
 
 
 # ---- the seal entry ---------------------------------------------------------------------------
-def test_seal_rewrites_the_last_entry_when_it_holds_the_largest_timestamp(tmp_path):
+def test_seal_keeps_the_last_entry_when_it_holds_the_largest_timestamp(tmp_path):
     with TimeIndex(tmp_path / "100.timeindex", 100, 12 * 10) as idx:
-        assert idx.maybe_append(50, 101)
-        assert idx.maybe_append(70, 104)
-        assert idx.seal_entry(70, 110) is True
-        assert idx.entries == 2 and idx.last_entry() == (70, 110)
-        assert idx.seal_entry(70, 110) is False
+        assert idx.maybe_append(50, 100)   # an entry at the base offset is legal (Kafka writes it)
+        assert idx.maybe_append(70, 103)
+        assert idx.seal_entry(70, 103) is False
+        assert idx.entries == 2 and idx.last_entry() == (70, 103)
         with pytest.raises(InvalidIndexEntryError):
-            idx.seal_entry(70, 109)  # the promise never narrows
+            idx.seal_entry(70, 109)  # the largest timestamp has one first batch
         with pytest.raises(InvalidIndexEntryError):
             idx.seal_entry(60, 110)  # below the last entry's timestamp
 
@@ -159,15 +161,15 @@ def test_seal_rewrites_the_last_entry_when_it_holds_the_largest_timestamp(tmp_pa
 def test_seal_appends_when_the_largest_timestamp_is_newer(tmp_path):
     with TimeIndex(tmp_path / "100.timeindex", 100, 12 * 10) as idx:
         idx.maybe_append(50, 101)
-        assert idx.seal_entry(80, 110) is True
-        assert [idx.entry(i) for i in range(2)] == [(50, 101), (80, 110)]
-        assert idx.seal_entry(80, 110) is False
-        assert idx.lookup(80) == (50, 101) and idx.lookup(81) == (80, 110)
+        assert idx.seal_entry(80, 109) is True
+        assert [idx.entry(i) for i in range(2)] == [(50, 101), (80, 109)]
+        assert idx.seal_entry(80, 109) is False
+        assert idx.lookup(80) == (50, 101) and idx.lookup(81) == (80, 109)
     with TimeIndex(tmp_path / "200.timeindex", 200, 12 * 10) as idx:
-        assert idx.seal_entry(5, 230) is True  # empty index: the seal entry is the only one
-        assert idx.last_entry() == (5, 230)
+        assert idx.seal_entry(5, 229) is True  # empty index: the seal entry is the only one
+        assert idx.last_entry() == (5, 229)
     with TimeIndex(tmp_path / "300.timeindex", 300, 12 * 10) as idx:
-        assert idx.seal_entry(-1, 330) is False  # no record had a timestamp: stays empty
+        assert idx.seal_entry(-1, 299) is False  # no record had a timestamp: stays empty
         assert idx.entries == 0
         idx.trim()
         assert idx.is_trimmed and idx.file_size == 0
@@ -192,10 +194,10 @@ def test_full_index_keeps_a_slot_for_the_seal_entry(tmp_path):
         assert idx.maybe_append(2, 3) is False  # nothing to write: no error even when full
         with pytest.raises(IndexFullError, match="seal"):
             idx.maybe_append(3, 3)
-        assert idx.seal_entry(3, 4) is True
+        assert idx.seal_entry(3, 3) is True
         assert idx.entries == 3 and idx.file_size == 36
-        assert idx.seal_entry(3, 4) is False
-    # A trimmed file without the seal entry (sealed by an older writer) grows one slot for it.
+        assert idx.seal_entry(3, 3) is False
+    # A trimmed file without the seal entry grows two zero slots for it, then is trimmed again.
     trimmed = tmp_path / "1.timeindex"
     with TimeIndex(trimmed, 0, 120) as idx:
         idx.maybe_append(1, 1)
@@ -203,7 +205,9 @@ def test_full_index_keeps_a_slot_for_the_seal_entry(tmp_path):
     with TimeIndex(trimmed, 0, 120, preallocate=False) as idx:
         assert idx.is_full()
         assert idx.seal_entry(9, 7) is True
-        assert idx.is_trimmed and [idx.entry(i) for i in range(2)] == [(1, 1), (9, 7)]
+        assert [idx.entry(i) for i in range(2)] == [(1, 1), (9, 7)]
+        idx.trim()
+        assert idx.is_trimmed
     assert trimmed.stat().st_size == 24
 
 
@@ -212,20 +216,20 @@ def test_maybe_append_rules(tmp_path):
     with TimeIndex(tmp_path / "10.timeindex", 10, 120) as idx:
         assert idx.maybe_append(-1, 11) is False  # no timestamp is never indexed
         with pytest.raises(IndexOffsetOverflowError):
-            idx.maybe_append(5, 10)  # a next offset is above the base
+            idx.maybe_append(5, 9)  # below the base
         assert idx.maybe_append(0, 11) is True  # timestamp 0 is a real entry
         assert idx.maybe_append(0, 12) is False
         with pytest.raises(InvalidIndexEntryError):
-            idx.maybe_append(1, 11)  # greater timestamp, same next offset: a caller bug
+            idx.maybe_append(1, 11)  # greater timestamp, same offset: a caller bug
         with pytest.raises(InvalidIndexEntryError):
             idx.maybe_append(0, 10)  # offsets never go backwards
         assert idx.maybe_append(7, 15)
         assert idx.lookup(0) is None and idx.lookup(1) == (0, 11) and idx.lookup(8) == (7, 15)
-        idx.truncate_to(14)  # (7, 15) promises about offset 14, which is gone
+        idx.truncate_to(15)  # (7, 15) names the batch ending at 15, which is gone
         assert idx.last_entry() == (0, 11)
-        idx.truncate_to(11)  # (0, 11) still holds: every record below 11 is kept
+        idx.truncate_to(12)  # (0, 11) still holds: the record at 11 is kept
         assert idx.last_entry() == (0, 11)
-        idx.truncate_to(10)
+        idx.truncate_to(11)
         assert idx.entries == 0
     with TimeIndex(tmp_path / "10.timeindex", 10, 120, writable=False) as ro:
         with pytest.raises(ReadOnlyLogError):
@@ -234,7 +238,7 @@ def test_maybe_append_rules(tmp_path):
             ro.seal_entry(1, 11)
 
 
-# ---- crashes and padding ----------------------------------------------------------------------
+# ---- crashes, padding and the all-zero entry --------------------------------------------------
 def test_zero_tail_after_a_crash_is_never_an_entry_even_with_timestamp_zero(tmp_path):
     path = tmp_path / "00000000000000000000.timeindex"
     code = (
@@ -255,9 +259,35 @@ def test_zero_tail_after_a_crash_is_never_an_entry_even_with_timestamp_zero(tmp_
         assert idx.last_entry() == (49, 50) and idx.max_timestamp() == 49
         assert idx.lookup(10**12) == (49, 50)  # never a (0, 0) from the padding
         assert idx.sanity_check() == []
-        assert idx.seal_entry(49, 60) is True
+        assert idx.seal_entry(60, 59) is True
         idx.trim()
-    assert path.stat().st_size == 600
+    assert path.stat().st_size == 612
+
+
+def test_the_all_zero_entry_counts_only_where_it_cannot_be_padding(tmp_path):
+    # (0, base): timestamp 0 held by the first batch. A preallocated file never holds it (a crash
+    # could not tell it from padding); the seal writes it, and a trimmed file keeps it.
+    path = tmp_path / "0.timeindex"
+    with TimeIndex(path, 7, 120) as idx:
+        assert idx.maybe_append(0, 7) is False
+        assert idx.entries == 0
+        assert idx.seal_entry(0, 7) is True
+        assert idx.entries == 1 and idx.last_entry() == (0, 7)
+        idx.trim()
+    assert path.read_bytes() == bytes(12)
+    with TimeIndex(path, 7, 120, writable=False, preallocate=False) as ro:
+        assert ro.entries == 1 and ro.last_entry() == (0, 7) and ro.is_trimmed
+        assert ro.sanity_check() == []
+    # Followed by a real entry, the zero first slot is an entry even in a preallocated file.
+    two = tmp_path / "1.timeindex"
+    write_raw(two, [(0, 0), (5, 3)], extra=bytes(12 * 8))
+    with TimeIndex(two, 7, 120, writable=False) as ro:
+        assert ro.entries == 2 and ro.entry(0) == (0, 7)
+    # A trimmed file grown for a seal entry and killed before the write: zeros, no entry.
+    grown = tmp_path / "2.timeindex"
+    grown.write_bytes(bytes(24))
+    with TimeIndex(grown, 7, 120, writable=False, preallocate=False) as ro:
+        assert ro.entries == 0 and not ro.is_trimmed
 
 
 def test_empty_and_zero_length_files(tmp_path):
