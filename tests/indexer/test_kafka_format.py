@@ -55,6 +55,10 @@ _PROBLEM_RES = [
     re.compile(r"Index offset: -?\d+, log offset: -?\d+"),
     re.compile(r"Exception"),
     re.compile(r"isvalid: false"),
+    re.compile(r"Found timestamp mismatch"),       # --verify-index-only on a .timeindex
+    re.compile(r"Found out of order timestamp"),
+    re.compile(r"Indexed offset: -?\d+, found log offset"),
+    re.compile(r"[Cc]orrupt"),
 ]
 
 
@@ -233,7 +237,7 @@ def test_the_judge_catches_faults(tmp_path):
 # ----------------------------------------------------------------------------- the partition Log
 
 def _segment_files(part: Path) -> tuple[list[Path], list[Path]]:
-    """Every .log and .index of a partition. The active segment's index is preallocated (zero
+    """Every .log, .index and .timeindex of a partition. The active segment's index is preallocated (zero
     filled); Kafka's tool counts file size / 8 entries and stops at the first zero entry after the
     first, so slot 0 of an EMPTY preallocated index would be read as (base, 0). The tests therefore
     leave index entries in the active segment, and say so, rather than leaving any file out."""
@@ -243,7 +247,16 @@ def _segment_files(part: Path) -> tuple[list[Path], list[Path]]:
     indexes = [p.with_suffix(".index") for p in logs]
     with OffsetIndex(indexes[-1], int(logs[-1].stem), 1 << 20, writable=False) as active:
         assert active.entries > 0, "the test must leave index entries in the active segment"
-    return logs, indexes
+    return logs, indexes + [p.with_suffix(".timeindex") for p in logs]
+
+
+def judge_index_sanity(index_files: list[Path]) -> None:
+    """`--index-sanity-check` (a broker's check at start-up) passes on every index file."""
+    out = dump_log_segments(["--index-sanity-check", "--files", ",".join(str(p) for p in index_files)])
+    _, problems = parse_dump(out)
+    assert not problems, "DumpLogSegments --index-sanity-check:\n" + out
+    judged = out.count("passed sanity check") + sum(1 for line in out.splitlines() if line.endswith(" is empty."))
+    assert judged == len(index_files), out
 
 
 def _write_create_time_log(part: Path) -> list[Record]:
@@ -307,7 +320,9 @@ def test_log_files_are_read_by_kafka(tmp_path):
     logs, indexes = _segment_files(part)
     assert len(logs) > 10, "the test needs many segments"
     assert sum(1 for p in indexes if p.stat().st_size >= 8) > 5, "the test needs index entries"
+    assert any(p.suffix == ".timeindex" and p.stat().st_size >= 24 for p in indexes), "needs time index entries"
     files = judge(logs, indexes)
+    judge_index_sanity(indexes)
     batches = [b for p in logs for b in files[str(p)].batches]
     assert all(b.valid for b in batches)
     for p in logs:   # each segment's batches are back to back from position 0, to the file's end
@@ -339,6 +354,7 @@ def test_log_append_time_files_are_read_by_kafka(tmp_path):
         log.seal_inactive()
     logs, indexes = _segment_files(part)
     files = judge(logs, indexes)
+    judge_index_sanity(indexes)
     batches = [b for p in logs for b in files[str(p)].batches]
     assert [(b.base, b.last) for b in batches] == [(f, l) for f, l, _ in appended]
     for b, (_, _, append_time) in zip(batches, appended):
