@@ -4,8 +4,8 @@ Recovery, for every segment that is not sealed: index sanity, then the batches a
 offset index entry are re-read with their CRCs; a torn or corrupt tail is cut and reported; an
 index that is missing, short or inconsistent is rebuilt from the log in one read, as is a time index
 written by seglog 0.2 (entries pointing at a next offset, docs/format.md "Time index"). A segment
-found without a time index gets one built from its records (docs/spec.md §2.4); every inactive
-segment recovered here is then sealed.
+found without a time index gets one built from its records (docs/spec.md §2.4); an inactive segment
+whose indexes were rebuilt is sealed again at once, the others are left to the seal job.
 
 Truncation writes an intent file (`truncate.pending`, holding the target and the rewritten
 straddling batch) before it touches anything; recovery finds it and finishes the job. A kill at
@@ -119,11 +119,11 @@ def _recover_segment(log: "Log", base: int, next_base: int | None, report: list[
                 "; ".join(problems) or "last entries do not match the log")
             report.append(f"{log_path}: offset/time index rebuilt ({why})")
             rebuild_indexes(seg, report)
+            if not active:
+                seg.load_state()
+                seg.seal(next_base)   # it was sealed (or is a 0.2 seal): sealed again at once
         else:
-            _check_tail(seg, report)
-        if not active:
-            seg.load_state()
-            seg.seal(next_base)
+            _check_tail(seg, report)  # an inactive one stays for the seal job (docs/spec.md §3.3)
     finally:
         seg.close()
 

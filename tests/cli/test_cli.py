@@ -130,8 +130,13 @@ def test_dump_shallow_and_index_files(root):
         assert index_entries == [oi.entry(i) for i in range(oi.entries)] and oi.entries > 0
     with TimeIndex(seg.with_suffix(".timeindex"), int(seg.stem), 4096, writable=False, preallocate=False) as ti:
         assert time_entries == [ti.entry(i) for i in range(ti.entries)] and ti.entries > 0
-    # the sealed segment's last time index entry points at the next segment's base (docs/spec.md §2.5)
-    assert time_entries[-1][1] == int(_segments(part)[1].stem)
+    # the sealed segment's last time index entry holds its largest timestamp, at the last offset of
+    # the first batch holding it (docs/spec.md §2.4, Kafka's seal entry)
+    with Log.open(part, readonly=True) as log:
+        records = list(log.read(int(seg.stem), max_offset=int(_segments(part)[1].stem)))
+    largest = max(r.timestamp for r in records)
+    assert time_entries[-1][0] == largest
+    assert int(seg.stem) <= time_entries[-1][1] < int(_segments(part)[1].stem)
 
 
 def test_dump_reports_a_corrupt_log(scratch):
