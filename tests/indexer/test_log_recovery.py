@@ -3,6 +3,7 @@ and what the Log does with it (docs/spec.md §3.6, 3.8)."""
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -382,3 +383,47 @@ def test_readonly_open_survives_the_last_segment_being_deleted_under_it(tmp_path
         stop.set()
         thread.join()
     assert errors == []
+
+
+def test_time_indexes_written_by_seglog_0_2_are_read_right_then_rebuilt(tmp_path):
+    """docs/format.md "Time index": seglog 0.2 wrote entries (largest so far, next offset) and sealed with
+    (largest, next segment's base). Read as found, lookups stay exact; a writable open rebuilds them into
+    exactly the bytes seglog writes now."""
+    import struct
+
+    path = tmp_path / "t-0"
+    rng = random.Random(7)
+    with Log.open(path, SMALL) as log:
+        for i in range(40):
+            log.append([Record(value=b"v" * 30, timestamp=TS + rng.randrange(300)) for _ in range(1 + i % 4)])
+        records = list(log.read())
+    segs = sorted(path.glob("*.timeindex"))
+    assert len(segs) > 3
+    now_style = {p: p.read_bytes() for p in segs}
+    bases = [int(p.stem) for p in segs] + [records[-1].offset + 1]
+    # The 0.2 shape: entries name a next offset (here: one past the batch Kafka's entry names), and a
+    # sealed segment's last entry the next segment's base.
+    for i, (p, base, next_base) in enumerate(zip(segs, bases, bases[1:])):
+        raw = bytearray(now_style[p])
+        n = len(raw) // 12
+        for k in range(n):
+            ts, rel = struct.unpack_from(">qi", raw, 12 * k)
+            sealed_last = k == n - 1 and i < len(segs) - 1
+            struct.pack_into(">qi", raw, 12 * k, ts, next_base - base if sealed_last else rel + 1)
+        p.write_bytes(bytes(raw))
+    assert any(p.read_bytes() != now_style[p] for p in segs)
+
+    def brute(t):
+        return next((r.offset for r in records if r.timestamp >= t), None)
+
+    probes = sorted({r.timestamp + d for r in records for d in (-1, 0, 1)})
+    with Log.open(path, readonly=True) as ro:          # as found: exact answers all the same
+        assert {t: ro.offset_for_timestamp(t) for t in probes} == {t: brute(t) for t in probes}
+        assert ro.verify()                              # but verify names the 0.2 entries
+    with Log.open(path, SMALL) as log:                 # a writer's recovery rebuilds them
+        assert any("rebuilt" in line for line in log.recovery_report)
+        assert {t: log.offset_for_timestamp(t) for t in probes} == {t: brute(t) for t in probes}
+    for p in segs[:-1]:
+        assert p.read_bytes() == now_style[p], p
+    with Log.open(path, readonly=True) as ro:
+        assert ro.verify() == []
