@@ -9,11 +9,9 @@ Invariants kept here:
 """
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import os
 import struct
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -26,7 +24,7 @@ from seglog.indexer.columns import EncodedBatches, compress_encoded, decode_to_a
 from seglog.indexer.batch_layout import PARTITION_LEADER_EPOCH_OFFSET
 from seglog.indexer.compression import topic_codec
 from seglog.indexer.leader_epochs import checkpoint_max_epoch
-from seglog.errors import (CorruptRecordError, InvalidRecordError, SegmentDeletedError, LogClosedError, OffsetOutOfRangeError,
+from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, OffsetOutOfRangeError,
                             ReadOnlyLogError, RecordTooLargeError, TimestampOutOfRangeError)
 from seglog.indexer.locks import partition_lock
 from seglog.indexer.names import DELETED_SUFFIX, log_bases, parse_partition_dir
@@ -35,12 +33,12 @@ from seglog.indexer.records import (CONTROL_FLAG_MASK, INT32_MAX, INT64_MAX, NO_
 from seglog.indexer.transactions import (DEFAULT_ISOLATION_LEVEL, TransactionFates, check_isolation_level,
                                          control_type, visible_batches)
 from seglog.indexer.segment import LogSegment, SegmentInfo, now_ms, read_checked, sealed_summary
+from seglog.indexer.segment_list import SegmentList
 
 EARLIEST = -2
 LATEST = -1
 MAX_TIMESTAMP = -3   # KIP-734: the record with the largest timestamp
 _LISTING_ATTEMPTS = 5       # a read-only open lists the folder again when a segment vanishes under it
-_OPEN_SEGMENTS = 16          # inactive segments kept open at once (memory does not grow with the log)
 
 
 @dataclass(frozen=True)
@@ -62,16 +60,11 @@ class Log:
         self.readonly = readonly
         parsed = parse_partition_dir(path.name)
         self.topic, self.partition = parsed if parsed else (None, None)
-        self._bases: list[int] = []
-        self._open: "OrderedDict[int, LogSegment]" = OrderedDict()
-        self._unflushed: dict[int, LogSegment] = {}   # rolled past, not yet fsynced
+        self._segments = SegmentList(path, config, writable=not readonly)
         self._dirty = False                            # appended or truncated since the last flush
-        self._active: LogSegment | None = None
         self._lock = None
         self._log_start = 0
-        self._max_ts: np.ndarray | None = None      # per segment record max timestamp (lookup)
         self._write_epoch: int | None = None        # the leader epoch appends write (first append)
-        self._running_max: np.ndarray | None = None
         self.recovery_report: list[str] = []
         self._closed = False
 
@@ -114,88 +107,52 @@ class Log:
         # Readers take no lock: between the listing and the open, the sidecar may roll and then
         # rename the last segment to .deleted. List again; a folder that keeps changing under us is
         # reported as the data loss it is, never as a raw FileNotFoundError.
+        bases, active = [], None
         for attempt in range(_LISTING_ATTEMPTS):
-            self._bases = self._segment_files()
-            if not self._bases:
+            bases = self._segment_files()
+            if not bases:
                 break
             try:
-                self._active = LogSegment(self.path, self._bases[-1], self.config, writable=False, active=False)
+                active = self._segments.open_segment(bases[-1], active=False)
                 break
             except FileNotFoundError:
                 if attempt == _LISTING_ATTEMPTS - 1:
                     raise OffsetOutOfRangeError(
                         f"{self.path}: segments kept being deleted while the log was being opened") from None
-        if self._active is not None:
-            self._active.load_state(tolerate_torn_tail=True)
-        self._log_start = max(self._checkpointed_start(), self._bases[0] if self._bases else 0)
+        if active is not None:
+            active.load_state(tolerate_torn_tail=True)
+        self._segments.load(bases, active)
+        self._log_start = max(self._checkpointed_start(), bases[0] if bases else 0)
 
     def _load_writable(self) -> None:
-        self.recovery_report = recovery.recover(self)
-        self._bases = self._segment_files()
+        self.recovery_report = recovery.recover(self.path, self.config, self.topic, self.partition)
+        bases = self._segment_files()
         start = self._checkpointed_start()
-        if not self._bases:
-            self._create_segment(start)
+        if not bases:
+            self._segments.load([], None)
+            self._segments.add_active(start)
         else:
-            self._active = self._open_segment_obj(self._bases[-1], active=True)
-            self._active.load_state()
-        self._log_start = max(start, self._bases[0])
-
-    def _open_segment_obj(self, base: int, *, active: bool) -> LogSegment:
-        return LogSegment(self.path, base, self.config, writable=not self.readonly, active=active)
-
-    def _create_segment(self, base: int) -> LogSegment:
-        seg = LogSegment(self.path, base, self.config, writable=True, active=True, create=True)
-        seg.next_offset = base
-        seg.bytes_since_index_entry = 0
-        self._bases.append(base)
-        self._active = seg
-        if self._max_ts is not None:
-            self._max_ts = np.append(self._max_ts, NO_TIMESTAMP)
-            prev = self._running_max[-1] if len(self._running_max) else NO_TIMESTAMP
-            self._running_max = np.append(self._running_max, prev)
-        return seg
+            active = self._segments.open_segment(bases[-1], active=True)
+            active.load_state()
+            self._segments.load(bases, active)
+        self._log_start = max(start, self._segments.bases[0])
 
     def segment_largest_timestamps(self) -> np.ndarray:
         """Each segment's largest timestamp, oldest first (loaded once per open Log, then kept current)."""
-        return self._segment_max_timestamps()[0]
+        return self._segments.largest_timestamps()[0]
 
     def close_inactive_segments(self) -> None:
         """Close the cached inactive segments (they reopen on demand): frees their maps and files."""
-        self._evict(keep=0)
+        self._segments.evict(keep=0)
 
     def segment_bases(self) -> list[int]:
         """Base offsets of the segments, oldest first (the last is the active one)."""
-        return list(self._bases)
+        return list(self._segments.bases)
 
     def segment(self, base: int) -> LogSegment:
         """The segment with this base offset, opened on demand (a bounded number stay open)."""
         self._check_open()
-        if self._active is not None and base == self._active.base_offset:
-            return self._active
-        seg = self._open.get(base)
-        if seg is not None:
-            self._open.move_to_end(base)
-            return seg
-        try:
-            seg = self._open_segment_obj(base, active=False)
-        except FileNotFoundError:
-            raise SegmentDeletedError(
-                f"{self.path}: segment {base} was deleted (retention or truncation) while in use") from None
-        seg.next_offset = self._next_base(base)
-        self._open[base] = seg
-        self._evict()
-        return seg
-
-    def _evict(self, keep: int = _OPEN_SEGMENTS) -> None:
-        while len(self._open) > keep:
-            base, old = self._open.popitem(last=False)
-            if self._unflushed.pop(base, None) is not None:
-                old.flush()  # durability first: it was appended to since the last flush
-            old.close()
-
-    def _next_base(self, base: int) -> int:
-        i = bisect.bisect_right(self._bases, base)
-        return self._bases[i] if i < len(self._bases) else self._active.next_offset
+        return self._segments.get(base)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -205,11 +162,12 @@ class Log:
     @property
     def log_end_offset(self) -> int:
         self._check_open()
-        return self._active.next_offset if self._active is not None else self._log_start
+        active = self._segments.active
+        return active.next_offset if active is not None else self._log_start
 
     @property
     def active_segment(self) -> LogSegment | None:
-        return self._active
+        return self._segments.active
 
     def __enter__(self) -> "Log":
         return self
@@ -233,33 +191,26 @@ class Log:
         """fsync every segment appended to since the last flush (appends are in the OS cache when
         append returns; a roll does not fsync)."""
         self._check_writable()
-        for seg in self._unflushed.values():
-            if not seg.closed:
-                seg.flush()
-                seg.flush_indexes()
-        self._unflushed.clear()
-        self._active.flush()
+        self._segments.flush_rolled()
+        self._segments.active.flush()
         self._dirty = False
 
     def close(self) -> None:
         if self._closed:
             return
         try:
-            if not self.readonly and self._active is not None:
+            active = self._segments.active
+            if not self.readonly and active is not None:
                 if self._dirty:
                     self.flush()
                 # A clean close trims the active indexes as Kafka's broker does (its tools read
                 # slot 0 of an empty preallocated index as an entry); the next writable open
                 # preallocates them again.
-                self._active.offset_index.trim(fsync=False)
-                self._active.time_index.trim(fsync=False)
+                active.offset_index.trim(fsync=False)
+                active.time_index.trim(fsync=False)
         finally:
             self._closed = True
-            for seg in self._open.values():
-                seg.close()
-            self._open.clear()
-            if self._active is not None:
-                self._active.close()
+            self._segments.close_all()
         if self._lock is not None:
             self._lock.release()
 
@@ -329,7 +280,7 @@ class Log:
         epoch, so epochs never decrease (indexer/leader_epochs.py). The field is outside the CRC."""
         if self._write_epoch is None:
             self._write_epoch = 0
-            if self._active.max_leader_epoch > 0:
+            if self._segments.active.max_leader_epoch > 0:
                 self._write_epoch = max(0, checkpoint_max_epoch(self.path), self._last_batch_epoch())
         if self._write_epoch == 0 or enc.num_batches == 0:
             return enc
@@ -340,7 +291,7 @@ class Log:
         return dataclasses.replace(enc, data=memoryview(data), _owner=data)
 
     def _last_batch_epoch(self) -> int:
-        for base in reversed(self._bases):
+        for base in reversed(self._segments.bases):
             seg = self.segment(base)
             if seg.size:
                 _, header, _ = seg.position_of(seg.next_offset - 1)
@@ -351,42 +302,32 @@ class Log:
         n = len(enc.positions) - 1
         i = 0
         while i < n:
-            seg = self._active
+            seg = self._segments.active
             if not seg.fits(int(enc.positions[i + 1] - enc.positions[i]), int(enc.last_offsets[i]),
                             int(enc.max_timestamps[i]), now):
                 seg = self._roll_active()
             j = _run_that_fits(seg, enc, i, n, now)
             seg.append(enc, i, j)
             i = j
-        self._note_active_max()
-
-    def _note_active_max(self) -> None:
-        if self._max_ts is not None and len(self._max_ts):
-            ts = self._active.max_timestamp
-            self._max_ts[-1] = ts
-            prev = self._running_max[-2] if len(self._running_max) > 1 else NO_TIMESTAMP
-            self._running_max[-1] = max(prev, ts)
+        self._segments.note_active_max()
 
     # ------------------------------------------------------------------ rolling and sealing
     def _roll_active(self) -> LogSegment:
-        old = self._active
-        # The per-segment largest timestamps (the lookup's running maximum) must include what this
-        # append wrote to the old segment before the roll, or a live lookup skips past it.
-        self._note_active_max()
+        old = self._segments.active
         # The segment left behind is sealed now, as Kafka finishes a segment that becomes
         # inactive (seal entry, indexes trimmed: no zero tail a broker could read as "largest
         # timestamp 0", docs/spec.md §2.4). No fsync here (a roll must stay cheap): it joins the
         # segments the next flush() makes durable, indexes included.
         old.seal(old.next_offset, durable=False)
-        self._unflushed[old.base_offset] = old
-        self._open[old.base_offset] = old
-        self._evict()
-        return self._create_segment(old.next_offset)
+        # The lookup's running maximum must include what this append wrote to the old segment
+        # before the roll, or a live lookup skips past it: retire_active notes it.
+        self._segments.retire_active()
+        return self._segments.add_active(old.next_offset)
 
     def roll(self) -> int | None:
         """Start a new active segment if the active one holds records; returns its base offset."""
         self._check_writable()
-        if self._active.size == 0:
+        if self._segments.active.size == 0:
             return None
         return self._roll_active().base_offset
 
@@ -394,7 +335,7 @@ class Log:
         """The sidecar's roll of an active segment past segment.ms while no writes arrive (docs/spec.md §3.2)."""
         self._check_writable()
         now = now_ms() if now is None else now
-        seg = self._active
+        seg = self._segments.active
         if seg.size == 0:
             return False
         first = seg.first_timestamp
@@ -409,30 +350,20 @@ class Log:
         `durable=False` skips the fsyncs: for building test and benchmark data only."""
         self._check_writable()
         sealed = []
-        for i, base in enumerate(self._bases[:-1]):
-            if sealed_summary(self.path, base, self._bases[i + 1]) is not None:
+        bases = self._segments.bases
+        for i, base in enumerate(bases[:-1]):
+            if sealed_summary(self.path, base, bases[i + 1]) is not None:
                 continue  # already sealed: decided from the files, not opened
             seg = self.segment(base)
-            if seg.seal(self._bases[i + 1], durable=durable):
+            if seg.seal(bases[i + 1], durable=durable):
                 sealed.append(base)
         return sealed
 
     def segment_facts(self, i: int) -> tuple[int, int, int, bool]:
-        """(size, largest timestamp, mtime ms, sealed) of the i-th segment; a sealed segment is
-        answered from its files alone (no open), the others by opening them."""
-        base = self._bases[i]
-        last = i == len(self._bases) - 1
-        if not last:
-            summary = sealed_summary(self.path, base, self._bases[i + 1])
-            if summary is not None:
-                return summary.size, summary.largest_timestamp, summary.mtime_ms, True
-        seg = self._active if last else self.segment(base)
-        return seg.size, seg.largest_timestamp(), seg.mtime_ms(), (not last and seg.is_sealed(self._bases[i + 1]))
+        """(size, largest timestamp, mtime ms, sealed) of the i-th segment, sealed ones from their files alone."""
+        return self._segments.facts(i)
 
     # ------------------------------------------------------------------ reads
-    def _segment_position(self, offset: int) -> int:
-        return max(0, bisect.bisect_right(self._bases, offset) - 1)
-
     def _bounds(self, offset: int | None, max_offset: int | None) -> tuple[int, int]:
         self._check_open()
         if self._log_start > self.log_end_offset:
@@ -451,17 +382,18 @@ class Log:
     def _batch_chunks(self, start: int, end: int) -> Iterator[tuple[LogSegment, int, bytes, Any]]:
         """(segment, file position, bytes, scan) for CRC-checked chunks of whole batches holding
         offsets [start, end)."""
-        if start >= end or not self._bases:
+        bases = self._segments.bases
+        if start >= end or not bases:
             return
-        i = self._segment_position(start)
-        while i < len(self._bases) and self._bases[i] < end:
-            seg = self.segment(self._bases[i])
-            if seg.size == 0 and i < len(self._bases) - 1:
+        i = self._segments.position(start)
+        while i < len(bases) and bases[i] < end:
+            seg = self.segment(bases[i])
+            if seg.size == 0 and i < len(bases) - 1:
                 # Offsets base..next base - 1 belonged to this segment and its .log is empty:
                 # lost records are reported, never skipped (recovery and verify name them too).
                 raise CorruptRecordError(
                     f"{seg.log_path}: the .log is empty but offsets {seg.base_offset} to "
-                    f"{self._bases[i + 1] - 1} belonged to it: those records are lost")
+                    f"{bases[i + 1] - 1} belonged to it: those records are lost")
             pos, header, prev_last = seg.position_of(max(start, seg.base_offset))
             if header is not None:
                 for file_pos, buf, scan in _checked_chunks(seg, pos, prev_last):
@@ -525,13 +457,6 @@ class Log:
                     yield h.producer_id, h.base_offset, control_type(decode_batch(buf, int(scan.positions[k]), h))
 
     # ------------------------------------------------------------------ lookup by timestamp
-    def _segment_max_timestamps(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._max_ts is None or len(self._max_ts) != len(self._bases):
-            maxes = np.array([self.segment_facts(i)[1] for i in range(len(self._bases))], dtype=np.int64)
-            self._max_ts = maxes
-            self._running_max = np.maximum.accumulate(maxes) if len(maxes) else maxes
-        return self._max_ts, self._running_max
-
     def offset_for_timestamp(self, timestamp: int) -> int | None:
         """Smallest offset whose record has a timestamp >= `timestamp`, or None (docs/spec.md §3.5).
         A binary search over the running maximum of segment largest timestamps picks the segment
@@ -546,11 +471,12 @@ class Log:
         if timestamp < 0:
             raise InvalidRecordError(f"timestamp {timestamp} is negative (use -2 for earliest, -1 for latest, "
                                      f"-3 for the largest timestamp)")
-        maxes, running = self._segment_max_timestamps()
+        maxes, running = self._segments.largest_timestamps()
         i = int(np.searchsorted(running, timestamp, side="left"))
-        while i < len(self._bases):
+        bases = self._segments.bases
+        while i < len(bases):
             if maxes[i] >= timestamp:
-                seg = self.segment(self._bases[i])
+                seg = self.segment(bases[i])
                 found = find_in_segment(seg, timestamp, max(self._log_start, seg.base_offset))
                 if found is not None:
                     return found
@@ -561,12 +487,12 @@ class Log:
         """KIP-734 (ListOffsets -3): the earliest record holding the largest timestamp of the
         log, or None when no record has a timestamp. The first segment reaching the maximum
         holds it unless retention's log start cut it off (then the next one that reaches it)."""
-        maxes, running = self._segment_max_timestamps()
+        maxes, running = self._segments.largest_timestamps()
         if not len(running) or running[-1] < 0:
             return None
         largest = int(running[-1])
         for i in np.flatnonzero(maxes == largest).tolist():
-            seg = self.segment(self._bases[i])
+            seg = self.segment(self._segments.bases[i])
             found = find_in_segment(seg, largest, max(self._log_start, seg.base_offset))
             if found is not None:
                 return found
@@ -585,43 +511,37 @@ class Log:
         if offset >= self.log_end_offset:
             return
         seg = None
-        if offset >= self._log_start and self._bases:
-            i = self._segment_position(offset)
-            if i > 0 and self._bases[i] == offset:
+        bases = self._segments.bases
+        if offset >= self._log_start and bases:
+            i = self._segments.position(offset)
+            if i > 0 and bases[i] == offset:
                 # A cut at a segment's base removes that segment whole; the one before becomes
                 # active again (no empty segment left behind, the files as they were before it).
                 i -= 1
-            seg = self.segment(self._bases[i])
+            seg = self.segment(bases[i])
         intent = recovery.truncation_intent(seg, offset)
         recovery.write_intent(self.path, intent)
         self._close_segments()
         result = recovery.finish_truncation(self.path, self.config, self.topic, self.partition, intent, [])
         self._reset_after_truncation(result.bases, result.active_base,
                                      offset if result.restarted else self._log_start)
-        self._max_ts = None
 
     def _close_segments(self) -> None:
-        for seg in self._open.values():
-            seg.close()
-        self._open.clear()
-        self._unflushed.clear()          # truncation fsyncs what it keeps
-        if self._active is not None:
-            self._active.close()
-            self._active = None
+        self._segments.close_all()          # truncation fsyncs what it keeps
 
     def _reset_after_truncation(self, bases: list[int], active_base: int, log_start: int) -> None:
         self._close_segments()
-        self._bases = bases
-        self._active = self._open_segment_obj(active_base, active=True)
-        self._active.load_state()
+        active = self._segments.open_segment(active_base, active=True)
+        active.load_state()
+        self._segments.load(bases, active)
         self._log_start = log_start
 
     # ------------------------------------------------------------------ retention
     def retention_facts(self) -> list["retention.SegmentFacts"]:
         """Each segment's size and judged timestamp, oldest first (a sealed one from its files alone)."""
         facts = []
-        for i in range(len(self._bases)):
-            size, largest, mtime, _ = self.segment_facts(i)
+        for i in range(len(self._segments.bases)):
+            size, largest, mtime, _ = self._segments.facts(i)
             facts.append(retention.SegmentFacts(size, retention.judged_timestamp(size, largest, mtime)))
         return facts
 
@@ -633,8 +553,7 @@ class Log:
             return retention.RetentionResult([], self._log_start, todo.blocked_by)
         if todo.roll_active:
             self.roll()  # the active segment is deleted only once rolled: a new empty one takes its place
-        deleted = self._bases[:todo.count]
-        self._delete_oldest(todo.count)
+        deleted = self._delete_oldest(todo.count)
         return retention.RetentionResult(deleted, self._log_start, todo.blocked_by)
 
     def retention_blocked(self, now: int | None = None) -> int | None:
@@ -656,28 +575,26 @@ class Log:
                     purged.append(Path(entry.path))
         return purged
 
-    def _delete_oldest(self, count: int) -> None:
-        """Rename the oldest `count` segments to .deleted (never the active one)."""
-        for base in self._bases[:count]:
-            seg = self._open.pop(base, None)
-            if seg is not None:
-                seg.close()
+    def _delete_oldest(self, count: int) -> list[int]:
+        """Rename the oldest `count` segments to .deleted (never the active one); returns their bases."""
+        dropped = self._segments.drop_oldest(count)
+        for base in dropped:
             recovery.rename_deleted(self.path, base)
-        self._bases = self._bases[count:]
-        self._max_ts = None
-        self._log_start = max(self._log_start, self._bases[0])
+        self._log_start = max(self._log_start, self._segments.bases[0])
         if self.topic is not None:
             checkpoint.update_log_start_offsets(self.path.parent, {(self.topic, self.partition): self._log_start})
+        return dropped
 
     # ------------------------------------------------------------------ describing
     def segments(self) -> list[SegmentInfo]:
         self._check_open()
         infos = []
-        for i, base in enumerate(self._bases):
-            last = i == len(self._bases) - 1
-            next_base = self._active.next_offset if last else self._bases[i + 1]
+        bases = self._segments.bases
+        for i, base in enumerate(bases):
+            last = i == len(bases) - 1
+            next_base = self._segments.active.next_offset if last else bases[i + 1]
             try:
-                size, largest, mtime, sealed = self.segment_facts(i)
+                size, largest, mtime, sealed = self._segments.facts(i)
             except OffsetOutOfRangeError:
                 # A reader holds no lock: retention may have deleted the oldest segments since the
                 # listing. They are below the new log start, so they are simply no longer there.
@@ -692,17 +609,18 @@ class Log:
 
     @property
     def largest_timestamp(self) -> int:
-        maxes, running = self._segment_max_timestamps()
+        maxes, running = self._segments.largest_timestamps()
         return int(running[-1]) if len(running) else NO_TIMESTAMP
 
     def size_bytes(self) -> int:
-        return sum(self.segment(b).size for b in self._bases)
+        return sum(self.segment(b).size for b in self._segments.bases)
 
     def byte_position(self, offset: int) -> int:
         """A monotone estimate of the log bytes before `offset` (from the indexes, no scan)."""
-        i = self._segment_position(offset)
-        before = sum(self.segment(b).size for b in self._bases[:i])
-        seg = self.segment(self._bases[i]) if self._bases else None
+        bases = self._segments.bases
+        i = self._segments.position(offset)
+        before = sum(self.segment(b).size for b in bases[:i])
+        seg = self.segment(bases[i]) if bases else None
         if seg is None:
             return 0
         if offset >= seg.next_offset:
@@ -719,7 +637,7 @@ class Log:
         if end > start:
             last_pos = self.byte_position(start)
             before = 0  # log bytes in the segments before this one
-            for i, base in enumerate(self._bases):
+            for i, base in enumerate(self._segments.bases):
                 seg = self.segment(base)
                 if base < end and seg.next_offset > start:
                     offsets, positions = seg.offset_index.offsets_and_positions()

@@ -19,7 +19,6 @@ import base64
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from seglog.indexer import checkpoint
 from seglog.errors import CorruptRecordError
@@ -30,8 +29,6 @@ from seglog.indexer.records import (BATCH_HEADER_SIZE, LOG_APPEND_TIME, Record, 
                                      parse_header)
 from seglog.indexer.segment import LogSegment, sealed_summary
 
-if TYPE_CHECKING:
-    from seglog.indexer.log import Log
 
 TRUNCATE_INTENT = "truncate.pending"
 
@@ -49,19 +46,20 @@ def rename_deleted(dir_path: Path, base: int) -> None:
 
 
 # ---------------------------------------------------------------------- recovery
-def recover(log: "Log") -> list[str]:
-    """Repair the partition folder before a writable open; returns what was repaired."""
+def recover(d: Path, config, topic: str | None, partition: int | None) -> list[str]:
+    """Repair the partition folder `d` before a writable open (its lock held); works on the files
+    alone and returns what was repaired, one line each. `topic`/`partition` name the folder's entry
+    in the root's log start checkpoint (None outside a root)."""
     report: list[str] = []
-    d = log.path
     _drop_orphan_indexes(d, report)
     _drop_stale_temp_files(d, report)
     intent = d / TRUNCATE_INTENT
     if intent.exists():
-        finish_truncation(d, log.config, log.topic, log.partition, json.loads(intent.read_text()), report)
+        finish_truncation(d, config, topic, partition, json.loads(intent.read_text()), report)
     bases = sorted(b for b in _log_bases(d))
     for i, base in enumerate(bases):
         last = i == len(bases) - 1
-        _recover_segment(log, base, None if last else bases[i + 1], report)
+        _recover_segment(d, config, base, None if last else bases[i + 1], report)
     return report
 
 
@@ -87,8 +85,7 @@ def _drop_orphan_indexes(d: Path, report: list[str]) -> None:
             report.append(f"{d / name}: index without a .log, set aside as {name}{DELETED_SUFFIX}")
 
 
-def _recover_segment(log: "Log", base: int, next_base: int | None, report: list[str]) -> None:
-    d = log.path
+def _recover_segment(d: Path, config, base: int, next_base: int | None, report: list[str]) -> None:
     if next_base is not None and sealed_summary(d, base, next_base) is not None:
         return  # sealed: trusted without opening it; reads check CRCs, `verify` checks everything
     log_path = segment_file(d, base, LOG_SUFFIX)
@@ -103,7 +100,7 @@ def _recover_segment(log: "Log", base: int, next_base: int | None, report: list[
         return
     # Opened as if active (indexes preallocated): an inactive segment is sealed at the end, and an
     # index taken as found may have no room for what a rebuild writes.
-    seg = LogSegment(d, base, log.config, writable=True, active=True)
+    seg = LogSegment(d, base, config, writable=True, active=True)
     try:
         # The O(1) checks made at open (last entries in order, the last slot zero), plus the last
         # entries against the log below: every open pays for this, so it must not scan a

@@ -1,0 +1,179 @@
+"""The ordered segments of one partition (docs/internals.md, "Log"): what Kafka's `LogSegments` holds.
+
+Base offsets in order, the active (last) segment, a bounded cache of open inactive segments, the
+floor lookup from an offset to its segment, and each segment's largest timestamp with their running
+maximum (the timestamp lookup's binary search, docs/spec.md §3.5). `Log` decides what happens to
+the partition (append, roll, truncate, retention); this container only keeps the segments in order.
+
+Invariants kept here:
+- `bases` is strictly increasing and its last element is `active.base_offset` (when there is one).
+- A segment is open at most once: the active one, or in the cache (at most `cache_size`).
+- A segment appended to since the last flush is in `unflushed` until `flush_rolled` or its eviction
+  fsyncs it: nothing is closed with bytes that were never made durable.
+- `largest` and `running_max`, once loaded, have one element per base; appends keep the active
+  segment's element current (`note_active_max`), membership changes reload them.
+"""
+from __future__ import annotations
+
+import bisect
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from seglog.errors import SegmentDeletedError
+from seglog.indexer.records import NO_TIMESTAMP
+from seglog.indexer.segment import LogSegment, sealed_summary
+
+CACHE_SIZE = 16   # open inactive segments kept (memory does not grow with the log)
+
+
+class SegmentList:
+    def __init__(self, path: Path, config, *, writable: bool, cache_size: int = CACHE_SIZE):
+        self.path = path
+        self.config = config
+        self.writable = writable
+        self.cache_size = cache_size
+        self.bases: list[int] = []
+        self.active: LogSegment | None = None
+        self._open: "OrderedDict[int, LogSegment]" = OrderedDict()
+        self._unflushed: dict[int, LogSegment] = {}
+        self._largest: np.ndarray | None = None
+        self._running_max: np.ndarray | None = None
+
+    # ------------------------------------------------------------------ membership
+    def open_segment(self, base: int, *, active: bool, create: bool = False) -> LogSegment:
+        return LogSegment(self.path, base, self.config, writable=self.writable, active=active, create=create)
+
+    def load(self, bases: list[int], active: LogSegment | None) -> None:
+        """Take the segments found on disk (`active` is the last of `bases`, opened by the caller)."""
+        self.bases = list(bases)
+        self.active = active
+        self._forget_timestamps()
+
+    def add_active(self, base: int) -> LogSegment:
+        """Create a new, empty segment at `base` and make it the active one."""
+        seg = self.open_segment(base, active=True, create=True)
+        seg.next_offset = base
+        seg.bytes_since_index_entry = 0
+        self.bases.append(base)
+        self.active = seg
+        if self._largest is not None:
+            prev = self._running_max[-1] if len(self._running_max) else NO_TIMESTAMP
+            self._largest = np.append(self._largest, NO_TIMESTAMP)
+            self._running_max = np.append(self._running_max, prev)
+        return seg
+
+    def retire_active(self) -> LogSegment:
+        """The active segment becomes an inactive one in the cache (a roll), still unflushed."""
+        old = self.active
+        self.note_active_max()
+        self._unflushed[old.base_offset] = old
+        self._open[old.base_offset] = old
+        self.evict()
+        return old
+
+    def drop_oldest(self, count: int) -> list[int]:
+        """Forget (and close) the oldest `count` segments; returns their bases. Never the active one."""
+        dropped = self.bases[:count]
+        for base in dropped:
+            self._unflushed.pop(base, None)
+            seg = self._open.pop(base, None)
+            if seg is not None:
+                seg.close()
+        self.bases = self.bases[count:]
+        self._forget_timestamps()
+        return dropped
+
+    def close_all(self) -> None:
+        for seg in self._open.values():
+            seg.close()
+        self._open.clear()
+        self._unflushed.clear()
+        if self.active is not None:
+            self.active.close()
+            self.active = None
+
+    # ------------------------------------------------------------------ lookup
+    def position(self, offset: int) -> int:
+        """Index of the segment holding `offset` (the floor of the bases; 0 below the first)."""
+        return max(0, bisect.bisect_right(self.bases, offset) - 1)
+
+    def next_base(self, base: int) -> int:
+        i = bisect.bisect_right(self.bases, base)
+        return self.bases[i] if i < len(self.bases) else self.active.next_offset
+
+    def get(self, base: int) -> LogSegment:
+        """The segment with this base offset, opened on demand (at most `cache_size` stay open)."""
+        if self.active is not None and base == self.active.base_offset:
+            return self.active
+        seg = self._open.get(base)
+        if seg is not None:
+            self._open.move_to_end(base)
+            return seg
+        try:
+            seg = self.open_segment(base, active=False)
+        except FileNotFoundError:
+            raise SegmentDeletedError(
+                f"{self.path}: segment {base} was deleted (retention or truncation) while in use") from None
+        seg.next_offset = self.next_base(base)
+        self._open[base] = seg
+        self.evict()
+        return seg
+
+    def evict(self, keep: int | None = None) -> None:
+        keep = self.cache_size if keep is None else keep
+        while len(self._open) > keep:
+            base, old = self._open.popitem(last=False)
+            if self._unflushed.pop(base, None) is not None:
+                _fsync(old)   # durability first: it was appended to since the last flush
+            old.close()
+
+    def open_segments(self):
+        return list(self._open.values())
+
+    # ------------------------------------------------------------------ durability
+    def flush_rolled(self) -> None:
+        """fsync every segment rolled past since the last flush: its .log and its indexes."""
+        for seg in self._unflushed.values():
+            if not seg.closed:
+                _fsync(seg)
+        self._unflushed.clear()
+
+    # ------------------------------------------------------------------ facts and timestamps
+    def facts(self, i: int) -> tuple[int, int, int, bool]:
+        """(size, largest timestamp, mtime ms, sealed) of the i-th segment; a sealed segment is
+        answered from its files alone (no open), the others by opening them."""
+        base = self.bases[i]
+        last = i == len(self.bases) - 1
+        if not last:
+            summary = sealed_summary(self.path, base, self.bases[i + 1])
+            if summary is not None:
+                return summary.size, summary.largest_timestamp, summary.mtime_ms, True
+        seg = self.active if last else self.get(base)
+        return seg.size, seg.largest_timestamp(), seg.mtime_ms(), False
+
+    def largest_timestamps(self) -> tuple[np.ndarray, np.ndarray]:
+        """(each segment's largest timestamp, their running maximum), loaded once, then kept current."""
+        if self._largest is None or len(self._largest) != len(self.bases):
+            largest = np.array([self.facts(i)[1] for i in range(len(self.bases))], dtype=np.int64)
+            self._largest = largest
+            self._running_max = np.maximum.accumulate(largest) if len(largest) else largest
+        return self._largest, self._running_max
+
+    def note_active_max(self) -> None:
+        """Bring the active segment's element up to date after an append (a live lookup must see it)."""
+        if self._largest is not None and len(self._largest):
+            ts = self.active.max_timestamp
+            self._largest[-1] = ts
+            prev = self._running_max[-2] if len(self._running_max) > 1 else NO_TIMESTAMP
+            self._running_max[-1] = max(prev, ts)
+
+    def _forget_timestamps(self) -> None:
+        self._largest = None
+        self._running_max = None
+
+
+def _fsync(seg: LogSegment) -> None:
+    seg.flush()
+    seg.flush_indexes()
