@@ -28,7 +28,7 @@ from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedErro
                             ReadOnlyLogError, RecordTooLargeError, TimestampOutOfRangeError)
 from seglog.indexer.locks import partition_lock
 from seglog.indexer.names import DELETED_SUFFIX, log_bases, parse_partition_dir
-from seglog.indexer.records import (CONTROL_FLAG_MASK, INT32_MAX, INT64_MAX, NO_TIMESTAMP, Record, decode_batch,
+from seglog.indexer.records import (CONTROL_FLAG_MASK, INT64_MAX, NO_TIMESTAMP, Record, decode_batch,
                                      first_offset_at_or_after)
 from seglog.indexer.transactions import (DEFAULT_ISOLATION_LEVEL, TransactionFates, check_isolation_level,
                                          control_type, visible_batches)
@@ -306,7 +306,7 @@ class Log:
             if not seg.fits(int(enc.positions[i + 1] - enc.positions[i]), int(enc.last_offsets[i]),
                             int(enc.max_timestamps[i]), now):
                 seg = self._roll_active()
-            j = _run_that_fits(seg, enc, i, n, now)
+            j = seg.batches_that_fit(enc, i, now)
             seg.append(enc, i, j)
             i = j
         self._segments.note_active_max()
@@ -335,12 +335,7 @@ class Log:
         """The sidecar's roll of an active segment past segment.ms while no writes arrive (docs/spec.md §3.2)."""
         self._check_writable()
         now = now_ms() if now is None else now
-        seg = self._segments.active
-        if seg.size == 0:
-            return False
-        first = seg.first_timestamp
-        age = now - first if first >= 0 else now - seg.created_ms
-        if age > self.config["segment.ms"]:
+        if self._segments.active.time_to_roll(now, now):
             self._roll_active()
             return True
         return False
@@ -747,28 +742,6 @@ def _check_time_difference(ts: np.ndarray, now: int, before: int, after: int, ba
         raise TimestampOutOfRangeError(
             f"record {i} (would be offset {base + i}) has timestamp {int(ts[i])}, {int(ts[i]) - now} ms from now "
             f"({now}); {key}={limit}; {len(bad)} record(s) out of range, nothing appended")
-
-
-def _run_that_fits(seg: LogSegment, enc: EncodedBatches, i: int, n: int, now: int) -> int:
-    """The end j of the longest run of batches i..j-1 that the segment takes without rolling.
-    Batch i is known to fit; the rest are checked against the projected segment state."""
-    size = seg.size + int(enc.positions[i + 1] - enc.positions[i])
-    limit = seg.config["segment.bytes"]
-    room = min(seg.offset_index.max_entries - seg.offset_index.entries,
-               seg.time_index.max_entries - seg.time_index.entries) - 2
-    first_ts = seg.first_timestamp if seg.size else int(enc.first_timestamps[i])
-    segment_ms = seg.config["segment.ms"]
-    j = i + 1
-    while j < n:
-        b = int(enc.positions[j + 1] - enc.positions[j])
-        if size + b > limit or j - i >= room or int(enc.last_offsets[j]) - seg.base_offset > INT32_MAX:
-            break
-        mts = int(enc.max_timestamps[j])
-        if first_ts >= 0 and mts >= 0 and mts - first_ts > segment_ms:
-            break
-        size += b
-        j += 1
-    return j
 
 
 def find_in_segment(seg: LogSegment, timestamp: int, lower: int) -> int | None:

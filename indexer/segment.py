@@ -246,27 +246,58 @@ class LogSegment:
             self.bytes_since_index_entry = 0
         self.bytes_since_index_entry += size
 
+    # ------------------------------------------------------------------ the roll rule
     def fits(self, batch_bytes: int, last_offset: int, max_timestamp: int, now: int) -> bool:
         """Kafka's roll rule for the next batch (docs/spec.md §3.2). An empty segment takes anything."""
-        if self.size == 0:
-            return True
-        if self.size + batch_bytes > self.config["segment.bytes"]:
-            return False
-        if self.offset_index.is_full() or self.time_index.is_full():
-            return False
-        if last_offset - self.base_offset > INT32_MAX:
-            return False
-        return not self.time_to_roll(max_timestamp, now)
+        return not self._rolls(self.size, self.first_timestamp, batch_bytes, last_offset, max_timestamp, now,
+                               self._entries_room())
+
+    def batches_that_fit(self, enc, i: int, now: int) -> int:
+        """The end j of the longest run of `enc`'s batches i..j-1 this segment takes without rolling
+        (batch i fits: the caller checked `fits`). The same rule as `fits`, per batch, against the
+        segment as it would be after the batches before."""
+        size = self.size + int(enc.positions[i + 1] - enc.positions[i])
+        first_ts = self.first_timestamp if self.size else int(enc.first_timestamps[i])
+        room = self._entries_room()
+        j = i + 1
+        while j < enc.num_batches:
+            b = int(enc.positions[j + 1] - enc.positions[j])
+            if self._rolls(size, first_ts, b, int(enc.last_offsets[j]), int(enc.max_timestamps[j]), now,
+                           room - (j - i)):
+                break
+            size += b
+            j += 1
+        return j
 
     def time_to_roll(self, max_timestamp: int, now: int) -> bool:
         """KIP-33: the batch's timestamp exceeds the segment's first timestamp by segment.ms; for a
-        segment whose records carry no timestamp, its age since creation does."""
-        if self.size == 0:
+        segment whose records carry no timestamp, its age since creation does. The sidecar's idle
+        roll asks with max_timestamp = now."""
+        return self.size > 0 and self._late(self.first_timestamp, max_timestamp, now)
+
+    def _entries_room(self) -> int:
+        """Batches this segment can still index (each may add one entry to both indexes), keeping
+        the time index's last slot for the seal entry (TimeIndex.is_full)."""
+        return min(self.offset_index.max_entries - self.offset_index.entries,
+                   self.time_index.max_entries - self.time_index.entries - 1)
+
+    def _rolls(self, size: int, first_ts: int, batch_bytes: int, last_offset: int, max_timestamp: int,
+               now: int, entries_room: int) -> bool:
+        """The one roll rule: would a batch roll a segment of `size` bytes whose first timestamp is
+        `first_ts`? segment.bytes, a full index, an offset beyond int32 of the base, segment.ms."""
+        if size == 0:
             return False
+        if size + batch_bytes > self.config["segment.bytes"] or entries_room <= 0:
+            return True
+        if last_offset - self.base_offset > INT32_MAX:
+            return True
+        return self._late(first_ts, max_timestamp, now)
+
+    def _late(self, first_ts: int, max_timestamp: int, now: int) -> bool:
         segment_ms = self.config["segment.ms"]
-        if self.first_timestamp >= 0:
+        if first_ts >= 0:
             # A batch without timestamps does not roll a segment that has them (as Kafka).
-            return max_timestamp >= 0 and max_timestamp - self.first_timestamp > segment_ms
+            return max_timestamp >= 0 and max_timestamp - first_ts > segment_ms
         return now - self.created_ms > segment_ms
 
     def flush(self) -> None:
