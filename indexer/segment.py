@@ -352,8 +352,8 @@ class LogSegment:
         if self._max_known:
             return self.max_timestamp, self.offset_of_max_timestamp
         entry = self.time_index.last_entry()
-        if self.is_sealed_files() and entry is not None:
-            return entry
+        if entry is not None and self.indexes_trimmed():
+            return entry   # trimmed: the seal entry is last (written before the trim)
         _, pos = self.offset_index.lookup(entry[1]) if entry else (None, 0)
         return _max_with_offset(entry, self.scan(pos, self.size, check_crc=False), self.base_offset)
 
@@ -367,13 +367,13 @@ class LogSegment:
     def mtime_ms(self) -> int:
         return int(os.fstat(self._fd).st_mtime * 1000)
 
-    def is_sealed_files(self) -> bool:
-        """Both indexes trimmed: the last step of sealing (see the module doc)."""
+    def indexes_trimmed(self) -> bool:
+        """Both indexes hold exactly their entries: the last step of sealing (see the module doc)."""
         return self.offset_index.is_trimmed and self.time_index.is_trimmed
 
     def is_sealed(self, next_base: int) -> bool:
-        """Sealed (docs/spec.md §2.5), and not with a seglog 0.2 time index (which recovery rebuilds)."""
-        return self.is_sealed_files() and not self.time_index.points_past(next_base)
+        """Sealed (docs/spec.md §2.5), by the one rule: `sealed_summary` of its files."""
+        return sealed_summary(self.dir, self.base_offset, next_base) is not None
 
     def seal(self, next_base: int, *, durable: bool = True) -> bool:
         """Write the seal entry (largest timestamp, its offset), trim both indexes; with `durable`,

@@ -48,7 +48,7 @@ def verify_log(log: "Log") -> list[str]:
             if seg.file_size() == 0:
                 problems.append(f"{where}: the .log is empty but offsets {base} to {next_base - 1} belonged to it: "
                                 f"{next_base - base} records lost")
-            if seg.is_sealed_files():
+            if seg.is_sealed(next_base):
                 problems += _check_seal_entry(seg, scan)
     return problems
 
