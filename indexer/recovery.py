@@ -177,14 +177,12 @@ def _cut_tail(seg: LogSegment, scan, report: list[str]) -> None:
                   f"{scan.valid_end} (records from offset {next_offset} on): {scan.error}")
     os.truncate(seg.log_path, scan.valid_end)
     seg.size = scan.valid_end
-    seg.offset_index.truncate_to(next_offset)
-    seg.time_index.truncate_to(next_offset)
+    seg.truncate_indexes(next_offset)
 
 
 def rebuild_indexes(seg: LogSegment, report: list[str]) -> None:
     """Empty both indexes and index every batch again, reading the log once (CRCs checked)."""
-    seg.offset_index.truncate_to(seg.base_offset)
-    seg.time_index.truncate_to(seg.base_offset)
+    seg.truncate_indexes(seg.base_offset)
     scan = seg.scan(0, seg.size, check_crc=True, strict=True)
     if scan.valid_end < seg.size:
         _cut_tail(seg, scan, report)
@@ -272,8 +270,7 @@ def finish_truncation(d: Path, config, topic: str | None, partition: int | None,
             os.fsync(fh.fileno())
         seg = LogSegment(d, cut_base, config, writable=True, active=True)
         try:
-            seg.offset_index.truncate_to(offset)
-            seg.time_index.truncate_to(offset)
+            seg.truncate_indexes(offset)
             if not _tail_matches_index(seg) or seg.offset_index.sanity_check() or seg.time_index.sanity_check():
                 rebuild_indexes(seg, report)
             seg.flush()

@@ -392,6 +392,16 @@ class LogSegment:
         self.offset_index.trim(fsync=durable)
         return True
 
+    def truncate_indexes(self, offset: int) -> None:
+        """Drop the index entries of records at or after `offset`. The offset index keeps keys below
+        it; the time index keeps the entries written together with a kept offset index entry (an
+        entry (T, O) is written with the first offset index entry whose key is >= O, so: O at most
+        the last kept key). Entries an append wrote are then exactly gone when a truncation takes
+        that append back, even an entry naming an older batch (docs/format.md "Time index")."""
+        self.offset_index.truncate_to(offset)
+        last = self.offset_index.last_entry()
+        self.time_index.truncate_to(min(offset, last[0] + 1) if last else self.base_offset)
+
     def flush_indexes(self) -> None:
         """msync and fsync both indexes (a rolled segment's, with its .log, at the writer's flush)."""
         self.offset_index.flush()
