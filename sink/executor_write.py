@@ -65,6 +65,7 @@ class _Partition:
 
     def __init__(self, plan: WritePlan, topic: str, partition: int, stage_attempt: int):
         from seglog.indexer.commit_log import CommitLog
+        from seglog.indexer.committed_end import roll_back_to_committed
         from seglog.indexer.log import Log
 
         self.topic, self.partition = topic, partition
@@ -90,8 +91,7 @@ class _Partition:
                 self.skip = True
                 log.close()
                 return
-            if log.log_end_offset > committed:    # a failed attempt's partial output: never committed
-                log.truncate_to(committed)
+            roll_back_to_committed(log, committed)   # a failed attempt's partial output: never committed
             self.start = log.log_end_offset
             self.log = log
         except BaseException:

@@ -288,6 +288,7 @@ class SegmentLogSink:
 
     def _roll_back(self, topic: str, meta: TopicMetadata) -> None:
         """Truncate every partition whose log end is past its committed end (a crashed delivery)."""
+        from seglog.indexer.committed_end import roll_back_to_committed
         from seglog.indexer.log import Log
 
         ends = CommitLog(self.root, topic).end_offsets()
@@ -300,15 +301,14 @@ class SegmentLogSink:
                 if ro.log_end_offset <= committed:
                     continue
             with Log.open(path, meta.config, lock_timeout=self.lock_timeout) as log:
-                if log.log_end_offset > committed:
-                    log.truncate_to(committed)
-                    log.flush()
+                roll_back_to_committed(log, committed, flush=True)
 
     def _restore(self, topic: str, meta: TopicMetadata, existed: set[int]) -> None:
         """After a failed or refused write: every partition back to its committed end, its files as
         they were. Tasks killed mid-write leave preallocated indexes (a clean close trims them),
         segments rolled during the batch (their `.deleted` files held only uncommitted records, so
         no reader has them open: unlinked now), and folders of partitions this batch created."""
+        from seglog.indexer.committed_end import roll_back_to_committed
         from seglog.indexer.log import Log
         from seglog.indexer.names import DELETED_SUFFIX, parse_segment_file
 
@@ -319,8 +319,7 @@ class SegmentLogSink:
                 continue
             committed = ends.get(p, 0)
             with Log.open(path, meta.config, lock_timeout=self.lock_timeout) as log:
-                if log.log_end_offset > committed:
-                    log.truncate_to(committed)
+                roll_back_to_committed(log, committed)
                 empty = log.log_end_offset == 0
             for name in os.listdir(path):
                 parsed = parse_segment_file(name)
