@@ -320,9 +320,10 @@ class MmapIndex:
         self._entries = n
 
     def _ensure_slot(self) -> None:
-        """Make room for one more entry even in a trimmed or full file (the seal entry)."""
+        """Room for one more entry (the seal entry) in a trimmed or full file: grown by two zero
+        slots, so a crash before the entry is written leaves no slot that counts as an entry."""
         if self._entries >= self._slots:
-            os.ftruncate(self._fd, (self._entries + 1) * self.ENTRY_SIZE)
+            os.ftruncate(self._fd, (self._entries + 2) * self.ENTRY_SIZE)
             self._remap()
 
     def trim(self, *, fsync: bool = True) -> None:

@@ -175,7 +175,7 @@ class LogSegment:
             self.size = tail.valid_end
         n = len(tail.positions)
         self.next_offset = int(tail.last_offsets[-1]) + 1 if n else (last[0] + 1 if last else self.base_offset)
-        self.max_timestamp, self.offset_of_max_timestamp = _max_with_offset(entry, tail, self.base_offset)
+        self.max_timestamp, self.offset_of_max_timestamp = largest_with_offset(entry, tail, self.base_offset)
         self._max_known = True
         if self.size > 0:
             head = self.pread(0, BATCH_HEADER_SIZE)
@@ -355,7 +355,7 @@ class LogSegment:
         if entry is not None and self.indexes_trimmed():
             return entry   # trimmed: the seal entry is last (written before the trim)
         _, pos = self.offset_index.lookup(entry[1]) if entry else (None, 0)
-        return _max_with_offset(entry, self.scan(pos, self.size, check_crc=False), self.base_offset)
+        return largest_with_offset(entry, self.scan(pos, self.size, check_crc=False), self.base_offset)
 
     @property
     def closed(self) -> bool:
@@ -452,7 +452,7 @@ def read_checked(seg: "LogSegment", pos: int, prev_last: int):
         pos += good
 
 
-def _max_with_offset(entry, tail, base_offset: int) -> tuple[int, int]:
+def largest_with_offset(entry, tail, base_offset: int) -> tuple[int, int]:
     """(largest timestamp, last offset of the first batch holding it) from the last time index
     entry and a scan of the batches from that entry's batch on (a later batch counts only with a
     strictly larger timestamp, as the entry's batch was the first to reach its own)."""

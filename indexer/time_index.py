@@ -189,13 +189,6 @@ class TimeIndex(MmapIndex):
         self._entries += 1
         return True
 
-    def _ensure_slot(self) -> None:
-        """Room for the seal entry in a trimmed or full file: grown by two zero slots, so a crash
-        before the entry is written leaves no slot that counts as an entry."""
-        if self._entries >= self._slots:
-            os.ftruncate(self._fd, (self._entries + 2) * 12)
-            self._remap()
-
     def truncate_to(self, offset: int) -> None:
         """Drop every entry whose offset is >= offset (as Kafka's truncateTo): an entry (T, O) with
         O < offset still keeps its promise once the records at or after offset are gone; the others

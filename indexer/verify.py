@@ -118,13 +118,11 @@ def _check_time_index(seg, scan) -> list[str]:
 
 def _check_seal_entry(seg, scan) -> list[str]:
     """A sealed segment's last time index entry holds its largest timestamp (docs/spec.md §2.4)."""
-    if not len(scan.positions):
+    from seglog.indexer.segment import largest_with_offset
+
+    expected = largest_with_offset(None, scan, seg.base_offset)
+    if expected[0] < 0:
         return []
-    maxes = np.asarray(scan.max_timestamps, dtype=np.int64)
-    largest = int(maxes.max())
-    if largest < 0:
-        return []
-    expected = (largest, int(scan.last_offsets[int(np.argmax(maxes))]))
     entry = seg.time_index.last_entry()
     if entry != expected:
         return [f"{seg.time_index_path}: sealed segment's last time index entry {entry} is not its largest "
