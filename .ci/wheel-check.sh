@@ -15,7 +15,9 @@ say() { echo "wheel-check: $*" >&2; }
 wheel=$(ls "$work"/dist/seglog-*.whl)
 tops=$("$PY" -c "import sys, zipfile; print(' '.join(sorted({n.split('/')[0] for n in zipfile.ZipFile(sys.argv[1]).namelist() if '.dist-info' not in n})))" "$wheel")
 [ "$tops" = "seglog" ] || { say "the wheel installs top-level names '$tops'; only 'seglog' may land in site-packages"; exit 1; }
-say "built $(basename "$wheel"): top-level name '$tops'"
+"$PY" -c "import sys, zipfile; sys.exit('seglog/jars/seglog-spark.jar' not in zipfile.ZipFile(sys.argv[1]).namelist())" "$wheel" \
+  || { say "the wheel does not ship seglog/jars/seglog-spark.jar (bash scripts/build-jar.sh first)"; exit 1; }
+say "built $(basename "$wheel"): top-level name '$tops', with the connector jar"
 
 "$PY" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel[sidecar]"
@@ -45,6 +47,9 @@ with Log.open(f"{root}/events-0", readonly=True) as log:
     assert [r.offset for r in rows] == list(range(200))
     assert log.offset_for_timestamp(1_700_000_000_150) == 150
     assert log.offset_for_timestamp(1_800_000_000_000) is None
+from pathlib import Path
+from seglog import jvm
+assert Path(jvm.jar_path()).stat().st_size > 0
 print("round trip ok", file=sys.stderr)
 PY
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The newcomer's set-up: a virtualenv in .venv with seglog and what `seglog demo` needs (Spark and
 # the sidecar). Nothing else: no Helm, no Kafka or Delta jars (scripts/setup-test.sh adds those).
-# Idempotent: a second run only checks. Needs Python 3.10+ and Java 17+.
+# Idempotent: a second run only checks. Needs Python 3.10+, Java 17+ and Maven (the connector jar).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -14,4 +14,6 @@ if ! pip install -e ".[spark,sidecar${SEGLOG_EXTRAS:+,$SEGLOG_EXTRAS}]" > "$log"
   cat "$log" >&2; rm -f "$log"; exit 1
 fi
 rm -f "$log"
+# seglog's Spark connector (jvm/) into seglog/jars/, where the editable install and the wheel find it
+SEGLOG_JAR_SKIP_TESTS=${SEGLOG_JAR_SKIP_TESTS-1} bash scripts/build-jar.sh
 echo "seglog is set up in .venv ($(.venv/bin/python --version), seglog $(.venv/bin/python -c 'import seglog; print(seglog.__version__)'))"

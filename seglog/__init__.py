@@ -7,4 +7,4 @@ configuration; `seglog.errors` is the ground module of errors and `seglog.cli` t
 """
 from __future__ import annotations
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -62,3 +62,8 @@ class ReadOnlyLogError(SeglogError):
 
 class StorageError(SeglogError, OSError):
     """The filesystem refused what seglog needs (no space to reserve, no locks, no hard links)."""
+
+
+class ConnectorJarError(SeglogError):
+    """seglog's Spark connector jar (seglog/jars/seglog-spark.jar) is missing, or a Spark session runs
+    another version of it than the installed seglog."""

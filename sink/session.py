@@ -10,6 +10,8 @@ import re
 import sys
 from pathlib import Path
 
+from seglog.jvm import with_jar
+
 # Local runs print Spark's warnings only from ERROR up (the demo's output stays readable).
 _LOG4J2 = """rootLogger.level = error
 rootLogger.appenderRef.stdout.ref = console
@@ -78,9 +80,10 @@ def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool 
         .config("spark.python.daemon.module", "seglog.worker_daemon")
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_cached_file('log4j2.properties', _LOG4J2)}")
     )
+    # seglog's connector jar (the JVM reader and writer) first, then Delta's when asked for.
+    builder = builder.config("spark.jars", with_jar(",".join(delta_jars()) if with_delta else None))
     if with_delta:
         builder = (builder
-                   .config("spark.jars", ",".join(delta_jars()))
                    .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
                    .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
     for key, value in (extra_conf or {}).items():
