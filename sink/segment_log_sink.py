@@ -49,6 +49,9 @@ from seglog.sink.input_schema import InputColumns, SinkInputError, validate_sche
 
 _WRITER_RE = re.compile(r"[A-Za-z0-9._-]{1,200}")   # fullmatch: `$` lets "id\n" through
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
+# Kafka's default partitioner, from the connector jar (kafka-clients' murmur2; no javac at run time)
+MURMUR2_UDF = "seglog_murmur2_partition"
+MURMUR2_CLASS = "io.seglog.spark.write.Murmur2Partition"
 ARROW_BATCH_ROWS = 100_000
 # A record's time, from the `timestamp` column (timestamp or timestamp_ntz): NTZ is read in the
 # session time zone, as Spark's CAST does. The write and the quarantine routing both use it.
