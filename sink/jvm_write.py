@@ -12,6 +12,7 @@ and goes with the run's staging folder.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -25,14 +26,16 @@ SLOT = "_slot"
 STAGED_COLUMNS = (SLOT, "key", "value", "ts", "headers")
 
 
-def staging_dir(root: str | os.PathLike, writer_id: str, batch_id: int, run_id: str) -> Path:
+def writer_staging(root: str | os.PathLike, writer_id: str, topics) -> Path:
+    """Every delivery of one writer to one set of topics (whose writer locks the driver holds, so
+    nothing else writes here): a crashed delivery's leftovers are removed from here."""
+    key = hashlib.sha1("\0".join(sorted(topics)).encode()).hexdigest()[:16]
+    return Path(root) / META_DIR / "staging" / writer_id / key
+
+
+def staging_dir(root: str | os.PathLike, writer_id: str, topics, batch_id: int, run_id: str) -> Path:
     """Where one delivery's tasks stage their segments (removed after the batch, committed or not)."""
-    return Path(root) / META_DIR / "staging" / writer_id / str(batch_id) / run_id
-
-
-def writer_staging(root: str | os.PathLike, writer_id: str) -> Path:
-    """Every delivery of one writer: a crashed driver's leftovers are removed from here."""
-    return Path(root) / META_DIR / "staging" / writer_id
+    return writer_staging(root, writer_id, topics) / f"{batch_id}-{run_id}"
 
 
 def max_batch_bytes(config: Mapping[str, Any]) -> int:

@@ -9,26 +9,22 @@ Per call `(df, batch_id)`:
 4. Topics are created (or checked). With a `topic` column one aggregate finds the batch's topics;
    otherwise no job runs before the write: the checks ride in the one write pass (a partition out of
    range fails the slot expression, a record over max.message.bytes or a timestamp out of range under
-   policy `fail` is refused by `Log.append_columns` in the task), and a refused batch is rolled back
-   and reported by `_explain` naming the record. Under policy `quarantine` out-of-range rows are
-   routed to the quarantine topic in SQL.
+   policy `fail` fails the JVM task), and a refused batch is rolled back and reported by `_explain`
+   naming the record. Under policy `quarantine` out-of-range rows are routed to the quarantine topic in SQL.
 5. Roll back: any partition whose log end is past its committed end (a crashed delivery) is
-   truncated back under its lock.
-6. The write: a JVM expression gives every row its slot (topic, partition): the `partition` column,
-   else Kafka's murmur2 of the key, else a hash of the value for a null key; a shuffle on the slot groups
-   rows so that one task writes each partition; `mapInArrow` with `sink.executor_write.TaskWriter`
-   is the only Python pass.
-7. Commit once per topic, holding the written partitions' locks (so a late task attempt cannot
-   truncate between the check and the commit), then remove this batch's markers. On failure every
-   partition is truncated back to its committed end: a refused batch leaves the log as it was.
-
-Murmur2 in the JVM: Spark has no kafka-clients jar and `reflect` takes no binary arguments, so a tiny
-Java UDF (`sink.jvm_murmur2`) is compiled with javac on first use and cached; without javac a first
-Python pass computes the keyed partitions (`sink.partitioner`), at the cost of a second transfer.
+   truncated back under its lock; a crashed delivery's staged files are removed.
+6. The write, one JVM pass and no shuffle (sink/jvm_write.py): a SQL expression gives every row its
+   slot (topic, partition): the `partition` column, else Kafka's murmur2 of the key (the connector
+   jar's UDF, `io.seglog.spark.write.Murmur2Partition`), else a hash of the value for a null key; each
+   input task stages its rows as sealed segments per slot; the driver publishes each partition's
+   staged segments in task order at its log end (indexer/staged.py) and fsyncs.
+7. Commit once per topic, holding the written partitions' locks, then remove the staged files. On
+   failure every partition is truncated back to its committed end: a refused batch leaves the log as it was.
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import shutil
@@ -44,7 +40,10 @@ from seglog.errors import InvalidRecordError, RecordTooLargeError, TimestampOutO
 from seglog.indexer.locks import FileLock, lock_path, partition_lock
 from seglog.indexer.names import partition_dir_name, validate_topic
 from seglog.indexer.topics import TopicMetadata, create_topic, forget_uncommitted_topic, load_topic
-from seglog.sink.executor_write import RESULT_SCHEMA, SLOT, INT64_MAX, TaskWriter, WritePlan, inflight_dir
+from seglog.indexer.log import Log
+from seglog.indexer.staged import publish
+from seglog.sink.jvm_write import (INT64_MAX, SLOT, run_staged_write, stage_config, staged_by_slot, staging_dir,
+                                   writer_staging)
 from seglog.sink.input_schema import InputColumns, SinkInputError, validate_schema
 
 _WRITER_RE = re.compile(r"[A-Za-z0-9._-]{1,200}")   # fullmatch: `$` lets "id\n" through
@@ -52,7 +51,6 @@ QUERY_ID_PROPERTY = "sql.streaming.queryId"
 # Kafka's default partitioner, from the connector jar (kafka-clients' murmur2; no javac at run time)
 MURMUR2_UDF = "seglog_murmur2_partition"
 MURMUR2_CLASS = "io.seglog.spark.write.Murmur2Partition"
-ARROW_BATCH_ROWS = 100_000
 # A record's time, from the `timestamp` column (timestamp or timestamp_ntz): NTZ is read in the
 # session time zone, as Spark's CAST does. The write and the quarantine routing both use it.
 EVENT_TIME = "CAST(timestamp AS TIMESTAMP)"
@@ -108,11 +106,15 @@ class SegmentLogSink:
         self.lock_timeout = lock_timeout
         self.jvm_partitioner = jvm_partitioner
         self.last_results: list[dict] = []       # the last batch's per-partition results (driver side)
+        self.last_task_rows: list[int] = []      # rows each write task staged in the last batch (skew)
         self.last_timings: dict[str, float] = {}  # the last batch's phases in seconds: where time goes
 
     # ------------------------------------------------------------------ entry point
     def __call__(self, df, batch_id: int) -> None:
         cols = validate_schema(df.schema)
+        if self.topic is not None and cols.has_topic:
+            # Spark's Kafka sink: the `topic` option overrides the topic column.
+            cols = dataclasses.replace(cols, has_topic=False)
         spark = df.sparkSession
         writer = self.writer_id or spark.sparkContext.getLocalProperty(QUERY_ID_PROPERTY) or "default"
         if not _WRITER_RE.fullmatch(writer):
@@ -164,6 +166,8 @@ class SegmentLogSink:
             t0 = time.perf_counter()
             for t in todo:
                 self._roll_back(t, metas[t])
+            # a crashed delivery's staged files (never published past a commit) go too
+            shutil.rmtree(writer_staging(self.root, writer, todo), ignore_errors=True)
             timings["roll_back_s"] = time.perf_counter() - t0
             run_id = uuid.uuid4().hex
             existed = {t: {p for p in range(metas[t].partitions)
@@ -186,8 +190,8 @@ class SegmentLogSink:
                     raise
                 raise explained from exc
             finally:
-                for t in todo:
-                    shutil.rmtree(inflight_dir(self.root, t, writer, batch_id), ignore_errors=True)
+                # this delivery's staged files: published (moved) or never to be
+                shutil.rmtree(staging_dir(self.root, writer, todo, batch_id, run_id), ignore_errors=True)
             self.last_results = results
 
     # ------------------------------------------------------------------ driver steps
@@ -349,28 +353,23 @@ class SegmentLogSink:
 
     def _write(self, df, cols, topic_expr, metas, todo, quarantine, writer, batch_id, run_id, now) -> list[dict]:
         from pyspark.sql import functions as F
+        from pyspark.sql.types import IntegerType
 
         spark = df.sparkSession
         t_expr, n_expr, base_expr, slots = self._slot_sql(cols, topic_expr, metas, todo, quarantine, now)
         staged = df.withColumn("_t", F.expr(t_expr))
         # Null keys: spread by a hash of the value. Deterministic (unlike Kafka's sticky partitioner) so
-        # that a retried task or a rerun stage sends every row to the same partition (executor_write).
+        # that a retried task or a rerun stage sends every row to the same partition.
         spread_cols = "value, timestamp" if cols.has_timestamp else "value"
         spread = f"CAST(pmod(xxhash64({spread_cols}), {n_expr}) AS INT)"
         key_bin = "CAST(key AS BINARY)" if cols.key_is_string else "key"
         if cols.has_key:
-            use_jvm = self.jvm_partitioner
-            if use_jvm is None or use_jvm:
-                from seglog.sink.jvm_murmur2 import UDF_NAME, register_udf
-                registered = register_udf(spark)
-                if use_jvm and not registered:
-                    raise SinkInputError("jvm_partitioner=True but no javac is available to build the UDF")
-                use_jvm = registered
-            if use_jvm:
-                keyed = f"{UDF_NAME}({key_bin}, {n_expr})"
-            else:
+            if self.jvm_partitioner is False:
                 staged = _python_key_partitions(staged.withColumn("_n", F.expr(n_expr)), cols)
                 keyed = "_kp"
+            else:
+                spark.udf.registerJavaFunction(MURMUR2_UDF, MURMUR2_CLASS, IntegerType())
+                keyed = f"{MURMUR2_UDF}({key_bin}, {n_expr})"
             p_expr = f"coalesce({keyed}, {spread})"
         else:
             p_expr = spread
@@ -384,40 +383,37 @@ class SegmentLogSink:
                       f"CAST(partition AS STRING), '; nothing was written')) "
                       f"ELSE CAST(partition AS INT) END)")
         staged = staged.withColumn(SLOT, F.expr(f"{base_expr} + {p_expr}")).where(f"{SLOT} IS NOT NULL")
-        if cols.has_timestamp:
-            # One rule for every use of the timestamp column (the write and the quarantine routing):
-            # a TimestampNTZ value is a wall time in the session time zone, as Spark's CAST says.
-            staged = staged.withColumn("timestamp", F.expr(EVENT_TIME))
-        keep = [c for c in ("key", "value", "timestamp", "headers") if c in df.columns] + [SLOT]
-        ntasks = self.tasks or max(1, min(len(slots), 2 * spark.sparkContext.defaultParallelism))
-        confs = {}
+        # The JVM writer's five columns (sink/jvm_write.py): one rule for every use of the timestamp
+        # column (a TimestampNTZ value is a wall time in the session time zone, as Spark's CAST says).
+        staged = staged.selectExpr(
+            SLOT,
+            f"{key_bin} AS key" if cols.has_key else "CAST(NULL AS BINARY) AS key",
+            "CAST(value AS BINARY) AS value",
+            f"unix_micros({EVENT_TIME}) AS ts" if cols.has_timestamp else "CAST(NULL AS BIGINT) AS ts",
+            "headers" if cols.has_headers else
+            "CAST(NULL AS ARRAY<STRUCT<key: STRING, value: BINARY>>) AS headers")
         if self.tasks:
-            grouped = staged.select(*keep).repartition(ntasks, SLOT)
-        elif df.rdd.getNumPartitions() == 1:
-            # One input partition: its one task sees every row, so it alone writes every log
-            # partition, in input order; no shuffle (a stage fewer for small micro-batches).
-            grouped = staged.select(*keep)
-        else:
-            # At most `ntasks` shuffle partitions, merged by adaptive execution when small: a Python
-            # task costs ~100 ms or more to start, so a 1,000-row micro-batch should be one task.
-            # Merging keeps whole slots together, so each log partition still has one writer.
-            grouped = staged.select(*keep).repartition(SLOT)
-            confs = {"spark.sql.shuffle.partitions": str(ntasks), "spark.sql.adaptive.enabled": "true",
-                     "spark.sql.adaptive.coalescePartitions.enabled": "true"}
-        configs = {}
-        for t in todo:
-            c = dict(metas[t].config)
-            if t in quarantine:
-                # Out-of-range rows were rerouted in SQL against the driver's `now`: the tasks
-                # must not refuse a borderline row that the routing kept.
-                c["message.timestamp.before.max.ms"] = INT64_MAX
-                c["message.timestamp.after.max.ms"] = INT64_MAX
-            configs[t] = c
-        plan = WritePlan(self.root, writer, batch_id, run_id, tuple(slots), configs, self.lock_timeout)
-        confs["spark.sql.execution.arrow.maxRecordsPerBatch"] = str(ARROW_BATCH_ROWS)
-        with _session_confs(spark, confs):
-            rows = grouped.mapInArrow(TaskWriter(plan), RESULT_SCHEMA).collect()
-        return [r.asDict() for r in rows]
+            staged = staged.repartition(self.tasks)
+        configs = {t: metas[t].topic_config() for t in todo}
+        # Out-of-range rows of a quarantined topic were rerouted in SQL against the driver's `now`:
+        # the tasks must not refuse a borderline row that the routing kept.
+        slot_configs = [stage_config(configs[t], unbounded_time=t in quarantine) for t, _ in slots]
+        staging = staging_dir(self.root, writer, todo, batch_id, run_id)
+        reports = run_staged_write(staged, staging, slot_configs)
+        results = []
+        for slot, segments in sorted(staged_by_slot(reports).items()):
+            t, p = slots[slot]
+            with Log.open(Path(self.root) / partition_dir_name(t, p), configs[t],
+                          lock_timeout=self.lock_timeout) as log:
+                start = log.log_end_offset
+                publish(log, segments)
+                log.flush()   # durable before the commit makes it visible
+                end = log.log_end_offset
+            results.append({"topic": t, "partition": p, "start": start, "end": end,
+                            "records": sum(s.records for s in segments), "bytes": sum(s.size for s in segments),
+                            "tasks": sum(1 for r in reports for o in r["outputs"] if o["slot"] == slot)})
+        self.last_task_rows = [sum(o["records"] for o in r["outputs"]) for r in reports]
+        return results
 
     def _commit(self, todo, metas, results, writer, batch_id) -> None:
         for t in todo:
@@ -430,22 +426,6 @@ class SegmentLogSink:
             finally:
                 for lock in reversed(locks):
                     lock.release()
-
-
-@contextlib.contextmanager
-def _session_confs(spark, confs: dict[str, str]):
-    """Set session confs for the write job only, and put the user's values back."""
-    saved = {k: spark.conf.get(k, None) for k in confs}
-    try:
-        for k, v in confs.items():
-            spark.conf.set(k, v)
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 def _show(key) -> str:
