@@ -28,7 +28,8 @@ import java.util.List;
  *   grew; never the all-zero entry while the segment is written (docs/format.md "Time index").</li>
  * <li>Every staged segment is sealed when finished (seal entry, trimmed indexes), so whichever
  *   segment follows it at publish time, it is a valid sealed segment (docs/spec.md §2.5).</li>
- * <li>Every file is fsynced before the task reports it; the publisher fsyncs again after patching.</li>
+ * <li>No fsync here: a staged file is either copied (its copy is fsynced by the Log's flush) or
+ *   patched and renamed by the driver, which fsyncs it after patching and before the commit.</li>
  * </ul>
  */
 final class SegmentStager {
@@ -246,12 +247,11 @@ final class SegmentStager {
         timeCount = 0;
     }
 
-    /** Seal (the seal entry, as LogSegment.seal), write both indexes trimmed, fsync every file. */
+    /** Seal (the seal entry, as LogSegment.seal) and write both indexes trimmed. */
     private void closeSegment() throws IOException {
         if (maxTs >= 0) {
             maybeAppendTime(maxTs, offsetOfMax, true);
         }
-        log.force(true);
         log.close();
         log = null;
         ByteBuffer idx = ByteBuffer.allocate(offCount * 8);
@@ -275,7 +275,6 @@ final class SegmentStager {
             while (data.hasRemaining()) {
                 ch.write(data);
             }
-            ch.force(true);
         }
     }
 }
