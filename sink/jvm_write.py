@@ -1,7 +1,6 @@
 """The sink's executor side, on the JVM and without a shuffle: each input task stages its own segments.
 
-`run_staged_write` hands the batch's DataFrame, projected to `_slot, key, value, ts, headers`
-(`STAGED_COLUMNS`), to `io.seglog.spark.write.StagedWrite` in the connector jar (seglog.jvm): every
+`run_staged_write` hands the batch's DataFrame, projected to `STAGED_COLUMNS`, to `io.seglog.spark.write.StagedWrite` in the connector jar (seglog.jvm): every
 input task encodes its rows, per log partition (slot), into staged segments under the run's staging
 folder, and reports them. No row crosses to Python and no row is shuffled. The driver then publishes
 the reports in task order (`indexer.staged.publish`) and commits (sink/segment_log_sink.py).
@@ -22,8 +21,14 @@ from seglog.indexer.names import META_DIR
 from seglog.indexer.staged import StagedSegment
 
 INT64_MAX = (1 << 63) - 1
-SLOT = "_slot"
-STAGED_COLUMNS = (SLOT, "key", "value", "ts", "headers")
+# The write job's input columns, by position: the row's topic's first slot, its partition count, its
+# partition where SQL decides it (the partition column, a null key's spread; NULL: Kafka's murmur2 of
+# the key, computed by the JVM writer), then the record.
+STAGED_COLUMNS = ("_base", "_n", "_p", "key", "value", "ts", "headers")
+# Kafka's default partitioner as a SQL function, from the connector jar (kafka-clients' murmur2; no
+# javac at run time): `spark.udf.registerJavaFunction(MURMUR2_UDF, MURMUR2_CLASS, IntegerType())`.
+MURMUR2_UDF = "seglog_murmur2_partition"
+MURMUR2_CLASS = "io.seglog.spark.write.Murmur2Partition"
 
 
 def writer_staging(root: str | os.PathLike, writer_id: str, topics) -> Path:

@@ -43,16 +43,13 @@ from seglog.indexer.names import partition_dir_name, validate_topic
 from seglog.indexer.topics import TopicMetadata, create_topic, forget_uncommitted_topic, load_topic
 from seglog.indexer.log import Log
 from seglog.indexer.staged import RENAME_MIN_BYTES, publish
-from seglog.sink.jvm_write import (INT64_MAX, SLOT, run_staged_write, stage_config, staged_by_slot, staging_dir,
+from seglog.sink.jvm_write import (INT64_MAX, run_staged_write, stage_config, staged_by_slot, staging_dir,
                                    writer_staging)
 from seglog.sink.input_schema import InputColumns, SinkInputError, validate_schema
 
 _WRITER_RE = re.compile(r"[A-Za-z0-9._-]{1,200}")   # fullmatch: `$` lets "id\n" through
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 PUBLISH_THREADS = 8   # partitions published at once by the driver
-# Kafka's default partitioner, from the connector jar (kafka-clients' murmur2; no javac at run time)
-MURMUR2_UDF = "seglog_murmur2_partition"
-MURMUR2_CLASS = "io.seglog.spark.write.Murmur2Partition"
 # A record's time, from the `timestamp` column (timestamp or timestamp_ntz): NTZ is read in the
 # session time zone, as Spark's CAST does. The write and the quarantine routing both use it.
 EVENT_TIME = "CAST(timestamp AS TIMESTAMP)"
@@ -357,25 +354,21 @@ class SegmentLogSink:
         return t_expr, n_expr, base_expr, slots
 
     def _write(self, df, cols, topic_expr, metas, todo, quarantine, writer, batch_id, run_id, now) -> list[dict]:
-        from pyspark.sql import functions as F
-        from pyspark.sql.types import IntegerType
-
-        spark = df.sparkSession
         t_expr, n_expr, base_expr, slots = self._slot_sql(cols, topic_expr, metas, todo, quarantine, now)
-        staged = df.withColumn("_t", F.expr(t_expr))
+        staged = df.selectExpr("*", f"{t_expr} AS _t")
         # Null keys: spread by a hash of the value. Deterministic (unlike Kafka's sticky partitioner) so
         # that a retried task or a rerun stage sends every row to the same partition.
         spread_cols = "value, timestamp" if cols.has_timestamp else "value"
         spread = f"CAST(pmod(xxhash64({spread_cols}), {n_expr}) AS INT)"
         key_bin = "CAST(key AS BINARY)" if cols.key_is_string else "key"
-        if cols.has_key:
-            if self.jvm_partitioner is False:
-                staged = _python_key_partitions(staged.withColumn("_n", F.expr(n_expr)), cols)
-                keyed = "_kp"
-            else:
-                spark.udf.registerJavaFunction(MURMUR2_UDF, MURMUR2_CLASS, IntegerType())
-                keyed = f"{MURMUR2_UDF}({key_bin}, {n_expr})"
-            p_expr = f"coalesce({keyed}, {spread})"
+        if cols.has_key and self.jvm_partitioner is False:
+            # the Python reference partitioner (sink.partitioner), one extra pass
+            staged = _python_key_partitions(staged.selectExpr("*", f"{n_expr} AS _n"), cols)
+            p_expr = f"coalesce(_kp, {spread})"
+        elif cols.has_key:
+            # NULL for a keyed row: the JVM writer takes Kafka's murmur2 partition of its key
+            # (io.seglog.spark.write.Murmur2Partition, kafka-clients' own function)
+            p_expr = f"(CASE WHEN key IS NULL THEN {spread} END)"
         else:
             p_expr = spread
         if cols.has_partition:
@@ -387,16 +380,15 @@ class SegmentLogSink:
                       f"' partitions (0 to ', CAST({n_expr} - 1 AS STRING), '); the batch has a row with partition ', "
                       f"CAST(partition AS STRING), '; nothing was written')) "
                       f"ELSE CAST(partition AS INT) END)")
-        staged = staged.withColumn(SLOT, F.expr(f"{base_expr} + {p_expr}")).where(f"{SLOT} IS NOT NULL")
-        # The JVM writer's five columns (sink/jvm_write.py): one rule for every use of the timestamp
-        # column (a TimestampNTZ value is a wall time in the session time zone, as Spark's CAST says).
+        # The JVM writer's columns (sink/jvm_write.py, STAGED_COLUMNS); one rule for every use of the
+        # timestamp column (a TimestampNTZ value is a wall time in the session time zone, as Spark's CAST says).
         staged = staged.selectExpr(
-            SLOT,
+            f"{base_expr} AS _base", f"{n_expr} AS _n", f"{p_expr} AS _p",
             f"{key_bin} AS key" if cols.has_key else "CAST(NULL AS BINARY) AS key",
             "CAST(value AS BINARY) AS value",
             f"unix_micros({EVENT_TIME}) AS ts" if cols.has_timestamp else "CAST(NULL AS BIGINT) AS ts",
             "headers" if cols.has_headers else
-            "CAST(NULL AS ARRAY<STRUCT<key: STRING, value: BINARY>>) AS headers")
+            "CAST(NULL AS ARRAY<STRUCT<key: STRING, value: BINARY>>) AS headers").where("_base IS NOT NULL")
         if self.tasks:
             staged = staged.repartition(self.tasks)
         configs = {t: metas[t].topic_config() for t in todo}

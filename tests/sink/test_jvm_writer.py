@@ -46,11 +46,12 @@ def _stage(spark, tmp: Path, cfg_map: dict, recs, slots: int = 1):
     n = len(values)
     from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType, StructField,
                                    StructType)
-    schema = StructType([StructField("_slot", IntegerType()), StructField("key", BinaryType()),
+    schema = StructType([StructField("_base", IntegerType()), StructField("_n", IntegerType()),
+                         StructField("_p", IntegerType()), StructField("key", BinaryType()),
                          StructField("value", BinaryType()), StructField("ts", LongType()),
                          StructField("headers", ArrayType(StructType([StructField("key", StringType()),
                                                                       StructField("value", BinaryType())])))])
-    rows = [(i % slots, keys[i], values[i], ts[i] * 1000,
+    rows = [(0, slots, i % slots, keys[i], values[i], ts[i] * 1000,
              [(h["key"], h["value"]) for h in headers[i]] if headers[i] is not None else None) for i in range(n)]
     df = spark.createDataFrame(rows, schema).coalesce(1).select(*STAGED_COLUMNS)
     with Log.open(tmp / "cfg-0", cfg_map) as probe:
@@ -161,7 +162,7 @@ def test_the_jars_murmur2_partition_is_kafkas_for_every_key(spark):
     from pyspark.sql.types import IntegerType
 
     from seglog.sink.partitioner import partition_for_key
-    from seglog.sink.segment_log_sink import MURMUR2_CLASS, MURMUR2_UDF
+    from seglog.sink.jvm_write import MURMUR2_CLASS, MURMUR2_UDF
 
     spark.udf.registerJavaFunction(MURMUR2_UDF, MURMUR2_CLASS, IntegerType())
     rng = random.Random(5)

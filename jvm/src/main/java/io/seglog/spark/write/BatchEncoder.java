@@ -29,7 +29,8 @@ final class BatchEncoder {
     BatchEncoder(int maxBatchBytes, boolean logAppendTime) {
         this.maxBatchBytes = maxBatchBytes;
         this.logAppendTime = logAppendTime;
-        this.buf = ByteBuffer.allocate(Math.min(Math.max(maxBatchBytes, 1024), 1 << 20) + HEADER_SIZE);
+        // small at first, grown to what the batches need (many partitions per task stay cheap)
+        this.buf = ByteBuffer.allocate(Math.min(Math.max(maxBatchBytes, 1024), 64 << 10) + HEADER_SIZE);
         reset();
     }
 

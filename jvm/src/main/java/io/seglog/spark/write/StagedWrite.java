@@ -23,9 +23,11 @@ import org.apache.spark.sql.catalyst.util.ArrayData;
  * {@code <staging>/t<task>-a<attempt>/}, and reports them; the Python driver (sink/segment_log_sink.py)
  * publishes the reports of the successful attempts in task order and commits the batch.
  *
- * <p>Input columns, by position (the driver's projection): {@code _slot int} (the log partition's
- * slot in the plan), {@code key binary}, {@code value binary}, {@code ts long} (microseconds since
- * the epoch, null: now), {@code headers array<struct<key string, value binary>>}.
+ * <p>Input columns, by position (the driver's projection, sink/jvm_write.py): {@code _base int} (the
+ * first slot of the row's topic in the plan), {@code _n int} (its partition count), {@code _p int}
+ * (the partition; null: Kafka's default partitioner of the key, murmur2 from kafka-clients),
+ * {@code key binary}, {@code value binary}, {@code ts long} (microseconds since the epoch, null: now),
+ * {@code headers array<struct<key string, value binary>>}.
  */
 public final class StagedWrite {
     private StagedWrite() {}
@@ -82,22 +84,30 @@ public final class StagedWrite {
         try {
             while (it.hasNext()) {
                 InternalRow row = it.next();
-                int slot = row.getInt(0);
+                byte[] key = row.isNullAt(3) ? null : row.getBinary(3);
+                int partition;
+                if (!row.isNullAt(2)) {
+                    partition = row.getInt(2);
+                } else if (key != null) {
+                    partition = Murmur2Partition.partition(key, row.getInt(1));
+                } else {
+                    throw new IllegalStateException("seglog: a row with a null key and no partition");
+                }
+                int slot = row.getInt(0) + partition;
                 StageConfig cfg = plan.slots[slot];
                 SegmentStager stager = stagers.get(slot);
                 if (stager == null) {
                     stager = new SegmentStager(dir, "s" + slot, cfg, now);
                     stagers.put(slot, stager);
                 }
-                byte[] key = row.isNullAt(1) ? null : row.getBinary(1);
-                byte[] value = row.isNullAt(2) ? null : row.getBinary(2);
+                byte[] value = row.isNullAt(4) ? null : row.getBinary(4);
                 long ts;
                 if (cfg.logAppendTime) {
                     ts = now;
-                } else if (row.isNullAt(3)) {
+                } else if (row.isNullAt(5)) {
                     ts = now;
                 } else {
-                    ts = row.getLong(3) / 1000;
+                    ts = row.getLong(5) / 1000;
                     if (ts < 0) {
                         throw new IllegalArgumentException("seglog InvalidRecordError: a record has a timestamp " + ts
                                 + " ms before the epoch (1970-01-01T00:00:00Z); Kafka records cannot hold such times");
@@ -106,8 +116,8 @@ public final class StagedWrite {
                 }
                 byte[][] hKeys = null;
                 byte[][] hValues = null;
-                if (!row.isNullAt(4)) {
-                    ArrayData hs = row.getArray(4);
+                if (!row.isNullAt(6)) {
+                    ArrayData hs = row.getArray(6);
                     int n = hs.numElements();
                     hKeys = new byte[n][];
                     hValues = new byte[n][];
