@@ -311,6 +311,55 @@ class Log:
             i = j
         self._segments.note_active_max()
 
+    # ------------------------------------------------------------------ batches and segments written elsewhere
+    def append_encoded(self, enc: EncodedBatches, now: int | None = None) -> None:
+        """Append batches encoded elsewhere (the sink's JVM writer, indexer/staged.py), their base
+        offsets already from `log_end_offset` on: the topic's codec and the partition's leader epoch
+        applied, then the roll and index rules of any append, so the bytes are those `append_columns`
+        writes for the same batches. The caller checked max.message.bytes and timestamps."""
+        self._check_writable()
+        if enc.num_batches == 0:
+            return
+        if int(enc.base_offsets[0]) != self.log_end_offset:
+            raise InvalidRecordError(f"{self.path}: batches from offset {int(enc.base_offsets[0])} appended at "
+                                     f"the log end {self.log_end_offset}")
+        enc = self._with_leader_epoch(compress_encoded(enc, topic_codec(self.config["compression.type"])))
+        self._dirty = True
+        self._write_batches(enc, now_ms() if now is None else now)
+
+    def takes_whole_segments(self) -> bool:
+        """Whether `adopt_segment` may be used: uncompressed topic, leader epoch 0 (seglog's own
+        folders), so a segment written elsewhere needs no byte changed but its base offsets."""
+        self._check_writable()
+        return (topic_codec(self.config["compression.type"]) == 0
+                and self._segments.active.max_leader_epoch == 0)
+
+    def adopt_segment(self, files: Mapping[str, str]) -> int:
+        """Make a finished segment written elsewhere the new active segment at the log end, by rename:
+        `files` maps `.log`, `.index`, `.timeindex` to paths; its batches already carry base offsets
+        from `log_end_offset` on (fsynced), its indexes are relative to that base. A roll first: the
+        active segment is sealed and retired (an empty one gives way: its `.log` goes first, so no
+        reader lists a segment without its indexes); the indexes are renamed in before the `.log`
+        (a segment exists when its `.log` does). Returns the base offset. The caller fsyncs the folder."""
+        from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file
+
+        self._check_writable()
+        base = self.log_end_offset
+        active = self._segments.active
+        if active.size > 0:
+            active.seal(active.next_offset, durable=False)   # as _roll_active
+            self._segments.retire_active()
+        else:
+            active.close()
+            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                segment_file(self.path, base, suffix).unlink(missing_ok=True)
+            self._segments.bases.pop()
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX):
+            os.replace(files[suffix], segment_file(self.path, base, suffix))
+        self._segments.adopt_active(base)
+        self._dirty = True
+        return base
+
     # ------------------------------------------------------------------ rolling and sealing
     def _roll_active(self) -> LogSegment:
         old = self._segments.active

@@ -29,12 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seglog.indexer.columns import EncodedBatches, compress_encoded
-from seglog.indexer.compression import topic_codec
+from seglog.indexer.columns import EncodedBatches
 from seglog.indexer.fsutil import fsync_dir
-from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file
+from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from seglog.indexer.records import CREATE_TIME, LOG_APPEND_TIME
-from seglog.indexer.segment import now_ms
 
 BATCHES_SUFFIX = ".batches"
 BATCH_META = np.dtype([("position", ">i8"), ("last", ">i8"), ("first_ts", ">i8"), ("max_ts", ">i8"),
@@ -62,8 +60,7 @@ class StagedSegment:
 def publish(log, staged: list[StagedSegment], *, rename_min_bytes: int = RENAME_MIN_BYTES) -> None:
     """Append every staged segment, in order, at the end of `log` (open writable, its lock held).
     The caller flushes the log (fsync) before committing."""
-    renamable = (topic_codec(log.config["compression.type"]) == 0
-                 and log.active_segment.max_leader_epoch == 0)
+    renamable = log.takes_whole_segments()
     renamed = False
     for seg in staged:
         if seg.records == 0:
@@ -80,7 +77,6 @@ def publish(log, staged: list[StagedSegment], *, rename_min_bytes: int = RENAME_
 def _copy(log, seg: StagedSegment) -> None:
     meta = seg.meta()
     tstype = LOG_APPEND_TIME if log.config.log_append_time else CREATE_TIME
-    codec = topic_codec(log.config["compression.type"])
     ends = np.append(meta["position"][1:], seg.size).astype(np.int64)
     fd = os.open(seg.stem + LOG_SUFFIX, os.O_RDONLY)
     try:
@@ -99,12 +95,9 @@ def _copy(log, seg: StagedSegment) -> None:
             bases = log.log_end_offset + rel_bases - rel_bases[0]
             positions = np.append(part["position"].astype(np.int64) - start, end - start)
             _patch_bases(data, positions[:-1], bases)
-            enc = EncodedBatches(memoryview(data), positions, bases, bases + counts - 1,
-                                 part["first_ts"].astype(np.int64), part["max_ts"].astype(np.int64),
-                                 counts, int(counts.sum()), tstype, data)
-            enc = log._with_leader_epoch(compress_encoded(enc, codec))
-            log._dirty = True
-            log._write_batches(enc, now_ms())
+            log.append_encoded(EncodedBatches(memoryview(data), positions, bases, bases + counts - 1,
+                                              part["first_ts"].astype(np.int64), part["max_ts"].astype(np.int64),
+                                              counts, int(counts.sum()), tstype, data))
             i = j
     finally:
         os.close(fd)
@@ -118,34 +111,13 @@ def _patch_bases(data: bytearray, positions: np.ndarray, bases: np.ndarray) -> N
 
 def _rename(log, seg: StagedSegment) -> None:
     meta = seg.meta()
-    base = log.log_end_offset
     counts = meta["count"].astype(np.int64)
-    bases = base + meta["last"].astype(np.int64) - counts + 1
+    bases = log.log_end_offset + meta["last"].astype(np.int64) - counts + 1
     fd = os.open(seg.stem + LOG_SUFFIX, os.O_RDWR)
     try:
         for pos, b in zip(meta["position"].tolist(), bases.tolist()):
             os.pwrite(fd, _BASE.pack(b), pos)          # per batch, never per record
-        os.fsync(fd)
+        os.fsync(fd)                                    # the real offsets are durable before the rename
     finally:
         os.close(fd)
-    segments = log._segments
-    active = segments.active
-    if active.size > 0:
-        # a roll: the segment left behind is sealed now (indexer/log.py's _roll_active)
-        active.seal(active.next_offset, durable=False)
-        segments.retire_active()
-    else:
-        # an empty active segment at `base` gives way to the staged one: .log first, so that no
-        # reader lists a segment whose indexes are gone
-        active.close()
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-            segment_file(log.path, base, suffix).unlink(missing_ok=True)
-        segments.bases.pop()
-    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX):
-        os.replace(seg.stem + suffix, segment_file(log.path, base, suffix))
-    new = segments.open_segment(base, active=True)
-    new.load_state()
-    segments.bases.append(base)
-    segments.active = new
-    segments._forget_timestamps()
-    log._dirty = True
+    log.adopt_segment({suffix: seg.stem + suffix for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)})
