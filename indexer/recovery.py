@@ -110,7 +110,7 @@ def _recover_segment(d: Path, config, base: int, next_base: int | None, report: 
         if not active and not problems:
             problems = seg.offset_index.sanity_check() + seg.time_index.sanity_check()
         if not (had_index and had_time_index) or problems or not _tail_matches_index(seg):
-            # Missing (a segment from before time indexes: seed 001), damaged, or written by seglog
+            # Missing (a segment from before time indexes: docs/spec.md §2.4), damaged, or written by seglog
             # 0.2 (time index entries pointing at a next offset): indexed again from the log.
             why = "missing" if not (had_index and had_time_index) else (
                 "; ".join(problems) or "last entries do not match the log")
