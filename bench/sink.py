@@ -1,7 +1,7 @@
 """Sink benchmark (docs/spec.md §11): SegmentLogSink against Delta's append, in one session.
 
-Method (docs/DEVELOPING.md): every case is warmed up first (JIT, Python workers, Delta's log), then
-measured in interleaved rounds (seglog, Delta, seglog, Delta, ...); each round gives one ratio and the
+Method (bench/method.py, docs/DEVELOPING.md): every case is warmed up first (JIT, Delta's log), then
+measured in interleaved rounds (seglog, Delta, Delta, seglog, ...); each round gives one ratio and the
 result is the median of the per-round ratios with their min and max. No figure comes from a single
 run or from runs of one system measured apart from the other's.
 
@@ -21,8 +21,9 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from bench import method
 
 TS = 1_700_000_000_000
 
@@ -36,25 +37,14 @@ def _frame(spark, rows: int, partitions: int):
                     F.timestamp_millis(F.lit(TS) + F.col("id")).alias("timestamp")))
 
 
-def _seconds(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-def _interleaved(a, b, rounds: int, ratio) -> dict:
-    """Warm both once, then `rounds` rounds of (a, b); the per-round ratio(a_s, b_s)."""
-    a()
-    b()
-    ta, tb, ratios = [], [], []
-    for _ in range(rounds):
-        sa, sb = _seconds(a), _seconds(b)
-        ta.append(sa)
-        tb.append(sb)
-        ratios.append(ratio(sa, sb))
-    return {"seglog_s": ta, "delta_s": tb, "ratios": ratios, "median": statistics.median(ratios),
-            "min": min(ratios), "max": max(ratios), "seglog_median_s": statistics.median(ta),
-            "delta_median_s": statistics.median(tb)}
+def _compare(seglog, delta, rounds: int, seglog_over_delta: bool, warmup: int = 1) -> dict:
+    """bench/method.py's interleaved rounds; the ratio Delta/seglog (throughput multiple) or
+    seglog/Delta (time multiple), median with min and max."""
+    times = method.interleaved({"seglog": seglog, "delta": delta}, rounds, warmup=warmup)
+    r = (method.ratio(times["seglog"], times["delta"]) if seglog_over_delta
+         else method.ratio(times["delta"], times["seglog"]))
+    return dict(r, seglog_s=times["seglog"], delta_s=times["delta"],
+                seglog_median_s=statistics.median(times["seglog"]), delta_median_s=statistics.median(times["delta"]))
 
 
 def _peak_heap_mb(spark, fn) -> dict:
@@ -105,7 +95,7 @@ def run(quick: bool = False, spark=None, big: bool = False) -> dict:
                 def delta():
                     df.write.format("delta").mode("append").save(fresh("delta"))
 
-                r = _interleaved(seglog, delta, rounds, lambda s, d: d / s)
+                r = _compare(seglog, delta, rounds, seglog_over_delta=False)
                 sink = last["sink"]
                 r["seglog_rows_per_s"] = rows / r["seglog_median_s"]
                 r["delta_rows_per_s"] = rows / r["delta_median_s"]
@@ -129,10 +119,9 @@ def run(quick: bool = False, spark=None, big: bool = False) -> dict:
         def delta_small():
             small.write.format("delta").mode("append").save(str(work / "small-delta"))
 
-        for _ in range(3):   # more warm-up: the first batches create the topic and the table
-            seglog_small()
-            delta_small()
-        out["micro_batch_1000_rows"] = _interleaved(seglog_small, delta_small, rounds * 2, lambda s, d: s / d)
+        # three warm-up runs each: the first batches create the topic and the table
+        out["micro_batch_1000_rows"] = _compare(seglog_small, delta_small, rounds * 2, seglog_over_delta=True,
+                                                warmup=3)
         out["micro_batch_1000_rows"]["phases_s_last_round"] = dict(small_sink.last_timings)
         small.unpersist()
 
