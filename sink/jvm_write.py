@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from seglog.indexer.names import META_DIR
+from seglog.jvm import check_session
 from seglog.indexer.staged import StagedSegment
 
 INT64_MAX = (1 << 63) - 1
@@ -69,6 +70,7 @@ def run_staged_write(staged_df, staging: Path, slot_configs: list[dict]) -> list
     """Run the write job; one report per input task: {task, attempt, outputs: [{slot, records,
     bytes, segments: [{stem, size, records, batches}]}]}."""
     spark = staged_df.sparkSession
+    check_session(spark)   # a session without the connector jar: a typed error naming the jar
     plan = json.dumps({"staging": str(staging), "slots": slot_configs})
     jvm = spark.sparkContext._jvm
     reports = jvm.io.seglog.spark.write.StagedWrite.run(staged_df._jdf, plan)

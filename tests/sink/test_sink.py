@@ -334,3 +334,23 @@ def test_timestamp_ntz_is_read_in_the_session_time_zone(spark, tmp_path):
         spark.conf.set("spark.sql.session.timeZone", previous)
     (rec,) = read_topic(root, "ntz", 1)[0]
     assert rec.timestamp == int(dt.datetime(2024, 1, 1, 5, 0, tzinfo=dt.timezone.utc).timestamp() * 1000)
+
+
+def test_no_shuffle_every_input_task_writes_its_rows_in_task_order(spark, tmp_path):
+    """The write has no shuffle: each input task stages its own rows for every log partition (no
+    skew: a partition's rows come from every task), and each partition holds them in task order,
+    then in input order, with dense offsets."""
+    root = str(tmp_path)
+    df = spark.range(0, 4000, numPartitions=4).selectExpr(
+        "CAST(CAST(id AS STRING) AS BINARY) AS key", "CAST(concat('value-', id) AS BINARY) AS value")
+    sink = SegmentLogSink(root, topic="ev", partitions=3)
+    sink(df, 0)
+    assert sorted(sink.last_task_rows) == [1000] * 4          # the largest task's share: 1/4
+    assert sorted(r["partition"] for r in sink.last_results) == [0, 1, 2]
+    assert all(r["tasks"] == 4 for r in sink.last_results)     # every partition written by every task
+    got = read_topic(root, "ev", 3)
+    for p in range(3):
+        ids = [int(r.key) for r in got[p]]
+        assert ids == sorted(ids) and all(partition_for_key(r.key, 3) == p for r in got[p])
+        assert [r.offset for r in got[p]] == list(range(len(ids)))
+    assert sum(len(v) for v in got.values()) == 4000
