@@ -6,7 +6,7 @@ folder, and reports them. No row crosses to Python and no row is shuffled. The d
 the reports in task order (`indexer.staged.publish`) and commits (sink/segment_log_sink.py).
 
 Retries: Spark returns one report per input partition, from the attempt that succeeded; a failed
-or speculative attempt stages into its own folder (`t<task>-a<attempt>`), which is never published
+or speculative attempt stages into its own folder (`t<task>-<taskAttemptId>`), which is never published
 and goes with the run's staging folder.
 """
 from __future__ import annotations

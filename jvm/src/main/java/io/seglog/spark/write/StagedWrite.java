@@ -20,7 +20,7 @@ import org.apache.spark.sql.catalyst.util.ArrayData;
 /**
  * The sink's executor side on the JVM, without a shuffle (docs/internals.md, "jvm/"): every input
  * task encodes its own rows, per log partition, into staged segments under
- * {@code <staging>/t<task>-a<attempt>/}, and reports them; the Python driver (sink/segment_log_sink.py)
+ * {@code <staging>/t<task>-<taskAttemptId>/}, and reports them; the Python driver (sink/segment_log_sink.py)
  * publishes the reports of the successful attempts in task order and commits the batch.
  *
  * <p>Input columns, by position (the driver's projection, sink/jvm_write.py): {@code _base int} (the
@@ -77,7 +77,10 @@ public final class StagedWrite {
         TaskContext ctx = TaskContext.get();
         int task = ctx == null ? 0 : ctx.partitionId();
         int attempt = ctx == null ? 0 : ctx.attemptNumber();
-        Path dir = Paths.get(plan.staging, "t" + task + "-a" + attempt);
+        // taskAttemptId is unique in the application: a zombie attempt of an earlier stage attempt
+        // can never write into the folder of the attempt whose report is published
+        long attemptId = ctx == null ? 0 : ctx.taskAttemptId();
+        Path dir = Paths.get(plan.staging, "t" + task + "-" + attemptId);
         long now = System.currentTimeMillis();
         Map<Integer, SegmentStager> stagers = new TreeMap<>();
         boolean ok = false;
