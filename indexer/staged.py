@@ -59,17 +59,24 @@ class StagedSegment:
 
 def publish(log, staged: list[StagedSegment], *, rename_min_bytes: int = RENAME_MIN_BYTES) -> None:
     """Append every staged segment, in order, at the end of `log` (open writable, its lock held).
-    The caller flushes the log (fsync) before committing."""
+    Runs of large ones are renamed in together (only the last is opened, as the active segment);
+    small ones are copied. The caller flushes the log (fsync) before committing."""
     renamable = log.takes_whole_segments()
+    run: list[StagedSegment] = []
     renamed = False
     for seg in staged:
         if seg.records == 0:
             continue
         if renamable and seg.size >= rename_min_bytes:
-            _rename(log, seg)
-            renamed = True
-        else:
-            _copy(log, seg)
+            run.append(seg)
+            continue
+        if run:
+            _rename(log, run)
+            run, renamed = [], True
+        _copy(log, seg)
+    if run:
+        _rename(log, run)
+        renamed = True
     if renamed:
         fsync_dir(log.path)   # the renames are durable before the commit that makes them visible
 
@@ -109,15 +116,26 @@ def _patch_bases(data: bytearray, positions: np.ndarray, bases: np.ndarray) -> N
     buf[positions[:, None] + np.arange(8)] = bases.astype(">i8").view(np.uint8).reshape(-1, 8)
 
 
-def _rename(log, seg: StagedSegment) -> None:
-    meta = seg.meta()
-    counts = meta["count"].astype(np.int64)
-    bases = log.log_end_offset + meta["last"].astype(np.int64) - counts + 1
-    fd = os.open(seg.stem + LOG_SUFFIX, os.O_RDWR)
-    try:
-        for pos, b in zip(meta["position"].tolist(), bases.tolist()):
-            os.pwrite(fd, _BASE.pack(b), pos)          # per batch, never per record
-        os.fsync(fd)                                    # the real offsets are durable before the rename
-    finally:
-        os.close(fd)
-    log.adopt_segment({suffix: seg.stem + suffix for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)})
+def _rename(log, run: list[StagedSegment]) -> None:
+    """Patch each staged segment's batch base offsets in place, fsync its files, rename them all in."""
+    base = log.log_end_offset
+    for seg in run:
+        meta = seg.meta()
+        counts = meta["count"].astype(np.int64)
+        bases = base + meta["last"].astype(np.int64) - counts + 1
+        fd = os.open(seg.stem + LOG_SUFFIX, os.O_RDWR)
+        try:
+            for pos, b in zip(meta["position"].tolist(), bases.tolist()):
+                os.pwrite(fd, _BASE.pack(b), pos)          # per batch, never per record
+            os.fsync(fd)                                    # the real offsets durable before the rename
+        finally:
+            os.close(fd)
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):   # sealed: trusted by readers once renamed in
+            fd = os.open(seg.stem + suffix, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        base += seg.records
+    log.adopt_segments([({suffix: seg.stem + suffix for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)},
+                         seg.records) for seg in run])
