@@ -11,11 +11,12 @@ Two ways in, both giving valid segments (docs/spec.md §2):
   roll and index rules of any append, the topic's codec, the partition's leader epoch): the same
   bytes as `Log.append_columns` of the same batches. For small outputs (micro-batches must not
   leave tiny segments) and compressed topics.
-- rename: each batch's base offset is patched in place (outside the CRC, docs/format.md "Record
-  batches"), the file fsynced, the active segment sealed and retired (a roll), then the staged
-  `.index`, `.timeindex` and, last, `.log` renamed to `<B>.*` (a segment exists when its `.log`
-  does) and opened as the new active segment. Its index entries, relative to the segment's base
-  and to positions in its own file, hold as they are.
+- rename (large outputs): each batch's base offset is patched in place (outside the CRC,
+  docs/format.md "Record batches"), the files fsynced, then `Log.adopt_segments` rolls (seals and
+  retires the active segment) and renames each segment's `.index`, `.timeindex` and, last, `.log`
+  to `<B>.*` (a segment exists when its `.log` does); a run of them goes in together, sealed as
+  the JVM left them, the last opened as the active segment. Index entries, relative to the
+  segment's base and to positions in its own file, hold as they are.
 
 Crash safety: nothing here is visible before the sink's commit (readers stop at the committed end,
 docs/spec.md §4); a crash part way leaves records past the committed end, which the next delivery
