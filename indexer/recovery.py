@@ -248,10 +248,12 @@ def finish_truncation(d: Path, config, topic: str | None, partition: int | None,
         # Below the log start: everything goes and the log restarts empty at `offset`.
         for base in sorted(bases, reverse=True):
             rename_deleted(d, base)
-        fd = os.open(segment_file(d, offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT, 0o644)
-        os.close(fd)
+        # The log start is lowered before the new segment appears: a reader lists the segments first
+        # and reads the checkpoint after, so one that sees the new segment also sees its log start.
         if topic is not None:
             checkpoint.reset_log_start_offset(d.parent, topic, partition, offset)
+        fd = os.open(segment_file(d, offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT, 0o644)
+        os.close(fd)
         report.append(f"{d}: truncated fully, restarting at offset {offset}")
         keep, cut_base = [offset], offset
     else:
