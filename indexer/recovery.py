@@ -20,7 +20,8 @@ import json
 import os
 from pathlib import Path
 
-from seglog.indexer import checkpoint
+from seglog.indexer import checkpoint, clean_swap
+from seglog.indexer.cleaner_checkpoint import may_have_gaps
 from seglog.errors import CorruptRecordError
 from seglog.indexer.fsutil import atomic_write, fsync_dir
 from seglog.indexer.names import (DELETED_SUFFIX, log_bases, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_file,
@@ -51,6 +52,9 @@ def recover(d: Path, config, topic: str | None, partition: int | None) -> list[s
     alone and returns what was repaired, one line each. `topic`/`partition` name the folder's entry
     in the root's log start checkpoint (None outside a root)."""
     report: list[str] = []
+    # An interrupted clean first: finished or undone from its file names (indexer/clean_swap.py).
+    clean_swap.recover_swaps(d, rename_deleted, report)
+    dense = not may_have_gaps(d, config)
     _drop_orphan_indexes(d, report)
     _drop_stale_temp_files(d, report)
     intent = d / TRUNCATE_INTENT
@@ -59,7 +63,7 @@ def recover(d: Path, config, topic: str | None, partition: int | None) -> list[s
     bases = sorted(b for b in _log_bases(d))
     for i, base in enumerate(bases):
         last = i == len(bases) - 1
-        _recover_segment(d, config, base, None if last else bases[i + 1], report)
+        _recover_segment(d, config, base, None if last else bases[i + 1], report, dense)
     return report
 
 
@@ -85,7 +89,7 @@ def _drop_orphan_indexes(d: Path, report: list[str]) -> None:
             report.append(f"{d / name}: index without a .log, set aside as {name}{DELETED_SUFFIX}")
 
 
-def _recover_segment(d: Path, config, base: int, next_base: int | None, report: list[str]) -> None:
+def _recover_segment(d: Path, config, base: int, next_base: int | None, report: list[str], dense: bool) -> None:
     if next_base is not None and sealed_summary(d, base, next_base) is not None:
         return  # sealed: trusted without opening it; reads check CRCs, `verify` checks everything
     log_path = segment_file(d, base, LOG_SUFFIX)
@@ -101,6 +105,7 @@ def _recover_segment(d: Path, config, base: int, next_base: int | None, report: 
     # Opened as if active (indexes preallocated): an inactive segment is sealed at the end, and an
     # index taken as found may have no room for what a rebuild writes.
     seg = LogSegment(d, base, config, writable=True, active=True)
+    seg.dense = dense
     try:
         # The O(1) checks made at open (last entries in order, the last slot zero), plus the last
         # entries against the log below: every open pays for this, so it must not scan a
@@ -269,6 +274,7 @@ def finish_truncation(d: Path, config, topic: str | None, partition: int | None,
             fh.flush()
             os.fsync(fh.fileno())
         seg = LogSegment(d, cut_base, config, writable=True, active=True)
+        seg.dense = not may_have_gaps(d, config)
         try:
             seg.truncate_indexes(offset)
             if not _tail_matches_index(seg) or seg.offset_index.sanity_check() or seg.time_index.sanity_check():
