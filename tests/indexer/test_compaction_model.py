@@ -33,6 +33,7 @@ settings_st = st.fixed_dictionaries({
     "index.interval.bytes": st.sampled_from([0, 100, 4096]),
     "min.compaction.lag.ms": st.sampled_from([0, 0, 5_000, 60_000]),
     "delete.retention.ms": st.sampled_from([0, 3_000, 30_000]),
+    "compression.type": st.sampled_from(["producer", "producer", "gzip", "lz4"]),
 })
 op_st = st.one_of(
     st.tuples(st.just("append"), st.lists(rec_st, min_size=1, max_size=25)),
