@@ -12,7 +12,7 @@ are copied as they are. Per batch:
   last sequence stay), with the delete horizon (now + delete.retention.ms, KIP-534: attribute bit 6,
   base timestamp = the horizon) set the first time it is cleaned with a tombstone in it, and
   compressed again with its own codec;
-- none survives: dropped, except a bare header (no records, its last offset kept) for the group's
+- none survives: dropped, except a bare header (no records, no timestamps, its last offset kept) for the group's
   last batch (so a cleaned segment ends where the segments it replaces ended, docs/spec.md §3.9) and
   for a batch of an idempotent or transactional producer (Kafka keeps those for producer state).
 """
@@ -132,9 +132,13 @@ def filter_chunk(buf, scan, ctx: FilterContext, aborted: np.ndarray, keep_last: 
                 else:
                     base_ts = first
                 first_ts[j] = first
-            else:   # a bare header, as Kafka's writeEmptyHeader: no first timestamp, the batch's max
+            else:
+                # A bare header, as Kafka's writeEmptyHeader, but with no max timestamp either: a
+                # batch without records must not hold the segment's largest timestamp, or the time
+                # index would name a batch whose records (none) never reach it (Kafka's
+                # DumpLogSegments --verify-index-only checks entries against the records).
                 a &= ~DELETE_HORIZON_FLAG_MASK
-                base_ts, max_ts = NO_TIMESTAMP, h.max_timestamp
+                base_ts, max_ts = NO_TIMESTAMP, NO_TIMESTAMP
             fields["attributes"][j] = a
             fields["base_timestamp"][j] = base_ts
             fields["max_timestamp"][j] = max_ts

@@ -150,7 +150,12 @@ def clean_log(log, *, now: int | None = None, dedupe_buffer_bytes: int = DEFAULT
 def _clean_group(log, group: list[clean_plan.CleanFacts], ctx: FilterContext, fates, result: CleanResult) -> None:
     d = log.path
     base, end = group[0].base, group[-1].next_offset
-    out = LogSegment(d, base, log.config, writable=True, active=True, create=True, file_suffix=CLEANED_SUFFIX)
+    # Indexes preallocated for what the group can need (the plan bounded it by segment.index.bytes),
+    # not the full segment.index.bytes: trimming a large preallocation costs more than the rewrite.
+    entries = sum(f.index_entries + f.time_index_entries + 2 for f in group) + 2
+    small = log.config.with_overrides({"segment.index.bytes": min(log.config["segment.index.bytes"],
+                                                                  max(24, entries * 12))})
+    out = LogSegment(d, base, small, writable=True, active=True, create=True, file_suffix=CLEANED_SUFFIX)
     try:
         for k, f in enumerate(group):
             seg = log.segment(f.base)
