@@ -430,7 +430,6 @@ class SegmentLogSink:
                     lock.release()
 
 
-@contextlib.contextmanager
 def _refuse_keyless(df, cols: InputColumns, topic_expr: str, metas) -> None:
     """A compacted topic takes only keyed records, as Kafka (docs/spec.md §3.9): refused before
     anything is written, at the cost of one query, and only for batches that write such a topic."""
@@ -447,6 +446,7 @@ def _refuse_keyless(df, cols: InputColumns, topic_expr: str, metas) -> None:
                               f"null key; every record needs a key; nothing was written")
 
 
+@contextlib.contextmanager
 def _session_confs(spark, confs: dict[str, str]):
     """Set session confs for the write job only, and put the user's values back."""
     saved = {k: spark.conf.get(k, None) for k in confs}
