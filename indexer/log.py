@@ -26,7 +26,7 @@ from seglog.indexer.compression import topic_codec
 from seglog.indexer.leader_epochs import checkpoint_max_epoch
 from seglog.indexer.cleaner_checkpoint import may_have_gaps
 from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, MissingKeyError,
-                            OffsetOutOfRangeError, ReadOnlyLogError, RecordTooLargeError,
+                            OffsetOutOfRangeError, ReadOnlyLogError, RecordTooLargeError, SegmentDeletedError,
                             TimestampOutOfRangeError)
 from seglog.indexer.locks import partition_lock
 from seglog.indexer.names import DELETED_SUFFIX, log_bases, parse_partition_dir
@@ -396,11 +396,21 @@ class Log:
                     f"{seg.log_path}: the .log is empty but offsets {seg.base_offset} to "
                     f"{bases[i + 1] - 1} belonged to it: those records are lost")
             pos, header, prev_last = seg.position_of(max(start, seg.base_offset))
+            last_seen = None
             if header is not None:
                 for file_pos, buf, scan in _checked_chunks(seg, pos, prev_last):
                     yield seg, file_pos, buf, scan
-                    if len(scan.last_offsets) and int(scan.last_offsets[-1]) >= end - 1:
-                        return
+                    if len(scan.last_offsets):
+                        last_seen = int(scan.last_offsets[-1])
+                        if last_seen >= end - 1:
+                            return
+            if (self.readonly and not self._segments.dense and last_seen is not None and i + 1 < len(bases)
+                    and last_seen + 1 != bases[i + 1]):
+                # A cleaned segment always ends where the next begins (docs/spec.md §3.9): a hole
+                # here is a listing taken while the cleaner swapped a group in. Never skip it.
+                raise SegmentDeletedError(
+                    f"{self.path}: segment {seg.base_offset} ends at offset {last_seen} but the next one listed "
+                    f"starts at {bases[i + 1]}: segments were swapped in while in use; open the log again")
             i += 1
 
     def read(self, offset: int | None = None, max_offset: int | None = None, *,

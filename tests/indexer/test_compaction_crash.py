@@ -118,3 +118,26 @@ def test_recovery_undoes_a_clean_before_its_commit_point(tmp_path, leftover):
         assert [(r.offset, r.key, r.value, r.timestamp) for r in log.read()] == before
         assert log.verify() == []
     assert not [f for f in os.listdir(path) if f.endswith((".cleaned", ".swap"))]
+
+
+def test_a_reader_listing_taken_mid_swap_never_skips_records(tmp_path):
+    """Between the old segments' rename to .deleted and the .swap's rename in, a lock-free reader's
+    listing lacks the group: reading across that hole raises (the source opens the log again), never
+    returns the records after it as if the group's were not there."""
+    from seglog.errors import SegmentDeletedError
+
+    path = tmp_path / "state-0"
+    _fill(path)
+    with Log.open(path, CFG) as log:
+        log.clean(NOW, force=True)
+        bases = log.segment_bases()
+        records = [r.offset for r in log.read()]
+    middle = bases[len(bases) // 2]
+    log_file = path / f"{middle:020d}.log"
+    os.replace(log_file, str(log_file) + ".deleted")           # the group is gone, its swap not yet in
+    with Log.open(path, readonly=True) as reader:
+        with pytest.raises(SegmentDeletedError, match="swapped in while in use"):
+            list(reader.read())
+    os.replace(str(log_file) + ".deleted", log_file)            # the swap is in
+    with Log.open(path, readonly=True) as reader:
+        assert [r.offset for r in reader.read()] == records
