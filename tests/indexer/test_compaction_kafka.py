@@ -102,3 +102,43 @@ def test_a_kafka_consumer_reads_the_cleaned_partition(serving_broker, tmp_path):
     got = consume_all(broker, TOPIC, isolation="read_uncommitted")
     assert [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for r in got] == \
         [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for r in records]
+
+
+@pytest.mark.kafka
+def test_cleaning_a_brokers_transactional_partition(kafka_broker, tmp_path):
+    """A broker's partition with transactions (two transactional producers, some aborts, a plain
+    producer; keys, null keys, tombstones; lz4 and gzip batches), copied into a seglog root and
+    cleaned: aborted records and records without a key go, the latest committed record per key
+    stays at its offset, transaction markers stay, the active segment is untouched, and a
+    read_committed read equals brute force over what the broker's consumer returned."""
+    from tests.indexer.test_kafka_broker_read import write_transactions
+    from tests.kafka_clients import consume_all, create_topic
+
+    topic = "compact-txn"
+    create_topic(kafka_broker, topic, 1, {"segment.ms": "10000"})   # CreateTime going 10 s on rolls
+    write_transactions(kafka_broker, topic, random.Random(14))
+    committed = consume_all(kafka_broker, topic, isolation="read_committed")
+    part = tmp_path / f"{topic}-0"
+    import shutil
+
+    shutil.copytree(kafka_broker.partition_dir(topic), part)
+    cfg = dict(CONFIG, **{"segment.bytes": 4096, "delete.retention.ms": 86_400_000})
+    with Log.open(part, cfg) as log:
+        active = log.segment_bases()[-1]
+        assert active > 0
+        result = log.clean(now_ms(), force=True)
+        assert result.cleaned and result.first_dirty_after == active
+        got = [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers))
+               for r in log.read(isolation_level="read_committed")]
+        uncommitted = [r.offset for r in log.read(isolation_level="read_uncommitted")]
+        assert log.verify() == []
+    latest: dict[bytes, int] = {}
+    for r in committed:
+        if r.offset < active and r.key is not None:
+            latest[r.key] = r.offset
+    want = [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for r in committed
+            if r.offset >= active or (r.key is not None and latest[r.key] == r.offset)]
+    assert got == want
+    # Below the active segment nothing aborted is left, so both isolation levels agree there.
+    assert [o for o in uncommitted if o < active] == [w[0] for w in want if w[0] < active]
+    assert len(got) < len(committed)
