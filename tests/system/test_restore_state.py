@@ -79,6 +79,15 @@ def test_state_restored_from_a_compacted_topic(spark, tmp_path):
     # "Restart": a fresh read of the topic restores exactly the state the job had.
     assert restore(spark, root) == state
 
+    # A read positioned inside a cleaned range starts at the next surviving offset.
+    with lr.open_log(TOPIC, 0, readonly=True) as log:
+        offsets = [r.offset for r in log.read()]
+    gap = next(o + 1 for o, n in zip(offsets, offsets[1:]) if n > o + 1)
+    start = {TOPIC: {"0": gap, "1": -2}}
+    rows = (spark.read.format("seglog").option("topic", TOPIC).option("startingOffsets", json.dumps(start))
+            .load(root).where("partition = 0").select("offset").collect())
+    assert sorted(r["offset"] for r in rows) == [o for o in offsets if o >= gap]
+
 
 def test_sink_refuses_a_null_key_for_a_compacted_topic(spark, tmp_path):
     root = str(tmp_path)
