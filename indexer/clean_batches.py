@@ -203,10 +203,7 @@ def keys_and_offsets(buf, scan, aborted: np.ndarray, start: int) -> tuple[pa.Arr
     keys = rows.column(0)
     ok = pc.is_valid(keys)
     if skip.any():
-        counts = scan.record_counts
         last = np.array([h.last_offset for h in scan.headers], dtype=np.int64)
-        offs = rows.column(2).to_numpy()
-        b = np.searchsorted(last, offs, side="left")
+        b = np.searchsorted(last, rows.column(2).to_numpy(), side="left")   # each record's batch
         ok = pc.and_(ok, pa.array(~skip[b]))
-        del counts
     return keys.filter(ok), rows.column(2).filter(ok)

@@ -3,8 +3,8 @@
 per chunk of batches (indexer/clean_batches.py) and the file work (indexer/clean_swap.py).
 
 Invariants kept here:
-- The active segment and everything from the first uncleanable offset on are never read for
-  rewriting, let alone changed.
+- The active segment and everything from the first uncleanable offset on (which is also at most
+  the sink's committed end) are never read for rewriting, let alone changed.
 - Surviving records keep their offsets; every cleaned segment keeps its group's first base and ends
   with its group's last batch, so segment bases and the next offset of each segment do not change.
 - The cleaner checkpoint names the partition before the first swap (so readers know offsets may
@@ -63,10 +63,23 @@ def segment_facts(log) -> list[clean_plan.CleanFacts]:
     return facts
 
 
+def committed_end(log) -> int | None:
+    """The sink's committed end of this partition (its high watermark), when the topic has a commit
+    log: nothing at or above it is cleaned, since the sink may still take it back (as Kafka cleans
+    nothing past the last stable offset, which is at most the high watermark)."""
+    if log.topic is None:
+        return None
+    from seglog.indexer.commit_log import CommitLog
+
+    ends = CommitLog(log.path.parent, log.topic).end_offsets()
+    return ends.get(log.partition, 0) if ends else None
+
+
 def current_plan(log, now: int | None = None) -> clean_plan.CleanPlan:
     """What a clean would cover now (`seglog describe`, the metrics)."""
     return clean_plan.plan(segment_facts(log), log.config, checkpoint=cleaner_offset(log.path),
-                           log_start=log.log_start_offset, now=now_ms() if now is None else now)
+                           log_start=log.log_start_offset, now=now_ms() if now is None else now,
+                           first_unstable=committed_end(log))
 
 
 def _chunks_with_last(seg: LogSegment):
@@ -102,7 +115,8 @@ def clean_log(log, *, now: int | None = None, dedupe_buffer_bytes: int = DEFAULT
     log.flush()
     facts = segment_facts(log)
     checkpoint = cleaner_offset(log.path)
-    plan = clean_plan.plan(facts, cfg, checkpoint=checkpoint, log_start=log.log_start_offset, now=now)
+    plan = clean_plan.plan(facts, cfg, checkpoint=checkpoint, log_start=log.log_start_offset, now=now,
+                           first_unstable=committed_end(log))
     result = CleanResult(plan)
     if not plan.dirty_bytes or not (plan.due or force):
         return result
@@ -113,11 +127,12 @@ def clean_log(log, *, now: int | None = None, dedupe_buffer_bytes: int = DEFAULT
 
     # 1. The offset map over the dirty section, whole segments, within the budget.
     builder = OffsetMapBuilder(dedupe_buffer_bytes, plan.first_dirty)
+    open_txn = False
     for f in facts[:-1]:
         if f.base < plan.first_dirty or f.next_offset > plan.first_uncleanable:
             continue
         seg = log.segment(f.base)
-        parts, open_txn = [], False
+        parts = []
         for _, buf, scan in read_checked(seg, 0, seg.base_offset - 1):
             if _open_transaction(scan, fates):
                 open_txn = True       # Kafka cleans only below the first unstable offset
@@ -127,6 +142,8 @@ def clean_log(log, *, now: int | None = None, dedupe_buffer_bytes: int = DEFAULT
             break
         result.dirty_bytes_cleaned += f.size
     result.map_peak_bytes = builder.peak_bytes
+    if builder.end == plan.first_dirty and open_txn:
+        return result          # an open transaction in the first dirty segment: nothing cleanable yet
     if builder.end == plan.first_dirty:
         raise CompactionError(f"{log.path}: the dedupe buffer ({dedupe_buffer_bytes} bytes, "
                               f"log.cleaner.dedupe.buffer.size) cannot hold the keys of the first dirty "

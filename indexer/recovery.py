@@ -237,10 +237,39 @@ class TruncationResult:
 def _rewrite_straddling(seg: LogSegment, pos: int, header, offset: int) -> bytes:
     """The batch holding `offset` rewritten to keep only its records below it (new length, CRC)."""
     records = decode_batch(seg.pread(pos, header.size), 0)
+    if any(r.offset != header.base_offset + i for i, r in enumerate(records)):
+        return _rewrite_sparse(header, [r for r in records if r.offset < offset])
     keep = [Record(key=r.key, value=r.value, timestamp=r.timestamp, headers=r.headers)
             for r in records if r.offset < offset]
     append_time = header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME else None
     return encode_batch(header.base_offset, keep, append_time_ms=append_time)
+
+
+def _rewrite_sparse(header, keep: list[Record]) -> bytes:
+    """A cleaned batch (offset gaps inside it, docs/spec.md §3.9) cut before the truncation point:
+    its kept records at their own offsets, its base offset, producer fields and delete horizon kept,
+    the last offset now its last kept record's."""
+    import numpy as np
+    import pyarrow as pa
+
+    from seglog.indexer.batch_layout import COMPRESSION_CODEC_MASK, DELETE_HORIZON_FLAG_MASK
+    from seglog.indexer.columns import HEADER_TYPE, encode_sparse_batches
+
+    ts = np.array([r.timestamp for r in keep], dtype=np.int64)
+    horizon = header.attributes & DELETE_HORIZON_FLAG_MASK
+    fields = {"base_offset": header.base_offset, "last_offset_delta": keep[-1].offset - header.base_offset,
+              "leader_epoch": header.partition_leader_epoch, "attributes": header.attributes & ~COMPRESSION_CODEC_MASK,
+              "base_timestamp": header.base_timestamp if horizon else int(ts[0]),
+              "max_timestamp": header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME else int(ts.max()),
+              "producer_id": header.producer_id, "producer_epoch": header.producer_epoch,
+              "base_sequence": header.base_sequence}
+    fields = {k: np.array([v], dtype=np.int64) for k, v in fields.items()}
+    headers = pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in keep], type=HEADER_TYPE)
+    data, _ = encode_sparse_batches(fields, np.array([0, len(keep)], dtype=np.int64),
+                                    pa.array([r.key for r in keep], pa.binary()),
+                                    pa.array([r.value for r in keep], pa.binary()),
+                                    np.array([r.offset for r in keep], dtype=np.int64), ts, headers)
+    return data
 
 
 def finish_truncation(d: Path, config, topic: str | None, partition: int | None, intent: dict,
