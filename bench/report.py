@@ -97,6 +97,14 @@ def summary_markdown(results: Path) -> str:
                     f"steady time x{sc['steady_time_growth_10x_segments']:.1f}, memory "
                     f"x{sc['memory_growth_10x_segments']:.2f} | | | memory flat | "
                     f"{_ok(sc['memory_growth_10x_segments'], 1.2, False)} |")
+    cp = _load(results, "compaction")
+    if cp:
+        for c in cp["cases"]:
+            r = c["clean_vs_raw_ratio"]
+            rows.append(f"| compaction clean, {c['log_mb']} MB dirty log | {c['clean_mb_per_s_median']:.0f} MB/s, peak RSS "
+                        f"+{c['peak_rss_growth_mb']:.0f} MB (map {c['map_mb']:.1f} MB, budget {c['dedupe_budget_mb']:.0f} MB) "
+                        f"| raw read {c['raw_read_mb_per_s_median']:.0f} MB/s | x{r['median']:.3f} "
+                        f"(min {r['min']:.3f}, max {r['max']:.3f}) | | |")
     note = ("Measured on the 2-core development machine, sometimes while other work ran (load average at "
             "the start of each part: " + "; ".join(meta) + "): absolute figures are noisy, every ratio is "
             "taken within one run.")
