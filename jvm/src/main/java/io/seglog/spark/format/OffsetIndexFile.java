@@ -20,11 +20,13 @@ public final class OffsetIndexFile {
     private final long base;
     private final ByteBuffer map;
     private final int entries;
+    private final boolean trimmed;   // the file holds its entries and nothing else (no zero tail)
 
-    private OffsetIndexFile(long base, ByteBuffer map, int entries) {
+    private OffsetIndexFile(long base, ByteBuffer map, int entries, boolean trimmed) {
         this.base = base;
         this.map = map;
         this.entries = entries;
+        this.trimmed = trimmed;
     }
 
     /** The index of the segment based at {@code base}; a missing file reads as no entries (scan from 0). */
@@ -32,12 +34,13 @@ public final class OffsetIndexFile {
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             long slots = Math.min(ch.size() / ENTRY, Integer.MAX_VALUE / ENTRY);
             if (slots == 0) {
-                return new OffsetIndexFile(base, ByteBuffer.allocate(0), 0);
+                return new OffsetIndexFile(base, ByteBuffer.allocate(0), 0, ch.size() == 0);
             }
             ByteBuffer map = ch.map(FileChannel.MapMode.READ_ONLY, 0, slots * ENTRY);
-            return new OffsetIndexFile(base, map, countEntries(map, (int) slots));
+            int n = countEntries(map, (int) slots);
+            return new OffsetIndexFile(base, map, n, n == slots && ch.size() == slots * ENTRY);
         } catch (NoSuchFileException e) {
-            return new OffsetIndexFile(base, ByteBuffer.allocate(0), 0);
+            return new OffsetIndexFile(base, ByteBuffer.allocate(0), 0, false);
         }
     }
 
@@ -53,6 +56,11 @@ public final class OffsetIndexFile {
 
     public int entries() {
         return entries;
+    }
+
+    /** Trimmed to its entries, as a sealed segment's indexes are (docs/format.md "Segment states"). */
+    public boolean trimmed() {
+        return trimmed;
     }
 
     public long offsetAt(int i) {

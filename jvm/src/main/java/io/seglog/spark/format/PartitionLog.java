@@ -105,7 +105,8 @@ public final class PartitionLog implements Closeable {
     public long offsetForTimestamp(long ts) {
         for (int i = segmentIndexFor(logStart); i < bases.length; i++) {
             Segment seg = segment(i);
-            if (seg.largestTimestamp() < ts) continue;
+            long nextBase = i + 1 < bases.length ? bases[i + 1] : Long.MAX_VALUE;
+            if (seg.largestTimestamp(nextBase) < ts) continue;
             long found = findInSegment(seg, ts, Math.max(logStart, seg.base));
             if (found >= 0) return found;
         }

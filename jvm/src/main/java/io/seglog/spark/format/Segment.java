@@ -104,9 +104,14 @@ public final class Segment implements Closeable {
      * offset, and up to the last offset index entry written with or after it, is at most that) and
      * every batch from the last offset index entry on (the part no entry covers yet).
      */
-    public long largestTimestamp() {
+    public long largestTimestamp(long nextBase) {
         if (largest == Long.MIN_VALUE) {
             TimeIndexFile ti = timeIndex();
+            if (sealed(ti, nextBase)) {
+                // A sealed segment's last time index entry says its largest timestamp (docs/format.md).
+                largest = ti.timestampAt(ti.entries() - 1);
+                return largest;
+            }
             long max = ti.entries() > 0 ? ti.timestampAt(ti.entries() - 1) : RecordBatch.NO_TIMESTAMP;
             int n = offsetIndex.entries();
             Batches it = n == 0 ? new Batches(0, base, -1)
@@ -118,6 +123,13 @@ public final class Segment implements Closeable {
             largest = max;
         }
         return largest;
+    }
+
+    /** Sealed, from the files alone: both indexes trimmed and the last time index entry inside the
+     *  segment (below the next segment's base; the active segment, nextBase = MAX, is never sealed). */
+    private boolean sealed(TimeIndexFile ti, long nextBase) {
+        return nextBase != Long.MAX_VALUE && offsetIndex.trimmed() && ti.trimmed() && ti.entries() > 0
+            && ti.offsetAt(ti.entries() - 1) >= base && ti.offsetAt(ti.entries() - 1) < nextBase;
     }
 
     /** The offset after the last whole, valid batch (a torn tail of a crashed writer is not read). */

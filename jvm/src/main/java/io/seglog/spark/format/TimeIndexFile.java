@@ -21,23 +21,26 @@ public final class TimeIndexFile {
     private final long base;
     private final ByteBuffer map;
     private final int entries;
+    private final boolean trimmed;   // the file holds its entries and nothing else (no zero tail)
 
-    private TimeIndexFile(long base, ByteBuffer map, int entries) {
+    private TimeIndexFile(long base, ByteBuffer map, int entries, boolean trimmed) {
         this.base = base;
         this.map = map;
         this.entries = entries;
+        this.trimmed = trimmed;
     }
 
     public static TimeIndexFile open(Path path, long base) throws IOException {
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
             long slots = Math.min(ch.size() / ENTRY, Integer.MAX_VALUE / ENTRY);
             if (slots == 0) {
-                return new TimeIndexFile(base, ByteBuffer.allocate(0), 0);
+                return new TimeIndexFile(base, ByteBuffer.allocate(0), 0, ch.size() == 0);
             }
             ByteBuffer map = ch.map(FileChannel.MapMode.READ_ONLY, 0, slots * ENTRY);
-            return new TimeIndexFile(base, map, countEntries(map, (int) slots));
+            int n = countEntries(map, (int) slots);
+            return new TimeIndexFile(base, map, n, n == slots && ch.size() == slots * ENTRY);
         } catch (NoSuchFileException e) {
-            return new TimeIndexFile(base, ByteBuffer.allocate(0), 0);
+            return new TimeIndexFile(base, ByteBuffer.allocate(0), 0, false);
         }
     }
 
@@ -58,6 +61,11 @@ public final class TimeIndexFile {
 
     public int entries() {
         return entries;
+    }
+
+    /** Trimmed to its entries, as a sealed segment's indexes are (docs/format.md "Segment states"). */
+    public boolean trimmed() {
+        return trimmed;
     }
 
     public long timestampAt(int i) {
