@@ -124,6 +124,18 @@ public final class ReadOptions implements Serializable {
         readCommitted = parseIsolation(o).equals(READ_COMMITTED);
     }
 
+    /** The same read from the log start to the committed end: where a stream can read up to now. */
+    ReadOptions asLatestRead() {
+        Map<String, String> m = new TreeMap<>(raw);
+        m.keySet().removeIf(k -> k.startsWith("starting") || k.startsWith("ending"));
+        return new ReadOptions(m, false);
+    }
+
+    /** The batch read of these options (refuses what only a stream allows, such as startingOffsets=latest). */
+    ReadOptions forBatch() {
+        return streaming ? new ReadOptions(raw, false) : this;
+    }
+
     /** Parses Spark's options (any key case). */
     public static ReadOptions parse(Map<String, String> options) {
         return parse(options, false);
@@ -227,7 +239,10 @@ public final class ReadOptions implements Serializable {
 
     private Bound parseStart(String raw) {
         String option = "startingOffsets";
-        if (raw == null || raw.trim().equalsIgnoreCase("earliest")) return new Bound(Bound.Kind.EARLIEST, option, 0, Map.of());
+        if (raw == null) {     // Spark's Kafka source: a batch reads from the earliest, a stream from the latest
+            return new Bound(streaming ? Bound.Kind.LATEST : Bound.Kind.EARLIEST, option, 0, Map.of());
+        }
+        if (raw.trim().equalsIgnoreCase("earliest")) return new Bound(Bound.Kind.EARLIEST, option, 0, Map.of());
         if (raw.trim().equalsIgnoreCase("latest")) {
             if (streaming) return new Bound(Bound.Kind.LATEST, option, 0, Map.of());
             throw bad(option, raw, "'earliest' or a JSON object of offsets ('latest' is not allowed for a batch "

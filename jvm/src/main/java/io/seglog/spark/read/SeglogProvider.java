@@ -28,7 +28,7 @@ public final class SeglogProvider implements TableProvider, DataSourceRegister {
 
     private ReadOptions options(Map<String, String> options) {
         if (parsed == null || !options.equals(parsedFrom)) {
-            parsed = ReadOptions.parse(options);
+            parsed = ReadOptions.parse(options, true);   // batch-only rules are checked by toBatch()
             parsedFrom = options;
         }
         return parsed;

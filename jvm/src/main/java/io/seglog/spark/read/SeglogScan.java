@@ -7,15 +7,18 @@ import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.types.StructType;
 
 /** A planned batch read: the ranges are resolved on the driver when Spark asks for the partitions. */
 final class SeglogScan implements Scan, Batch {
-    private final ReadOptions opts;
+    private final ReadOptions given;    // parsed leniently at load(): batch or stream is not known yet
+    private ReadOptions opts;            // the batch read's, on toBatch()
     private final ScanBounds bounds;
     private final StructType readSchema;
 
     SeglogScan(ReadOptions opts, ScanBounds bounds, StructType readSchema) {
+        this.given = opts;
         this.opts = opts;
         this.bounds = bounds;
         this.readSchema = readSchema;
@@ -33,7 +36,13 @@ final class SeglogScan implements Scan, Batch {
 
     @Override
     public Batch toBatch() {
+        opts = given.forBatch();
         return this;
+    }
+
+    @Override
+    public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+        return new SeglogMicroBatchStream(given, checkpointLocation);
     }
 
     static int cores() {

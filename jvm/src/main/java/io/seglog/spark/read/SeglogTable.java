@@ -31,7 +31,7 @@ final class SeglogTable implements SupportsRead {
 
     @Override
     public Set<TableCapability> capabilities() {
-        return EnumSet.of(TableCapability.BATCH_READ);
+        return EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ);
     }
 
     @Override
