@@ -74,6 +74,16 @@ def summary_markdown(results: Path) -> str:
         rows.append(f"| planning, 10x segments | {m['seglog_plan'] * 1e3:.0f} ms -> {m['seglog_plan_10x_segments'] * 1e3:.0f} ms "
                     f"| | x{spread(r['plan_10x_segments_over_1x'])} | flat | |")
         meta.append(f"replay ({rp['rows']:,} rows) {rp['_meta']['load_avg'][0]:.1f}")
+    st = _load(results, "stream")
+    if st:
+        r, m = st["ratios"], st["median_seconds"]
+        lat, thr = r["latency_1000_rows_seglog_over_delta"], r["throughput_time_seglog_over_delta"]
+        rows.append(f"| stream seglog -> seglog, 1,000-row micro-batch | {m['seglog_latency']:.2f} s | Delta -> Delta "
+                    f"{m['delta_latency']:.2f} s | {lat['median']:.2f} ({lat['min']:.2f}-{lat['max']:.2f}) | | |")
+        rows.append(f"| stream seglog -> seglog throughput ({st['rows']:,} rows) | {st['rows_per_s']['seglog'] / 1e3:.0f}k rows/s | "
+                    f"Delta -> Delta {st['rows_per_s']['delta'] / 1e3:.0f}k rows/s | time {thr['median']:.2f} "
+                    f"({thr['min']:.2f}-{thr['max']:.2f}) | | |")
+        meta.append(f"stream {st['_meta']['load_avg'][0]:.1f}")
     sc = _load(results, "sidecar")
     if sc:
         base = sc["baseline_empty_root"]
