@@ -4,6 +4,7 @@ leaves), empty and missing partitions, the committed-end bound, timestamp seeks,
 written by a real Kafka broker (read_committed and read_uncommitted)."""
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import struct
@@ -12,6 +13,8 @@ import crc32c
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from seglog.indexer.batch_layout import ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, CRC_OFFSET, HEADER_STRUCT, LOG_OVERHEAD
 from seglog.indexer.commit_log import CommitLog
@@ -218,3 +221,58 @@ def test_broker_folders_codecs_and_transactions(spark, kafka_broker, tmp_path):
             assert jvm_rows(spark, tmp_path, name, **{"kafka.isolation.level": isolation}) == want, (name, isolation)
     committed = core_rows(tmp_path, "diff-txn", 0, isolation="read_committed")
     assert len(committed) < len(core_rows(tmp_path, "diff-txn", 0))     # some transactions aborted
+
+
+# ---------------------------------------------------------------------------------------------
+# Property: any offset range and pushed filters, against a brute-force filter of the core's records.
+
+
+
+@pytest.fixture(scope="module")
+def model_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("diff-model")
+    rng = random.Random(21)
+    create_topic(root, "h", 2, CONFIG)
+    ends = {}
+    for p in range(2):
+        with Log.open(root / f"h-{p}", CONFIG) as log:
+            append_random(log, rng, 250)
+            log.flush()
+            ends[p] = log.log_end_offset - 10          # the last ten appended, never committed
+    commit(root, "h", ends)
+    records = {p: core_rows(root, "h", p) for p in range(2)}
+    return root, ends, records
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(start=st.integers(0, 260), end=st.one_of(st.none(), st.integers(0, 300)),
+       ts_lo=st.one_of(st.none(), st.integers(-20, 2100)), ts_hi=st.one_of(st.none(), st.integers(-20, 2100)),
+       off_in=st.one_of(st.none(), st.sets(st.integers(0, 260), max_size=6)), part=st.sampled_from([None, 0, 1]))
+def test_any_range_and_filters_match_a_brute_force_filter(spark, model_root, start, end, ts_lo, ts_hi, off_in, part):
+    root, ends, records = model_root
+    starting = {"h": {"0": start, "1": start}}
+    ending = {"h": {"0": -1 if end is None else end, "1": -1 if end is None else end}}
+    if end is not None and start > min(end, min(ends.values())):
+        return                                     # a start past the end is refused (tested elsewhere)
+    df = (spark.read.format("seglog").option("topic", "h").option("includeHeaders", "true")
+          .option("startingOffsets", json.dumps(starting)).option("endingOffsets", json.dumps(ending))
+          .load(str(root)))
+    where = []
+    if ts_lo is not None:
+        where.append(f"timestamp >= timestamp_millis({T0 + ts_lo})")
+    if ts_hi is not None:
+        where.append(f"timestamp < timestamp_millis({T0 + ts_hi})")
+    if off_in is not None:
+        where.append(f"offset in ({', '.join(map(str, sorted(off_in)))})" if off_in else "offset in (-1)")
+    if part is not None:
+        where.append(f"partition = {part}")
+    if where:
+        df = df.where(" and ".join(where))
+    t = df.toArrow()
+    got = sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist(),
+                     t.column("value").to_pylist()))
+    want = sorted((r[0], r[1], r[3]) for p in (0, 1) for r in records[p]
+                  if start <= r[1] < min(ends[p], end if end is not None else ends[p])
+                  and (ts_lo is None or r[4] >= T0 + ts_lo) and (ts_hi is None or r[4] < T0 + ts_hi)
+                  and (off_in is None or r[1] in off_in) and (part is None or r[0] == part))
+    assert got == want
