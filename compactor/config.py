@@ -53,6 +53,11 @@ SCHEDULE_RULES: Mapping[str, _IntRule] = MappingProxyType({
     "roll.interval.ms": _IntRule(60_000, 10, INT32_MAX, "roll active segments idle past segment.ms"),
     "retention.check.interval.ms": _IntRule(300_000, 10, INT32_MAX, "time and size retention"),
     "delete.check.interval.ms": _IntRule(30_000, 10, INT32_MAX, "unlink .deleted files past file.delete.delay.ms"),
+    # The cleaner (docs/spec.md §3.9): how often it looks for a compacted partition to clean (Kafka's
+    # log.cleaner.backoff.ms), and the memory its key -> offset map may take (Kafka's name and default).
+    "clean.interval.ms": _IntRule(15_000, 10, INT32_MAX, "compact partitions of compacted topics when due"),
+    "log.cleaner.dedupe.buffer.size": _IntRule(128 << 20, 1024, INT32_MAX,
+                                               "bytes the cleaner's key -> latest offset map may take"),
     # A job waits this long for a partition the sink is writing, then skips it until the next pass.
     "partition.lock.timeout.ms": _IntRule(500, 0, 600_000, "wait for a partition's lock"),
     # A sidecar that is not the leader retries the leader lock this often.
@@ -69,6 +74,8 @@ class Schedule:
     roll_interval_ms: int
     retention_check_interval_ms: int
     delete_check_interval_ms: int
+    clean_interval_ms: int
+    log_cleaner_dedupe_buffer_size: int
     partition_lock_timeout_ms: int
     leader_retry_interval_ms: int
 

@@ -25,7 +25,7 @@ from seglog.errors import PartitionLockedError, SeglogError
 
 # The order of a full pass: a roll makes the idle active segment inactive, sealing then writes its
 # final time index entry, and retention reads sealed segments' largest timestamps from their files.
-PASS_ORDER = ("roll", "seal", "retention", "purge")
+PASS_ORDER = ("roll", "seal", "clean", "retention", "purge")
 
 
 @dataclass
@@ -167,6 +167,9 @@ class Jobs:
                         did["sealed"] = sealed
                         self.metrics.segments_sealed.inc(len(sealed))
                         event("segments.sealed", partition=name, bases=sealed)
+                elif step == "clean":
+                    if cfg.compacted:
+                        self._clean(log, name, now, did)
                 elif step == "retention":
                     res = log.apply_retention(now)
                     deleted = list(res.deleted_bases)
@@ -188,6 +191,22 @@ class Jobs:
                     raise ValueError(f"unknown job step {step!r}")
             self.metrics.observe_partition(observe(log, topic, partition, cfg, self.clock()))
         return did
+
+    def _clean(self, log, name: str, now: int, did: dict[str, Any]) -> None:
+        """One clean of a compacted partition if due (docs/spec.md §3.9: Log.clean does the work)."""
+        res = log.clean(now, dedupe_buffer_bytes=self.config.schedule.log_cleaner_dedupe_buffer_size)
+        if not res.cleaned:
+            return
+        did["cleaned"] = {"groups": res.groups, "records_removed": res.records_removed,
+                          "first_dirty_offset": res.first_dirty_after}
+        self.metrics.bytes_cleaned.inc(res.dirty_bytes_cleaned)
+        self.metrics.bytes_rewritten.inc(res.bytes_read)
+        self.metrics.records_removed.inc(res.records_removed)
+        self.metrics.clean_duration.observe(res.duration_ms / 1000.0)
+        event("partition.cleaned", partition=name, dirty_ratio=round(res.plan.dirty_ratio, 4),
+              dirty_bytes=res.dirty_bytes_cleaned, bytes_read=res.bytes_read, bytes_written=res.bytes_written,
+              records_removed=res.records_removed, first_dirty_offset=res.first_dirty_after,
+              map_entries=res.map_entries, duration_ms=round(res.duration_ms, 1))
 
     def _observe_readonly(self, root, topic: str, partition: int, cfg: TopicConfig | None) -> None:
         """A partition the sink holds: refresh its metrics from a read-only view (no lock, no writes)."""
@@ -214,4 +233,16 @@ def observe(log, topic: str, partition: int, cfg: TopicConfig, now: int) -> Part
         retention_blocked=log.retention_blocked(now) is not None,
         unsealed_segments=sum(1 for s in segments if s.state == "inactive"),
         observed_ms=now,
+        **_cleaner_stats(log, cfg, now),
     )
+
+
+def _cleaner_stats(log, cfg: TopicConfig, now: int) -> dict[str, Any]:
+    from seglog.indexer.cleaner import current_plan
+    from seglog.indexer.cleaner_checkpoint import cleaner_offset
+
+    checkpoint = cleaner_offset(log.path)
+    stats: dict[str, Any] = {"cleaner_checkpoint": -1 if checkpoint is None else checkpoint}
+    if cfg.compacted:
+        stats["dirty_ratio"] = current_plan(log, now).dirty_ratio
+    return stats

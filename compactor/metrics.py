@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-JOBS = ("recover", "roll", "seal", "retention", "purge")
+JOBS = ("recover", "roll", "seal", "clean", "retention", "purge")
 
 # Jobs are file operations over many partitions: milliseconds to minutes.
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, float("inf"))
@@ -38,6 +38,8 @@ class PartitionStats:
     retention_blocked: bool
     unsealed_segments: int          # inactive segments not yet sealed
     observed_ms: int                # when this was observed
+    dirty_ratio: float = float("nan")   # compacted topics: dirty bytes / cleanable bytes (docs/spec.md §3.9)
+    cleaner_checkpoint: int = -1        # the first dirty offset, -1: never cleaned
 
     def retention_lag_ms(self) -> float:
         """How far past retention.ms the oldest segment is (negative: not due yet); NaN without time retention."""
@@ -73,6 +75,11 @@ class _PartitionCollector(Collector):
              lambda s: 1 if s.retention_blocked else 0),
             ("seglog_partition_unsealed_segments", "Inactive segments not yet sealed",
              lambda s: s.unsealed_segments),
+            ("seglog_partition_dirty_ratio",
+             "Compacted topics: dirty bytes / (clean + dirty) bytes, what min.cleanable.dirty.ratio is compared with "
+             "(NaN: not compacted)", lambda s: s.dirty_ratio),
+            ("seglog_partition_cleaner_checkpoint", "The cleaner's first dirty offset (-1: never cleaned)",
+             lambda s: s.cleaner_checkpoint),
             ("seglog_partition_observed_timestamp_seconds", "When the sidecar last observed the partition",
              lambda s: s.observed_ms / 1000.0),
         )
@@ -105,6 +112,14 @@ class Metrics:
         self.segments_deleted = Counter("seglog_compactor_segments_deleted",
                                         "Segments removed by retention (renamed to .deleted)", registry=r)
         self.files_purged = Counter("seglog_compactor_files_purged", ".deleted files unlinked", registry=r)
+        self.bytes_cleaned = Counter("seglog_compactor_cleaned_dirty_bytes",
+                                     "Bytes of dirty log the cleaner compacted", registry=r)
+        self.bytes_rewritten = Counter("seglog_compactor_cleaned_read_bytes",
+                                       "Bytes of log the cleaner read and rewrote (clean and dirty)", registry=r)
+        self.records_removed = Counter("seglog_compactor_records_removed",
+                                       "Records the cleaner removed (superseded, expired tombstones)", registry=r)
+        self.clean_duration = Histogram("seglog_compactor_clean_duration_seconds", "Duration of one partition's clean",
+                                        registry=r, buckets=_DURATION_BUCKETS)
         self.recovered = Counter("seglog_compactor_partitions_recovered",
                                  "Partitions whose recovery repaired something", registry=r)
         self.leader = Gauge("seglog_compactor_leader", "1 while this sidecar holds the root's leader lock",

@@ -18,9 +18,9 @@ from seglog.errors import ConfigError
 
 @dataclass(frozen=True)
 class _Rule:
-    kind: type                      # int or str
-    low: int | None = None          # inclusive bounds for ints
-    high: int | None = None
+    kind: type                      # int, float or str
+    low: int | float | None = None  # inclusive bounds for numbers
+    high: int | float | None = None
     choices: tuple[str, ...] = ()   # allowed strings (case-sensitive, as Kafka)
     nullable: bool = False
     extra: Callable[[Any], str | None] | None = None  # further check; returns a problem or None
@@ -31,6 +31,8 @@ class _Rule:
             return "one of " + ", ".join(self.choices)
         if self.kind is int:
             return f"an integer from {self.low} to {self.high}"
+        if self.kind is float:
+            return f"a number from {self.low} to {self.high}"
         return "a string" + (" or null" if self.nullable else "")
 
 
@@ -50,12 +52,6 @@ def _policy_list(value: Any) -> Any:
     if not names or any(not n for n in names) or any(n not in CLEANUP_POLICIES for n in names):
         return value if isinstance(value, str) else ",".join(map(str, value))
     return ",".join(p for p in ("compact", "delete") if p in names)
-
-
-def _not_compact(value: Any) -> str | None:
-    if "compact" in value.split(","):
-        return "only 'delete' is supported (log compaction is not implemented yet)"
-    return None
 
 
 # Kafka 4's two timestamp bounds (KIP-937) and the names older Kafka versions used for one symmetric
@@ -89,8 +85,12 @@ RULES: Mapping[str, _Rule] = MappingProxyType({
     "quarantine.topic": _Rule(str, nullable=True),
     "max.message.bytes": _Rule(int, 0, INT32_MAX),
     "file.delete.delay.ms": _Rule(int, 0, INT64_MAX),
-    "cleanup.policy": _Rule(str, choices=("delete", "compact", "compact,delete"), extra=_not_compact,
-                            normalize=_policy_list),
+    "cleanup.policy": _Rule(str, choices=("delete", "compact", "compact,delete"), normalize=_policy_list),
+    # Compaction (docs/spec.md §3.9), Kafka's names, bounds and defaults.
+    "min.cleanable.dirty.ratio": _Rule(float, 0.0, 1.0),
+    "min.compaction.lag.ms": _Rule(int, 0, INT64_MAX),
+    "max.compaction.lag.ms": _Rule(int, 1, INT64_MAX),
+    "delete.retention.ms": _Rule(int, 0, INT64_MAX),
     "compression.type": _Rule(str, choices=COMPRESSION_TYPES),
 })
 
@@ -116,6 +116,16 @@ def int_from_text(value: Any) -> Any:
     return value
 
 
+def _float_from_text(value: Any) -> Any:
+    """A number's text form as float (Spark options and properties files give text); else unchanged."""
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return value
+    return value
+
+
 def _nearest(key: str) -> str:
     close = difflib.get_close_matches(key, [*RULES, *ALIASES], n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
@@ -130,7 +140,14 @@ def _check(key: str, value: Any, where: str) -> Any:
         return None
     if rule.normalize is not None:
         value = rule.normalize(value)
-    if rule.kind is int:
+    if rule.kind is float:
+        value = _float_from_text(value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise ConfigError(f"{where}: '{key}' = {value!r} is not a number; allowed: {rule.describe()}")
+        value = float(value)
+        if not (rule.low <= value <= rule.high):
+            raise ConfigError(f"{where}: '{key}' = {value} is out of range; allowed: {rule.describe()}")
+    elif rule.kind is int:
         # Accept ints and their string form (Spark options and properties files give strings),
         # refuse bools and floats, which would hide a mistake.
         value = int_from_text(value)
@@ -187,6 +204,16 @@ class TopicConfig(Mapping[str, Any]):
     @property
     def log_append_time(self) -> bool:
         return self._values["message.timestamp.type"] == "LogAppendTime"
+
+    @property
+    def compacted(self) -> bool:
+        """cleanup.policy holds `compact`: the cleaner keeps the latest record per key (docs/spec.md §3.9)."""
+        return "compact" in self._values["cleanup.policy"].split(",")
+
+    @property
+    def deletes(self) -> bool:
+        """cleanup.policy holds `delete`: retention by time and size applies (docs/spec.md §3.7)."""
+        return "delete" in self._values["cleanup.policy"].split(",")
 
 
 def validate_topic_config(overrides: Mapping[str, Any] | None = None, *, base: Mapping[str, Any] | None = None,

@@ -23,7 +23,11 @@ def checkpoint_path(root: str | os.PathLike) -> Path:
 
 
 def read_log_start_offsets(root: str | os.PathLike) -> dict[tuple[str, int], int]:
-    path = checkpoint_path(root)
+    return read_offsets_file(checkpoint_path(root))
+
+
+def read_offsets_file(path: Path) -> dict[tuple[str, int], int]:
+    """Any of Kafka's offset checkpoint files (this one, the cleaner's): {(topic, partition): offset}."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -62,6 +66,11 @@ def reset_log_start_offset(root: str | os.PathLike, topic: str, partition: int, 
 
 
 def _write(root: str | os.PathLike, entries: Mapping[tuple[str, int], int]) -> None:
+    write_offsets_file(checkpoint_path(root), entries)
+
+
+def write_offsets_file(path: Path, entries: Mapping[tuple[str, int], int]) -> None:
+    """Kafka's checkpoint text (version, count, `topic partition offset` lines), atomically."""
     body = [str(VERSION), str(len(entries))]
     body += [f"{t} {p} {o}" for (t, p), o in sorted(entries.items())]
-    atomic_write(checkpoint_path(root), ("\n".join(body) + "\n").encode())
+    atomic_write(path, ("\n".join(body) + "\n").encode())

@@ -24,8 +24,10 @@ from seglog.indexer.columns import EncodedBatches, compress_encoded, decode_to_a
 from seglog.indexer.batch_layout import PARTITION_LEADER_EPOCH_OFFSET
 from seglog.indexer.compression import topic_codec
 from seglog.indexer.leader_epochs import checkpoint_max_epoch
-from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, OffsetOutOfRangeError,
-                            ReadOnlyLogError, RecordTooLargeError, TimestampOutOfRangeError)
+from seglog.indexer.cleaner_checkpoint import may_have_gaps
+from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, MissingKeyError,
+                            OffsetOutOfRangeError, ReadOnlyLogError, RecordTooLargeError, SegmentDeletedError,
+                            TimestampOutOfRangeError)
 from seglog.indexer.locks import partition_lock
 from seglog.indexer.names import DELETED_SUFFIX, log_bases, parse_partition_dir
 from seglog.indexer.records import (CONTROL_FLAG_MASK, INT64_MAX, NO_TIMESTAMP, Record, decode_batch,
@@ -75,6 +77,8 @@ class Log:
         path = Path(path)
         cfg = config if isinstance(config, TopicConfig) else validate_topic_config(config, where=f"config of {path}")
         log = cls(path, cfg, readonly=readonly)
+        if may_have_gaps(path, cfg):
+            log._segments.dense = False     # compaction's gaps are not faults (docs/spec.md §3.9)
         if readonly:
             if not path.is_dir():
                 raise OffsetOutOfRangeError(f"partition folder {path} does not exist")
@@ -107,6 +111,9 @@ class Log:
         # Readers take no lock: between the listing and the open, the sidecar may roll and then
         # rename the last segment to .deleted. List again; a folder that keeps changing under us is
         # reported as the data loss it is, never as a raw FileNotFoundError.
+        # The checkpoint is read BEFORE the listing: retention only raises it, and it deletes the
+        # segments before it raises it, so a start read first never passes the end listed after.
+        checkpointed = self._checkpointed_start()
         bases, active = [], None
         for attempt in range(_LISTING_ATTEMPTS):
             bases = self._segment_files()
@@ -122,7 +129,7 @@ class Log:
         if active is not None:
             active.load_state(tolerate_torn_tail=True)
         self._segments.load(bases, active)
-        self._log_start = max(self._checkpointed_start(), bases[0] if bases else 0)
+        self._log_start = max(checkpointed, bases[0] if bases else 0)
 
     def _load_writable(self) -> None:
         self.recovery_report = recovery.recover(self.path, self.config, self.topic, self.partition)
@@ -253,6 +260,8 @@ class Log:
             _check_time_difference(ts, now, self.config["message.timestamp.before.max.ms"],
                                    self.config["message.timestamp.after.max.ms"], self.log_end_offset)
         base = self.log_end_offset
+        if self.config.compacted:
+            _check_keys(keys, n, self.path, base)
         if n == 0:
             return AppendInfo(base, base - 1, NO_TIMESTAMP, -1, 0, 0)
         enc = encode_columns(base, values, keys, ts, headers,
@@ -421,6 +430,14 @@ class Log:
     def _bounds(self, offset: int | None, max_offset: int | None) -> tuple[int, int]:
         self._check_open()
         if self._log_start > self.log_end_offset:
+            if self.readonly:
+                # A reader holds no lock: the writer moved the log on between this reader's listing
+                # and its read of the checkpoint (a truncation that restarted the log). Opening
+                # again sees one consistent state; nothing on disk is wrong.
+                raise SegmentDeletedError(
+                    f"{self.path}: segments were deleted or cut while the log was being opened (log "
+                    f"start {self._log_start} beyond the end {self.log_end_offset} this reader listed): "
+                    f"open it again")
             raise CorruptRecordError(
                 f"{self.path}: the log start offset {self._log_start} (from {self.path.parent}/"
                 f"log-start-offset-checkpoint) is beyond the log end offset {self.log_end_offset}: "
@@ -449,11 +466,21 @@ class Log:
                     f"{seg.log_path}: the .log is empty but offsets {seg.base_offset} to "
                     f"{bases[i + 1] - 1} belonged to it: those records are lost")
             pos, header, prev_last = seg.position_of(max(start, seg.base_offset))
+            last_seen = None
             if header is not None:
                 for file_pos, buf, scan in _checked_chunks(seg, pos, prev_last):
                     yield seg, file_pos, buf, scan
-                    if len(scan.last_offsets) and int(scan.last_offsets[-1]) >= end - 1:
-                        return
+                    if len(scan.last_offsets):
+                        last_seen = int(scan.last_offsets[-1])
+                        if last_seen >= end - 1:
+                            return
+            if (self.readonly and not self._segments.dense and last_seen is not None and i + 1 < len(bases)
+                    and last_seen + 1 != bases[i + 1]):
+                # A cleaned segment always ends where the next begins (docs/spec.md §3.9): a hole
+                # here is a listing taken while the cleaner swapped a group in. Never skip it.
+                raise SegmentDeletedError(
+                    f"{self.path}: segment {seg.base_offset} ends at offset {last_seen} but the next one listed "
+                    f"starts at {bases[i + 1]}: segments were swapped in while in use; open the log again")
             i += 1
 
     def read(self, offset: int | None = None, max_offset: int | None = None, *,
@@ -639,6 +666,33 @@ class Log:
             checkpoint.update_log_start_offsets(self.path.parent, {(self.topic, self.partition): self._log_start})
         return dropped
 
+    # ------------------------------------------------------------------ compaction
+    def clean(self, now: int | None = None, *, dedupe_buffer_bytes: int | None = None, force: bool = False):
+        """One clean of this compacted partition if due (docs/spec.md §3.9; indexer/cleaner.py);
+        returns its CleanResult. The active segment is never touched."""
+        from seglog.indexer import cleaner
+
+        self._check_writable()
+        budget = cleaner.DEFAULT_DEDUPE_BUFFER_BYTES if dedupe_buffer_bytes is None else dedupe_buffer_bytes
+        return cleaner.clean_log(self, now=now, dedupe_buffer_bytes=budget, force=force)
+
+    def allow_offset_gaps(self) -> None:
+        """From now on batches may leave offset gaps (the cleaner is about to make some)."""
+        self._segments.dense = False
+        for seg in self._segments.open_segments() + [self._segments.active]:
+            if seg is not None:
+                seg.dense = False
+
+    def reload_segments(self) -> None:
+        """Take the segments from the folder again (after the cleaner swapped some in)."""
+        self._check_writable()
+        self._segments.flush_rolled()
+        self._close_segments()
+        bases = self._segment_files()
+        active = self._segments.open_segment(bases[-1], active=True)
+        active.load_state()
+        self._segments.load(bases, active)
+
     # ------------------------------------------------------------------ describing
     def segments(self) -> list[SegmentInfo]:
         self._check_open()
@@ -736,6 +790,30 @@ def _check_record(i: int, r: object) -> None:
         if not (isinstance(h, (tuple, list)) and len(h) == 2 and isinstance(h[0], str)
                 and (h[1] is None or isinstance(h[1], _BYTES_LIKE))):
             raise InvalidRecordError(f"record {i}: header {h!r} must be a (str, bytes or None) pair")
+
+
+def _check_keys(keys, n: int, path, base: int) -> None:
+    """A compacted topic refuses records without a key, as Kafka does (docs/spec.md §3.9)."""
+    if n == 0:
+        return
+    if keys is None:
+        raise MissingKeyError(f"{path}: the topic is compacted (cleanup.policy={'compact'!r}) and this append of "
+                              f"{n} record(s) has no keys; every record needs a key, nothing appended")
+    if isinstance(keys, (list, tuple)):
+        missing = [i for i, k in enumerate(keys) if k is None]   # a Python list: already per record
+        first, count = (missing[0], len(missing)) if missing else (None, 0)
+    else:
+        import pyarrow as pa
+
+        arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+        if not isinstance(arr, pa.Array):
+            arr = pa.array(arr)
+        count = arr.null_count
+        first = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0]) if count else None
+    if count:
+        raise MissingKeyError(f"{path}: the topic is compacted (cleanup.policy holds 'compact'): record {first} "
+                              f"(would be offset {base + first}) has no key, {count} record(s) without a key; "
+                              f"nothing appended")
 
 
 def _timestamps_ms(timestamps, n: int, now: int) -> np.ndarray:

@@ -20,7 +20,8 @@ import json
 import os
 from pathlib import Path
 
-from seglog.indexer import checkpoint
+from seglog.indexer import checkpoint, clean_swap
+from seglog.indexer.cleaner_checkpoint import may_have_gaps
 from seglog.errors import CorruptRecordError
 from seglog.indexer.fsutil import atomic_write, fsync_dir
 from seglog.indexer.names import (DELETED_SUFFIX, log_bases, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_file,
@@ -51,6 +52,9 @@ def recover(d: Path, config, topic: str | None, partition: int | None) -> list[s
     alone and returns what was repaired, one line each. `topic`/`partition` name the folder's entry
     in the root's log start checkpoint (None outside a root)."""
     report: list[str] = []
+    # An interrupted clean first: finished or undone from its file names (indexer/clean_swap.py).
+    clean_swap.recover_swaps(d, rename_deleted, report)
+    dense = not may_have_gaps(d, config)
     _drop_orphan_indexes(d, report)
     _drop_stale_temp_files(d, report)
     intent = d / TRUNCATE_INTENT
@@ -59,7 +63,7 @@ def recover(d: Path, config, topic: str | None, partition: int | None) -> list[s
     bases = sorted(b for b in _log_bases(d))
     for i, base in enumerate(bases):
         last = i == len(bases) - 1
-        _recover_segment(d, config, base, None if last else bases[i + 1], report)
+        _recover_segment(d, config, base, None if last else bases[i + 1], report, dense)
     return report
 
 
@@ -85,7 +89,7 @@ def _drop_orphan_indexes(d: Path, report: list[str]) -> None:
             report.append(f"{d / name}: index without a .log, set aside as {name}{DELETED_SUFFIX}")
 
 
-def _recover_segment(d: Path, config, base: int, next_base: int | None, report: list[str]) -> None:
+def _recover_segment(d: Path, config, base: int, next_base: int | None, report: list[str], dense: bool) -> None:
     if next_base is not None and sealed_summary(d, base, next_base) is not None:
         return  # sealed: trusted without opening it; reads check CRCs, `verify` checks everything
     log_path = segment_file(d, base, LOG_SUFFIX)
@@ -101,6 +105,7 @@ def _recover_segment(d: Path, config, base: int, next_base: int | None, report: 
     # Opened as if active (indexes preallocated): an inactive segment is sealed at the end, and an
     # index taken as found may have no room for what a rebuild writes.
     seg = LogSegment(d, base, config, writable=True, active=True)
+    seg.dense = dense
     try:
         # The O(1) checks made at open (last entries in order, the last slot zero), plus the last
         # entries against the log below: every open pays for this, so it must not scan a
@@ -232,10 +237,39 @@ class TruncationResult:
 def _rewrite_straddling(seg: LogSegment, pos: int, header, offset: int) -> bytes:
     """The batch holding `offset` rewritten to keep only its records below it (new length, CRC)."""
     records = decode_batch(seg.pread(pos, header.size), 0)
+    if any(r.offset != header.base_offset + i for i, r in enumerate(records)):
+        return _rewrite_sparse(header, [r for r in records if r.offset < offset])
     keep = [Record(key=r.key, value=r.value, timestamp=r.timestamp, headers=r.headers)
             for r in records if r.offset < offset]
     append_time = header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME else None
     return encode_batch(header.base_offset, keep, append_time_ms=append_time)
+
+
+def _rewrite_sparse(header, keep: list[Record]) -> bytes:
+    """A cleaned batch (offset gaps inside it, docs/spec.md §3.9) cut before the truncation point:
+    its kept records at their own offsets, its base offset, producer fields and delete horizon kept,
+    the last offset now its last kept record's."""
+    import numpy as np
+    import pyarrow as pa
+
+    from seglog.indexer.batch_layout import COMPRESSION_CODEC_MASK, DELETE_HORIZON_FLAG_MASK
+    from seglog.indexer.columns import HEADER_TYPE, encode_sparse_batches
+
+    ts = np.array([r.timestamp for r in keep], dtype=np.int64)
+    horizon = header.attributes & DELETE_HORIZON_FLAG_MASK
+    fields = {"base_offset": header.base_offset, "last_offset_delta": keep[-1].offset - header.base_offset,
+              "leader_epoch": header.partition_leader_epoch, "attributes": header.attributes & ~COMPRESSION_CODEC_MASK,
+              "base_timestamp": header.base_timestamp if horizon else int(ts[0]),
+              "max_timestamp": header.max_timestamp if header.timestamp_type == LOG_APPEND_TIME else int(ts.max()),
+              "producer_id": header.producer_id, "producer_epoch": header.producer_epoch,
+              "base_sequence": header.base_sequence}
+    fields = {k: np.array([v], dtype=np.int64) for k, v in fields.items()}
+    headers = pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in keep], type=HEADER_TYPE)
+    data, _ = encode_sparse_batches(fields, np.array([0, len(keep)], dtype=np.int64),
+                                    pa.array([r.key for r in keep], pa.binary()),
+                                    pa.array([r.value for r in keep], pa.binary()),
+                                    np.array([r.offset for r in keep], dtype=np.int64), ts, headers)
+    return data
 
 
 def finish_truncation(d: Path, config, topic: str | None, partition: int | None, intent: dict,
@@ -248,10 +282,12 @@ def finish_truncation(d: Path, config, topic: str | None, partition: int | None,
         # Below the log start: everything goes and the log restarts empty at `offset`.
         for base in sorted(bases, reverse=True):
             rename_deleted(d, base)
-        fd = os.open(segment_file(d, offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT, 0o644)
-        os.close(fd)
+        # The log start is lowered before the new segment appears: a reader lists the segments first
+        # and reads the checkpoint after, so one that sees the new segment also sees its log start.
         if topic is not None:
             checkpoint.reset_log_start_offset(d.parent, topic, partition, offset)
+        fd = os.open(segment_file(d, offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT, 0o644)
+        os.close(fd)
         report.append(f"{d}: truncated fully, restarting at offset {offset}")
         keep, cut_base = [offset], offset
     else:
@@ -269,6 +305,7 @@ def finish_truncation(d: Path, config, topic: str | None, partition: int | None,
             fh.flush()
             os.fsync(fh.fileno())
         seg = LogSegment(d, cut_base, config, writable=True, active=True)
+        seg.dense = not may_have_gaps(d, config)
         try:
             seg.truncate_indexes(offset)
             if not _tail_matches_index(seg) or seg.offset_index.sanity_check() or seg.time_index.sanity_check():

@@ -72,6 +72,8 @@ def judged_timestamp(size: int, largest: int, mtime_ms: int) -> int | None:
 def plan(facts: list[SegmentFacts], config, now: int) -> RetentionPlan:
     """Pure: which of the oldest segments retention removes now, from their facts alone."""
     timestamps = [f.judged_timestamp for f in facts]
+    if "delete" not in config["cleanup.policy"].split(","):
+        return RetentionPlan(0, False, None)    # compact alone: the cleaner, never retention, removes records
     # An empty active segment neither expires nor holds bytes: it is where the next append goes.
     live = [t for t in timestamps if t is not None]
     by_time = expired_by_time(live, now, config["retention.ms"])

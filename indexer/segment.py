@@ -103,7 +103,7 @@ class LogSegment:
     """One segment. Writable segments are only touched by the partition's lock holder."""
 
     def __init__(self, dir_path: Path, base_offset: int, config, *, writable: bool, active: bool,
-                 create: bool = False):
+                 create: bool = False, file_suffix: str = ""):
         self.dir = dir_path
         self.max_leader_epoch = max_leader_epoch(dir_path)   # 0 unless a Kafka broker wrote the folder
         self.base_offset = base_offset
@@ -111,13 +111,15 @@ class LogSegment:
         self.writable = writable
         # Plain strings here: opening a segment is on the lookup path, and pathlib is slow.
         stem = os.path.join(dir_path, f"{base_offset:020d}")
-        self._log_name = stem + LOG_SUFFIX
+        # `file_suffix` (".cleaned"): the cleaner's segment being written, Kafka's names (docs/spec.md §3.9).
+        self._log_name = stem + LOG_SUFFIX + file_suffix
+        self._file_suffix = file_suffix
         if create:
             # The index files are created first and the .log last: a segment exists when its .log
             # does, so a reader that lists it never finds its indexes missing; a crash in between
             # leaves index files without a .log, which recovery sets aside.
             for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                os.close(os.open(stem + suffix, os.O_RDWR | os.O_CREAT, 0o644))
+                os.close(os.open(stem + suffix + file_suffix, os.O_RDWR | os.O_CREAT, 0o644))
             fd = os.open(self._log_name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
             os.close(fd)
         self._fd = os.open(self._log_name, os.O_RDWR if writable else os.O_RDONLY)
@@ -127,10 +129,13 @@ class LogSegment:
         # The active segment's indexes are preallocated; any other is taken as found (an
         # inactive one keeps its zero tail until sealed, a sealed one is trimmed).
         prealloc = True if (writable and active) else None
-        self.offset_index = OffsetIndex(stem + INDEX_SUFFIX, base_offset, index_bytes,
+        self.offset_index = OffsetIndex(stem + INDEX_SUFFIX + file_suffix, base_offset, index_bytes,
                                         writable=writable, preallocate=prealloc)
-        self.time_index = TimeIndex(stem + TIME_INDEX_SUFFIX, base_offset, index_bytes,
+        self.time_index = TimeIndex(stem + TIME_INDEX_SUFFIX + file_suffix, base_offset, index_bytes,
                                     writable=writable, preallocate=prealloc)
+        # Offsets dense from batch to batch (each base = the previous last + 1), checked on every
+        # walk; False for a partition compaction may have left gaps in (indexer/cleaner_checkpoint.py).
+        self.dense = True
         self.next_offset = base_offset        # set by load_state / appends
         self.max_timestamp = NO_TIMESTAMP      # largest record timestamp (KIP-33 "max timestamp so far")
         self.offset_of_max_timestamp = base_offset - 1  # last offset of the first batch holding it
@@ -204,7 +209,7 @@ class LogSegment:
         the segment's start only) also requires dense offsets from the base and leader epochs in
         bounds (indexer.leader_epochs), which catches flipped bytes in the header fields the CRC
         does not cover."""
-        extra = {"prev_last_offset": self.base_offset - 1, "dense": True, "min_leader_epoch": 0,
+        extra = {"prev_last_offset": self.base_offset - 1, "dense": self.dense, "min_leader_epoch": 0,
                  "max_leader_epoch": self.max_leader_epoch} if strict and start == 0 else {}
         if end - start <= READ_CHUNK:
             buf = self.pread(start, end - start)
@@ -332,10 +337,10 @@ class LogSegment:
                         f"{self.log_path}: the batch at position {pos} ends at offset {header.last_offset}, "
                         f"but the offset index says {key}")
                 prev_last = header.base_offset - 1
-            elif header.base_offset != prev_last + 1:
+            elif header.base_offset != prev_last + 1 and (self.dense or header.base_offset <= prev_last):
                 raise CorruptRecordError(
                     f"{self.log_path}: the batch at position {pos} starts at offset {header.base_offset}, "
-                    f"expected {prev_last + 1}")
+                    f"expected {prev_last + 1}" + ("" if self.dense else " or above"))
             if header.last_offset >= offset:
                 return pos, header, prev_last
             prev_last = header.last_offset
@@ -373,6 +378,8 @@ class LogSegment:
 
     def is_sealed(self, next_base: int) -> bool:
         """Sealed (docs/spec.md §2.5), by the one rule: `sealed_summary` of its files."""
+        if self._file_suffix:
+            return False     # the cleaner's segment being written: sealed once, by the cleaner
         return sealed_summary(self.dir, self.base_offset, next_base) is not None
 
     def seal(self, next_base: int, *, durable: bool = True) -> bool:
@@ -419,7 +426,7 @@ def read_checked(seg: "LogSegment", pos: int, prev_last: int):
     while pos < end:
         buf = seg.pread(pos, min(chunk, end - pos))
         chunk = min(chunk * 2, READ_CHUNK)
-        scan = scan_batches(buf, 0, len(buf), check_crc=True, prev_last_offset=prev_last, dense=True, **epochs)
+        scan = scan_batches(buf, 0, len(buf), check_crc=True, prev_last_offset=prev_last, dense=seg.dense, **epochs)
         good = scan.valid_end
         if good < len(buf):
             # Where the walk stopped: a batch the chunk cut short (read on), or a fault.
@@ -440,7 +447,7 @@ def read_checked(seg: "LogSegment", pos: int, prev_last: int):
             if good == 0:  # one batch larger than the chunk: read it whole
                 size = parse_header(buf, 0).size
                 buf = seg.pread(pos, size)
-                scan = scan_batches(buf, 0, len(buf), check_crc=True, prev_last_offset=prev_last, dense=True,
+                scan = scan_batches(buf, 0, len(buf), check_crc=True, prev_last_offset=prev_last, dense=seg.dense,
                                     **epochs)
                 if scan.error or scan.valid_end != size:
                     raise CorruptRecordError(f"{seg.log_path}: {scan.error} (batch at file position {pos})")

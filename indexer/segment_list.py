@@ -34,6 +34,7 @@ class SegmentList:
         self.config = config
         self.writable = writable
         self.cache_size = cache_size
+        self.dense = True          # False where compaction may have left offset gaps (Log decides)
         self.bases: list[int] = []
         self.active: LogSegment | None = None
         self._open: "OrderedDict[int, LogSegment]" = OrderedDict()
@@ -43,7 +44,9 @@ class SegmentList:
 
     # ------------------------------------------------------------------ membership
     def open_segment(self, base: int, *, active: bool, create: bool = False) -> LogSegment:
-        return LogSegment(self.path, base, self.config, writable=self.writable, active=active, create=create)
+        seg = LogSegment(self.path, base, self.config, writable=self.writable, active=active, create=create)
+        seg.dense = self.dense
+        return seg
 
     def load(self, bases: list[int], active: LogSegment | None) -> None:
         """Take the segments found on disk (`active` is the last of `bases`, opened by the caller)."""

@@ -22,6 +22,11 @@ class InvalidRecordError(SeglogError, ValueError):
     """A record cannot be appended (wrong type of key/value/header, bad timestamp)."""
 
 
+class MissingKeyError(InvalidRecordError):
+    """A record without a key for a compacted topic (cleanup.policy holds `compact`): Kafka refuses
+    these, since the cleaner keeps the latest record per key and a record without one has none."""
+
+
 class RecordTooLargeError(InvalidRecordError):
     """A record batch would exceed max.message.bytes."""
 
@@ -46,6 +51,11 @@ class OffsetOutOfRangeError(SeglogError, IndexError):
 class SegmentDeletedError(OffsetOutOfRangeError):
     """A segment a reader had listed was deleted (retention, truncation) before the reader used it:
     reading again from the new log start is the remedy, or a data-loss report if it was asked for."""
+
+
+class CompactionError(SeglogError):
+    """A clean cannot run: the dedupe buffer cannot hold the keys of even one dirty segment, or the
+    partition is not compacted."""
 
 
 class PartitionLockedError(SeglogError):

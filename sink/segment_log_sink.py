@@ -37,7 +37,7 @@ from typing import Any, Mapping
 from seglog.conf.topic_config import validate_topic_config
 from seglog.indexer.records import BATCH_HEADER_SIZE
 from seglog.indexer.commit_log import CommitLog
-from seglog.errors import InvalidRecordError, RecordTooLargeError, TimestampOutOfRangeError
+from seglog.errors import InvalidRecordError, MissingKeyError, RecordTooLargeError, TimestampOutOfRangeError
 from seglog.indexer.locks import FileLock, lock_path, partition_lock
 from seglog.indexer.names import partition_dir_name, validate_topic
 from seglog.indexer.topics import TopicMetadata, create_topic, forget_uncommitted_topic, load_topic
@@ -160,6 +160,7 @@ class SegmentLogSink:
             if q not in metas:
                 metas[q] = self._topic(q, default_partitions=metas[next(iter(metas))].partitions, created=created)
         all_topics = sorted(metas)
+        _refuse_keyless(df, cols, topic_expr, metas)
         timings["plan_s"] = time.perf_counter() - t0
         with self._locked(all_topics):
             todo = [t for t in all_topics if not self._committed(t, writer, batch_id)]
@@ -432,6 +433,22 @@ class SegmentLogSink:
             finally:
                 for lock in reversed(locks):
                     lock.release()
+
+
+def _refuse_keyless(df, cols: InputColumns, topic_expr: str, metas) -> None:
+    """A compacted topic takes only keyed records, as Kafka (docs/spec.md §3.9): refused before
+    anything is written, at the cost of one query, and only for batches that write such a topic."""
+    compacted = [t for t, meta in metas.items() if meta.topic_config().compacted]
+    if not compacted:
+        return
+    if not cols.has_key:
+        raise MissingKeyError(f"topic {compacted[0]!r} is compacted (cleanup.policy holds 'compact'): every record "
+                              f"needs a key and the DataFrame has no 'key' column; nothing was written")
+    names = ", ".join(_sql_str(t) for t in compacted)
+    row = df.where(f"key IS NULL AND {topic_expr} IN ({names})").selectExpr(f"{topic_expr} AS t").first()
+    if row is not None:
+        raise MissingKeyError(f"topic {row['t']!r} is compacted (cleanup.policy holds 'compact'): a record has a "
+                              f"null key; every record needs a key; nothing was written")
 
 
 def _show(key) -> str:

@@ -67,6 +67,8 @@ def describe_partition(part, now: int, commits: dict) -> dict:
             "retention_ms": log.config["retention.ms"],
             "retention_bytes": log.config["retention.bytes"],
             "retention_blocked_by": log.retention_blocked(now),
+            "cleanup_policy": log.config["cleanup.policy"],
+            **_cleaner_state(log, now),
             "segments": [{"base_offset": s.base_offset, "next_offset": s.next_offset, "state": s.state,
                           "size_bytes": s.size_bytes, "largest_timestamp": s.largest_timestamp,
                           "retention_timestamp": s.retention_timestamp, "log_path": str(s.log_path)}
@@ -77,6 +79,19 @@ def describe_partition(part, now: int, commits: dict) -> dict:
     finally:
         log.close()
     return doc
+
+
+def _cleaner_state(log, now: int) -> dict:
+    """The cleaner checkpoint (first dirty offset) and, for a compacted topic, the dirty ratio (docs/spec.md §3.9)."""
+    from seglog.indexer.cleaner import current_plan
+    from seglog.indexer.cleaner_checkpoint import cleaner_offset
+
+    state: dict = {"cleaner_checkpoint": cleaner_offset(log.path), "dirty_ratio": None}
+    if log.config.compacted:
+        plan = current_plan(log, now)
+        state.update({"dirty_ratio": round(plan.dirty_ratio, 6), "first_dirty_offset": plan.first_dirty,
+                      "first_uncleanable_offset": plan.first_uncleanable, "clean_due": plan.due})
+    return state
 
 
 def _fmt_ts(ts) -> str:
@@ -100,6 +115,10 @@ def _print_text(docs: list[dict], now: int) -> None:
                       f"({blocked - now} ms after now); retention.ms {d['retention_ms']}")
             else:
                 print(f"  retention: retention.ms {d['retention_ms']}, retention.bytes {d['retention_bytes']}")
+            if d.get("dirty_ratio") is not None:
+                print(f"  compaction: cleaner checkpoint {d['cleaner_checkpoint'] if d['cleaner_checkpoint'] is not None else '-'}"
+                      f", dirty ratio {d['dirty_ratio']:.3f} (dirty {d['first_dirty_offset']} to "
+                      f"{d['first_uncleanable_offset']}), clean due: {'yes' if d['clean_due'] else 'no'}")
             for s in d["segments"]:
                 print(f"    {s['base_offset']:>20}  {s['state']:<8}  next {s['next_offset']:<12} "
                       f"{s['size_bytes']:>12} B  largest ts {_fmt_ts(s['largest_timestamp'])}")

@@ -51,10 +51,22 @@ def test_cleanup_policy_is_a_list():
     assert validate_topic_config({"cleanup.policy": "delete"})["cleanup.policy"] == "delete"
     assert validate_topic_config({"cleanup.policy": ["delete"]})["cleanup.policy"] == "delete"
     for both in ("compact,delete", "delete, compact", ["delete", "compact"]):
-        with pytest.raises(ConfigError, match="compaction is not implemented"):
-            validate_topic_config({"cleanup.policy": both})
-    with pytest.raises(ConfigError, match="not implemented"):
-        validate_topic_config({"cleanup.policy": "compact"})
+        cfg = validate_topic_config({"cleanup.policy": both})
+        assert cfg["cleanup.policy"] == "compact,delete" and cfg.compacted and cfg.deletes
+    cfg = validate_topic_config({"cleanup.policy": "compact"})
+    assert cfg.compacted and not cfg.deletes
+
+
+def test_compaction_settings_have_kafkas_names_and_defaults():
+    cfg = validate_topic_config({})
+    assert (cfg["min.cleanable.dirty.ratio"], cfg["min.compaction.lag.ms"], cfg["delete.retention.ms"]) == \
+        (0.5, 0, 86_400_000)
+    assert cfg["max.compaction.lag.ms"] == (1 << 63) - 1
+    assert validate_topic_config({"min.cleanable.dirty.ratio": "0.25"})["min.cleanable.dirty.ratio"] == 0.25
+    with pytest.raises(ConfigError, match="'min.cleanable.dirty.ratio' = 1.5 is out of range"):
+        validate_topic_config({"min.cleanable.dirty.ratio": 1.5})
+    with pytest.raises(ConfigError, match="is not a number"):
+        validate_topic_config({"min.cleanable.dirty.ratio": "half"})
     with pytest.raises(ConfigError, match="'delete,shred' is not allowed"):
         validate_topic_config({"cleanup.policy": "delete,shred"})
 

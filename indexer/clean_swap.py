@@ -1,0 +1,87 @@
+"""The cleaner's file work (docs/spec.md §3.9), with Kafka's names so that recovery decides from the
+file names alone:
+
+1. The cleaned segment is written as `<base>.log.cleaned`, `.index.cleaned`, `.timeindex.cleaned`,
+   sealed and fsynced (a crash here: recovery deletes every `.cleaned` file; nothing changed).
+2. Renamed to `.swap`, the indexes first and the `.log` last, then the folder fsynced. The
+   `.log.swap` is the commit point: from here on the swap completes.
+3. Every old segment of the group (bases in [base, the swap's next offset)) renamed to `.deleted`.
+4. The `.swap` files renamed to their final names, the indexes first and the `.log` last.
+
+Recovery (`recover_swaps`, first thing on a writable open): `.cleaned` files go; a `.log.swap` is
+completed by steps 3 and 4 (idempotent: step 3 only touches a base whose regular `.log` is still
+there, so an index already swapped in is never set aside); an index `.swap` without its `.log.swap`
+(step 2 interrupted, or step 4 after the `.log` rename) is deleted, and normal recovery rebuilds a
+missing index. The group a swap replaces is [base, next offset of the swap) because the cleaned
+segment always ends with the group's last batch (clean_batches keeps it, bare if need be).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from seglog.indexer.fsutil import fsync_dir
+from seglog.indexer.names import (CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
+                                  log_bases, parse_segment_file, segment_file)
+from seglog.indexer.records import scan_batches
+
+_KINDS = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX)     # the order of every rename: .log last
+
+
+def _file(d: Path, base: int, kind: str, suffix: str) -> Path:
+    return segment_file(d, base, kind + suffix)
+
+
+def remove_cleaned(d: Path, report: list[str] | None = None) -> None:
+    """Step 1 undone: every `.cleaned` file (a clean that never reached its commit point)."""
+    for name in os.listdir(d):
+        parsed = parse_segment_file(name)
+        if parsed and parsed[2] == CLEANED_SUFFIX:
+            os.unlink(d / name)
+            if report is not None:
+                report.append(f"{d / name}: an interrupted clean's file removed")
+
+
+def commit(d: Path, base: int) -> None:
+    """Step 2: `.cleaned` -> `.swap` (indexes, then the .log), made durable."""
+    for kind in _KINDS:
+        os.replace(_file(d, base, kind, CLEANED_SUFFIX), _file(d, base, kind, SWAP_SUFFIX))
+    fsync_dir(d)
+
+
+def swap_next_offset(d: Path, base: int) -> int:
+    """The offset after the last batch of `<base>.log.swap` (complete and fsynced: step 1 made it so)."""
+    data = _file(d, base, LOG_SUFFIX, SWAP_SUFFIX).read_bytes()
+    scan = scan_batches(data, 0, len(data), check_crc=False)
+    return scan.next_offset if scan.next_offset is not None else base
+
+
+def complete(d: Path, base: int, rename_deleted) -> list[int]:
+    """Steps 3 and 4 for the committed swap at `base`; returns the old bases set aside."""
+    end = swap_next_offset(d, base)
+    replaced = [b for b in log_bases(d) if base <= b < end]
+    for b in sorted(replaced, reverse=True):   # from the top: a crash leaves the group's lower part
+        rename_deleted(d, b)
+    for kind in _KINDS:
+        swap = _file(d, base, kind, SWAP_SUFFIX)
+        if swap.exists():
+            os.replace(swap, _file(d, base, kind, ""))
+    fsync_dir(d)
+    return replaced
+
+
+def recover_swaps(d: Path, rename_deleted, report: list[str]) -> None:
+    """Finish or undo an interrupted clean from the file names alone (see the module doc)."""
+    remove_cleaned(d, report)
+    names = os.listdir(d)
+    for name in sorted(names):
+        parsed = parse_segment_file(name)
+        if parsed and parsed[1] == "log" and parsed[2] == SWAP_SUFFIX:
+            old = complete(d, parsed[0], rename_deleted)
+            report.append(f"{d / name}: an interrupted clean completed (segments {old} replaced)")
+    for name in os.listdir(d):
+        parsed = parse_segment_file(name)
+        if parsed and parsed[2] == SWAP_SUFFIX:          # an index swap without its .log swap
+            os.unlink(d / name)
+            report.append(f"{d / name}: an index swap without its .log swap removed")
+    fsync_dir(d)
