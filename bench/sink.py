@@ -1,10 +1,19 @@
-"""Sink benchmark (docs/spec.md §11), every figure against baselines measured in the same run and session:
+"""Sink benchmark (docs/spec.md §11): SegmentLogSink against Delta's append, in one session.
 
-- throughput: the same cached micro-batch (16-byte keys, 200-byte values, timestamps) written by
-  SegmentLogSink, by Delta (`format("delta").mode("append")`), by Parquet, and the ceiling for any
-  Python sink: a `mapInArrow` over the same rows that only counts them (the JVM-to-Python transfer);
-- per-batch overhead: micro-batches of 1,000 rows through the sink and through Delta;
-- where the sink's time goes: its per-phase timings (`SegmentLogSink.last_timings`).
+Method (bench/method.py, docs/DEVELOPING.md): every case is warmed up first (JIT, Delta's log), then
+measured in interleaved rounds (seglog, Delta, Delta, seglog, ...); each round gives one ratio and the
+result is the median of the per-round ratios with their min and max. No figure comes from a single
+run or from runs of one system measured apart from the other's.
+
+- throughput: the same cached DataFrame (16-byte keys, 200-byte values, timestamps) of 1e6 rows
+  (1e7 without --quick when asked), written into 4 and into 32 log partitions; ratio = Delta's
+  time / seglog's time (seglog's throughput as a multiple of Delta's);
+- micro-batch: a cached 1,000-row DataFrame appended as consecutive batches to one log and to one
+  Delta table; ratio = seglog's time / Delta's time;
+- skew: the largest write task's share of the rows (no shuffle: a task writes its own input rows);
+- peak executor memory (local mode: the one JVM's heap, peak reset after a GC) for one write of a
+  generated batch at 1x and at 10x rows, not cached, so that only the write holds memory;
+- where seglog's time goes: its per-phase timings (`SegmentLogSink.last_timings`).
 """
 from __future__ import annotations
 
@@ -12,8 +21,9 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from bench import method
 
 TS = 1_700_000_000_000
 
@@ -21,107 +31,118 @@ TS = 1_700_000_000_000
 def _frame(spark, rows: int, partitions: int):
     from pyspark.sql import functions as F
 
-    df = (spark.range(rows, numPartitions=partitions)
-          .select(F.substring(F.sha2(F.col("id").cast("string"), 256), 1, 16).cast("binary").alias("key"),
-                  F.expr("CAST(repeat(substring(sha2(CAST(id AS STRING), 256), 1, 40), 5) AS BINARY)").alias("value"),
-                  F.timestamp_millis(F.lit(TS) + F.col("id")).alias("timestamp")))
-    return df.cache()
+    return (spark.range(rows, numPartitions=partitions)
+            .select(F.substring(F.sha2(F.col("id").cast("string"), 256), 1, 16).cast("binary").alias("key"),
+                    F.expr("CAST(repeat(substring(sha2(CAST(id AS STRING), 256), 1, 40), 5) AS BINARY)").alias("value"),
+                    F.timestamp_millis(F.lit(TS) + F.col("id")).alias("timestamp")))
 
 
-def _ceiling(df) -> None:
-    import pyarrow as pa
-
-    def count(batches):
-        n = 0
-        for b in batches:
-            n += b.num_rows
-        yield pa.RecordBatch.from_pydict({"n": [n]})
-
-    df.mapInArrow(count, "n long").collect()
+def _compare(seglog, delta, rounds: int, seglog_over_delta: bool, warmup: int = 1) -> dict:
+    """bench/method.py's interleaved rounds; the ratio Delta/seglog (throughput multiple) or
+    seglog/Delta (time multiple), median with min and max."""
+    times = method.interleaved({"seglog": seglog, "delta": delta}, rounds, warmup=warmup)
+    r = (method.ratio(times["seglog"], times["delta"]) if seglog_over_delta
+         else method.ratio(times["delta"], times["seglog"]))
+    return dict(r, seglog_s=times["seglog"], delta_s=times["delta"],
+                seglog_median_s=statistics.median(times["seglog"]), delta_median_s=statistics.median(times["delta"]))
 
 
-def _timed(fn, repeats: int) -> list[float]:
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
+def _peak_heap_mb(spark, fn) -> dict:
+    """Peak heap of the local JVM (driver and executors) while `fn` runs, after a GC and a reset."""
+    jvm = spark.sparkContext._jvm
+    mf = jvm.java.lang.management.ManagementFactory
+    jvm.java.lang.System.gc()
+    pools = [p for p in mf.getMemoryPoolMXBeans() if str(p.getType().toString()) == "Heap memory"]
+    for p in pools:
+        p.resetPeakUsage()
+    base = sum(p.getUsage().getUsed() for p in pools)
+    fn()
+    peak = sum(p.getPeakUsage().getUsed() for p in pools)
+    return {"baseline_mb": base / 2**20, "peak_mb": peak / 2**20, "peak_over_baseline_mb": (peak - base) / 2**20}
 
 
-def run(quick: bool = False, spark=None) -> dict:
+def run(quick: bool = False, spark=None, big: bool = False) -> dict:
     from seglog.sink import SegmentLogSink
     from seglog.sink.session import local_session
 
     own = spark is None
     spark = spark or local_session("seglog-bench-sink", with_delta=True)
     work = Path(tempfile.mkdtemp(prefix="seglog-bench-sink-"))
-    rows = 200_000 if quick else 1_000_000
-    repeats = 3
+    rounds = 3 if quick else 5
+    sizes = [200_000] if quick else ([1_000_000, 10_000_000] if big else [1_000_000])
+    out: dict = {"method": "warm-up, then interleaved rounds (seglog, Delta); median of per-round ratios, "
+                           "with min and max", "rounds": rounds, "row_bytes": 16 + 200 + 8,
+                 "input_tasks": 4, "throughput": {}, "targets": {"throughput_vs_delta": 1.5,
+                                                                 "micro_batch_vs_delta": 0.5}}
+    n = [0]
+
+    def fresh(name: str) -> str:
+        n[0] += 1
+        return str(work / f"{name}-{n[0]}")
+
     try:
-        spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
-        df = _frame(spark, rows, 4)
-        df.count()
-        row_bytes = 16 + 200 + 8
-        counter = {"seglog": 0, "delta": 0, "parquet": 0}
+        for rows in sizes:
+            df = _frame(spark, rows, 4).cache()
+            df.count()
+            for partitions in (4, 32):
+                last = {}
 
-        def seglog():
-            counter["seglog"] += 1
-            SegmentLogSink(str(work / f"seglog-{counter['seglog']}"), topic="bench", partitions=4)(df, 0)
+                def seglog():
+                    sink = SegmentLogSink(fresh("seglog"), topic="bench", partitions=partitions)
+                    sink(df, 0)
+                    last["sink"] = sink
 
-        def delta():
-            counter["delta"] += 1
-            df.write.format("delta").mode("append").save(str(work / f"delta-{counter['delta']}"))
+                def delta():
+                    df.write.format("delta").mode("append").save(fresh("delta"))
 
-        def parquet():
-            counter["parquet"] += 1
-            df.write.mode("append").parquet(str(work / f"parquet-{counter['parquet']}"))
+                r = _compare(seglog, delta, rounds, seglog_over_delta=False)
+                sink = last["sink"]
+                r["seglog_rows_per_s"] = rows / r["seglog_median_s"]
+                r["delta_rows_per_s"] = rows / r["delta_median_s"]
+                r["largest_task_share"] = max(sink.last_task_rows) / sum(sink.last_task_rows)
+                r["phases_s_last_round"] = dict(sink.last_timings)
+                out["throughput"][f"{rows}x{partitions}"] = r
+                shutil.rmtree(work, ignore_errors=True)
+                work.mkdir()
+            df.unpersist()
 
-        _ceiling(df)      # warm the Python workers and the numba cache before timing anything
-        seglog()
-        times = {"ceiling_mapInArrow_count": _timed(lambda: _ceiling(df), repeats),
-                 "seglog": _timed(seglog, repeats), "delta": _timed(delta, repeats),
-                 "parquet": _timed(parquet, repeats)}
-        sink = SegmentLogSink(str(work / "profile"), topic="bench", partitions=4)
-        sink(df, 0)
-        phases = dict(sink.last_timings)
-        med = {k: statistics.median(v) for k, v in times.items()}
-        throughput = {k: {"seconds": s, "rows_per_s": rows / s, "MB_per_s": rows * row_bytes / s / 1e6}
-                      for k, s in med.items()}
-
-        # per-batch overhead: ten 1,000-row micro-batches, sink vs Delta
-        small = _frame(spark, 1000, 1)
+        # micro-batches: consecutive 1,000-row batches into one log and one Delta table
+        small = _frame(spark, 1000, 1).cache()
         small.count()
         small_sink = SegmentLogSink(str(work / "small-seglog"), topic="small", partitions=4)
-        small_sink(small, 0)
-        small_times = _timed(lambda: small_sink(small, small_sink_batch()), 10)
-        small_delta = _timed(lambda: small.write.format("delta").mode("append").save(str(work / "small-delta")), 10)
-        df.unpersist()
-        return {
-            "rows": rows, "row_bytes": row_bytes, "repeats": repeats, "throughput": throughput,
-            "sink_phases_s": phases,
-            "ratio_vs_delta": med["delta"] / med["seglog"], "target_vs_delta": 1.5,
-            "ratio_vs_ceiling": med["ceiling_mapInArrow_count"] / med["seglog"], "target_vs_ceiling": 0.8,
-            "ratio_vs_parquet": med["parquet"] / med["seglog"],
-            "small_batch_s": {"seglog": statistics.median(small_times), "delta": statistics.median(small_delta)},
-            "small_batch_overhead_vs_delta": statistics.median(small_times) / statistics.median(small_delta),
-            "target_small_batch_overhead": 1 / 3,
-        }
+        batch = [0]
+
+        def seglog_small():
+            small_sink(small, batch[0])
+            batch[0] += 1
+
+        def delta_small():
+            small.write.format("delta").mode("append").save(str(work / "small-delta"))
+
+        # three warm-up runs each: the first batches create the topic and the table
+        out["micro_batch_1000_rows"] = _compare(seglog_small, delta_small, rounds * 2, seglog_over_delta=True,
+                                                warmup=3)
+        out["micro_batch_1000_rows"]["phases_s_last_round"] = dict(small_sink.last_timings)
+        small.unpersist()
+
+        # peak memory at 1x and 10x rows (generated, not cached)
+        base_rows = 200_000 if quick else 1_000_000
+        mem = {}
+        for mult in (1, 10):
+            gen = _frame(spark, base_rows * mult, 4)
+            mem[f"{mult}x"] = dict(rows=base_rows * mult, **_peak_heap_mb(
+                spark, lambda: SegmentLogSink(fresh("mem"), topic="m", partitions=4)(gen, 0)))
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir()
+        out["peak_heap"] = mem
+        return out
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if own:
             spark.stop()
 
 
-_batch = [0]
-
-
-def small_sink_batch() -> int:
-    _batch[0] += 1
-    return _batch[0]
-
-
 if __name__ == "__main__":
     import json
 
-    print(json.dumps(run(quick="--quick" in sys.argv), indent=2))
+    print(json.dumps(run(quick="--quick" in sys.argv, big="--big" in sys.argv), indent=2))

@@ -320,6 +320,65 @@ class Log:
             i = j
         self._segments.note_active_max()
 
+    # ------------------------------------------------------------------ batches and segments written elsewhere
+    def append_encoded(self, enc: EncodedBatches, now: int | None = None) -> None:
+        """Append batches encoded elsewhere (the sink's JVM writer, indexer/staged.py), their base
+        offsets already from `log_end_offset` on: the topic's codec and the partition's leader epoch
+        applied, then the roll and index rules of any append, so the bytes are those `append_columns`
+        writes for the same batches. The caller checked max.message.bytes and timestamps."""
+        self._check_writable()
+        if enc.num_batches == 0:
+            return
+        if int(enc.base_offsets[0]) != self.log_end_offset:
+            raise InvalidRecordError(f"{self.path}: batches from offset {int(enc.base_offsets[0])} appended at "
+                                     f"the log end {self.log_end_offset}")
+        enc = self._with_leader_epoch(compress_encoded(enc, topic_codec(self.config["compression.type"])))
+        self._dirty = True
+        self._write_batches(enc, now_ms() if now is None else now)
+
+    def takes_whole_segments(self) -> bool:
+        """Whether `adopt_segments` may be used: uncompressed topic, leader epoch 0 (seglog's own
+        folders), so a segment written elsewhere needs no byte changed but its base offsets."""
+        self._check_writable()
+        return (topic_codec(self.config["compression.type"]) == 0
+                and self._segments.active.max_leader_epoch == 0)
+
+    def adopt_segments(self, segments: Sequence[tuple[Mapping[str, str], int]]) -> list[int]:
+        """Put finished segments written elsewhere at the log end, by rename, in order: each item maps
+        `.log`, `.index`, `.timeindex` to paths, with its record count; its batches already carry
+        their real base offsets (from `log_end_offset` on, dense) and are fsynced with both indexes,
+        which are relative to that base. Every one but the last must be sealed (docs/spec.md §2.5:
+        seal entry, trimmed indexes): they go in as sealed segments, never opened; the last becomes
+        the active segment. A roll first: the active segment is sealed and retired (an empty one
+        gives way: its `.log` goes first, so no reader lists a segment without its indexes); each
+        segment's indexes are renamed in before its `.log` (a segment exists when its `.log` does).
+        Returns their base offsets. The caller fsyncs the folder."""
+        from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file
+
+        self._check_writable()
+        if not segments:
+            return []
+        base = self.log_end_offset
+        active = self._segments.active
+        if active.size > 0:
+            active.seal(active.next_offset, durable=False)   # as _roll_active
+            self._segments.retire_active()
+        else:
+            active.close()
+            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                segment_file(self.path, base, suffix).unlink(missing_ok=True)
+            self._segments.bases.pop()
+        bases = []
+        for files, records in segments:
+            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX):
+                os.replace(files[suffix], segment_file(self.path, base, suffix))
+            bases.append(base)
+            base += int(records)
+        self._segments.bases.extend(bases[:-1])
+        self._segments.adopt_active(bases[-1])
+        self._dirty = True
+        return bases
+
     # ------------------------------------------------------------------ rolling and sealing
     def _roll_active(self) -> LogSegment:
         old = self._segments.active

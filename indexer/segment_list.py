@@ -67,6 +67,15 @@ class SegmentList:
             self._running_max = np.append(self._running_max, prev)
         return seg
 
+    def adopt_active(self, base: int) -> LogSegment:
+        """Open a segment whose files were just put in place at `base` (Log.adopt_segments) as the active one."""
+        seg = self.open_segment(base, active=True)
+        seg.load_state()
+        self.bases.append(base)
+        self.active = seg
+        self._forget_timestamps()
+        return seg
+
     def retire_active(self) -> LogSegment:
         """The active segment becomes an inactive one in the cache (a roll), still unflushed."""
         old = self.active

@@ -7,7 +7,9 @@
     timestamp  timestamp
     headers    array<struct<key: string, value: binary>>
 
-Anything else is refused with an error naming the column and what is expected.
+A known column of the wrong type is refused with an error naming the column and what is expected;
+any other column is ignored, as Spark's Kafka sink ignores it (the `seglog` source's `offset`,
+`timestampType`, ... included).
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from seglog.errors import SeglogError
 
 
 class SinkSchemaError(SeglogError, ValueError):
-    """The DataFrame given to the sink has a column the sink does not take, or one of the wrong type."""
+    """The DataFrame given to the sink lacks `value`, or has a column of the wrong type."""
 
 
 class SinkInputError(SeglogError, ValueError):
@@ -67,11 +69,8 @@ def validate_schema(schema) -> InputColumns:
     if dupes:
         raise SinkSchemaError(f"the sink's input has duplicate columns {dupes}")
     by_name = {f.name: f.dataType for f in schema.fields}
-    unknown = [n for n in names if n not in EXPECTED]
-    if unknown:
-        allowed = ", ".join(f"{n} ({t})" for n, t in EXPECTED.items())
-        raise SinkSchemaError(f"the sink's input has column(s) {unknown} that it does not take; the columns "
-                              f"are, as Spark's Kafka sink: {allowed}. Select or drop columns before the sink.")
+    # Any other column (the `seglog` source's `offset`, `timestampType`, ...) is ignored, as
+    # Spark's Kafka sink ignores it: a replay can be written back without a select.
     if "value" not in by_name:
         raise SinkSchemaError(f"the sink's input has no 'value' column ({EXPECTED['value']}); columns: {names}")
 

@@ -120,8 +120,8 @@ def partitions_for_keys(keys: pa.Array, partitions: int, *, null_start: int = 0)
 
 
 class KeyPartitionPass:
-    """mapInArrow function of the no-javac fallback: appends `_kp`, the keyed partition (null for a
-    null key), from the `key` column and the row's partition count `_n`."""
+    """mapInArrow function of the Python reference pass (`SegmentLogSink(jvm_partitioner=False)`):
+    appends `_kp`, the keyed partition (null for a null key), from `key` and the partition count `_n`."""
 
     def __call__(self, batches):
         for batch in batches:

@@ -9,31 +9,28 @@ Per call `(df, batch_id)`:
 4. Topics are created (or checked). With a `topic` column one aggregate finds the batch's topics;
    otherwise no job runs before the write: the checks ride in the one write pass (a partition out of
    range fails the slot expression, a record over max.message.bytes or a timestamp out of range under
-   policy `fail` is refused by `Log.append_columns` in the task), and a refused batch is rolled back
-   and reported by `_explain` naming the record. Under policy `quarantine` out-of-range rows are
-   routed to the quarantine topic in SQL.
+   policy `fail` fails the JVM task), and a refused batch is rolled back and reported by `_explain`
+   naming the record. Under policy `quarantine` out-of-range rows are routed to the quarantine topic in SQL.
 5. Roll back: any partition whose log end is past its committed end (a crashed delivery) is
-   truncated back under its lock.
-6. The write: a JVM expression gives every row its slot (topic, partition): the `partition` column,
-   else Kafka's murmur2 of the key, else a hash of the value for a null key; a shuffle on the slot groups
-   rows so that one task writes each partition; `mapInArrow` with `sink.executor_write.TaskWriter`
-   is the only Python pass.
-7. Commit once per topic, holding the written partitions' locks (so a late task attempt cannot
-   truncate between the check and the commit), then remove this batch's markers. On failure every
-   partition is truncated back to its committed end: a refused batch leaves the log as it was.
-
-Murmur2 in the JVM: Spark has no kafka-clients jar and `reflect` takes no binary arguments, so a tiny
-Java UDF (`sink.jvm_murmur2`) is compiled with javac on first use and cached; without javac a first
-Python pass computes the keyed partitions (`sink.partitioner`), at the cost of a second transfer.
+   truncated back under its lock; a crashed delivery's staged files are removed.
+6. The write, one JVM pass and no shuffle (sink/jvm_write.py): a SQL expression gives every row its
+   slot (topic, partition): the `partition` column, else Kafka's murmur2 of the key (the connector
+   jar's UDF, `io.seglog.spark.write.Murmur2Partition`), else a hash of the value for a null key; each
+   input task stages its rows as sealed segments per slot; the driver publishes each partition's
+   staged segments in task order at its log end (indexer/staged.py) and fsyncs.
+7. Commit once per topic, holding the written partitions' locks, then remove the staged files. On
+   failure every partition is truncated back to its committed end: a refused batch leaves the log as it was.
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import shutil
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -44,12 +41,15 @@ from seglog.errors import InvalidRecordError, MissingKeyError, RecordTooLargeErr
 from seglog.indexer.locks import FileLock, lock_path, partition_lock
 from seglog.indexer.names import partition_dir_name, validate_topic
 from seglog.indexer.topics import TopicMetadata, create_topic, forget_uncommitted_topic, load_topic
-from seglog.sink.executor_write import RESULT_SCHEMA, SLOT, INT64_MAX, TaskWriter, WritePlan, inflight_dir
+from seglog.indexer.log import Log
+from seglog.indexer.staged import RENAME_MIN_BYTES, publish
+from seglog.sink.jvm_write import (INT64_MAX, run_staged_write, stage_config, staged_by_slot, staging_dir,
+                                   writer_staging)
 from seglog.sink.input_schema import InputColumns, SinkInputError, validate_schema
 
 _WRITER_RE = re.compile(r"[A-Za-z0-9._-]{1,200}")   # fullmatch: `$` lets "id\n" through
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
-ARROW_BATCH_ROWS = 100_000
+PUBLISH_THREADS = 8   # partitions published at once by the driver
 # A record's time, from the `timestamp` column (timestamp or timestamp_ntz): NTZ is read in the
 # session time zone, as Spark's CAST does. The write and the quarantine routing both use it.
 EVENT_TIME = "CAST(timestamp AS TIMESTAMP)"
@@ -88,7 +88,7 @@ class SegmentLogSink:
     def __init__(self, root: str, topic: str | None = None, partitions: int | None = None,
                  config: Mapping[str, Any] | None = None, writer_id: str | None = None, *,
                  tasks: int | None = None, lock_timeout: float | None = 600.0,
-                 jvm_partitioner: bool | None = None):
+                 jvm_partitioner: bool | None = None, rename_min_bytes: int = RENAME_MIN_BYTES):
         self.root = str(Path(root).resolve())
         self.topic = validate_topic(topic) if topic is not None else None
         if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int)
@@ -104,12 +104,19 @@ class SegmentLogSink:
         self.tasks = tasks
         self.lock_timeout = lock_timeout
         self.jvm_partitioner = jvm_partitioner
+        # staged segments at least this large are renamed in as segments; smaller ones are copied
+        # onto the active segment (indexer/staged.py), so micro-batches leave no tiny segments
+        self.rename_min_bytes = rename_min_bytes
         self.last_results: list[dict] = []       # the last batch's per-partition results (driver side)
+        self.last_task_rows: list[int] = []      # rows each write task staged in the last batch (skew)
         self.last_timings: dict[str, float] = {}  # the last batch's phases in seconds: where time goes
 
     # ------------------------------------------------------------------ entry point
     def __call__(self, df, batch_id: int) -> None:
         cols = validate_schema(df.schema)
+        if self.topic is not None and cols.has_topic:
+            # Spark's Kafka sink: the `topic` option overrides the topic column.
+            cols = dataclasses.replace(cols, has_topic=False)
         spark = df.sparkSession
         writer = self.writer_id or spark.sparkContext.getLocalProperty(QUERY_ID_PROPERTY) or "default"
         if not _WRITER_RE.fullmatch(writer):
@@ -162,6 +169,8 @@ class SegmentLogSink:
             t0 = time.perf_counter()
             for t in todo:
                 self._roll_back(t, metas[t])
+            # a crashed delivery's staged files (never published past a commit) go too
+            shutil.rmtree(writer_staging(self.root, writer, todo), ignore_errors=True)
             timings["roll_back_s"] = time.perf_counter() - t0
             run_id = uuid.uuid4().hex
             existed = {t: {p for p in range(metas[t].partitions)
@@ -184,8 +193,8 @@ class SegmentLogSink:
                     raise
                 raise explained from exc
             finally:
-                for t in todo:
-                    shutil.rmtree(inflight_dir(self.root, t, writer, batch_id), ignore_errors=True)
+                # this delivery's staged files: published (moved) or never to be
+                shutil.rmtree(staging_dir(self.root, writer, todo, batch_id, run_id), ignore_errors=True)
             self.last_results = results
 
     # ------------------------------------------------------------------ driver steps
@@ -346,30 +355,21 @@ class SegmentLogSink:
         return t_expr, n_expr, base_expr, slots
 
     def _write(self, df, cols, topic_expr, metas, todo, quarantine, writer, batch_id, run_id, now) -> list[dict]:
-        from pyspark.sql import functions as F
-
-        spark = df.sparkSession
         t_expr, n_expr, base_expr, slots = self._slot_sql(cols, topic_expr, metas, todo, quarantine, now)
-        staged = df.withColumn("_t", F.expr(t_expr))
+        staged = df.selectExpr("*", f"{t_expr} AS _t")
         # Null keys: spread by a hash of the value. Deterministic (unlike Kafka's sticky partitioner) so
-        # that a retried task or a rerun stage sends every row to the same partition (executor_write).
+        # that a retried task or a rerun stage sends every row to the same partition.
         spread_cols = "value, timestamp" if cols.has_timestamp else "value"
         spread = f"CAST(pmod(xxhash64({spread_cols}), {n_expr}) AS INT)"
         key_bin = "CAST(key AS BINARY)" if cols.key_is_string else "key"
-        if cols.has_key:
-            use_jvm = self.jvm_partitioner
-            if use_jvm is None or use_jvm:
-                from seglog.sink.jvm_murmur2 import UDF_NAME, register_udf
-                registered = register_udf(spark)
-                if use_jvm and not registered:
-                    raise SinkInputError("jvm_partitioner=True but no javac is available to build the UDF")
-                use_jvm = registered
-            if use_jvm:
-                keyed = f"{UDF_NAME}({key_bin}, {n_expr})"
-            else:
-                staged = _python_key_partitions(staged.withColumn("_n", F.expr(n_expr)), cols)
-                keyed = "_kp"
-            p_expr = f"coalesce({keyed}, {spread})"
+        if cols.has_key and self.jvm_partitioner is False:
+            # the Python reference partitioner (sink.partitioner), one extra pass
+            staged = _python_key_partitions(staged.selectExpr("*", f"{n_expr} AS _n"), cols)
+            p_expr = f"coalesce(_kp, {spread})"
+        elif cols.has_key:
+            # NULL for a keyed row: the JVM writer takes Kafka's murmur2 partition of its key
+            # (io.seglog.spark.write.Murmur2Partition, kafka-clients' own function)
+            p_expr = f"(CASE WHEN key IS NULL THEN {spread} END)"
         else:
             p_expr = spread
         if cols.has_partition:
@@ -381,41 +381,46 @@ class SegmentLogSink:
                       f"' partitions (0 to ', CAST({n_expr} - 1 AS STRING), '); the batch has a row with partition ', "
                       f"CAST(partition AS STRING), '; nothing was written')) "
                       f"ELSE CAST(partition AS INT) END)")
-        staged = staged.withColumn(SLOT, F.expr(f"{base_expr} + {p_expr}")).where(f"{SLOT} IS NOT NULL")
-        if cols.has_timestamp:
-            # One rule for every use of the timestamp column (the write and the quarantine routing):
-            # a TimestampNTZ value is a wall time in the session time zone, as Spark's CAST says.
-            staged = staged.withColumn("timestamp", F.expr(EVENT_TIME))
-        keep = [c for c in ("key", "value", "timestamp", "headers") if c in df.columns] + [SLOT]
-        ntasks = self.tasks or max(1, min(len(slots), 2 * spark.sparkContext.defaultParallelism))
-        confs = {}
+        # The JVM writer's columns (sink/jvm_write.py, STAGED_COLUMNS); one rule for every use of the
+        # timestamp column (a TimestampNTZ value is a wall time in the session time zone, as Spark's CAST says).
+        staged = staged.selectExpr(
+            f"{base_expr} AS _base", f"{n_expr} AS _n", f"{p_expr} AS _p",
+            f"{key_bin} AS key" if cols.has_key else "CAST(NULL AS BINARY) AS key",
+            "CAST(value AS BINARY) AS value",
+            f"unix_micros({EVENT_TIME}) AS ts" if cols.has_timestamp else "CAST(NULL AS BIGINT) AS ts",
+            "headers" if cols.has_headers else
+            "CAST(NULL AS ARRAY<STRUCT<key: STRING, value: BINARY>>) AS headers").where("_base IS NOT NULL")
         if self.tasks:
-            grouped = staged.select(*keep).repartition(ntasks, SLOT)
-        elif df.rdd.getNumPartitions() == 1:
-            # One input partition: its one task sees every row, so it alone writes every log
-            # partition, in input order; no shuffle (a stage fewer for small micro-batches).
-            grouped = staged.select(*keep)
-        else:
-            # At most `ntasks` shuffle partitions, merged by adaptive execution when small: a Python
-            # task costs ~100 ms or more to start, so a 1,000-row micro-batch should be one task.
-            # Merging keeps whole slots together, so each log partition still has one writer.
-            grouped = staged.select(*keep).repartition(SLOT)
-            confs = {"spark.sql.shuffle.partitions": str(ntasks), "spark.sql.adaptive.enabled": "true",
-                     "spark.sql.adaptive.coalescePartitions.enabled": "true"}
-        configs = {}
-        for t in todo:
-            c = dict(metas[t].config)
-            if t in quarantine:
-                # Out-of-range rows were rerouted in SQL against the driver's `now`: the tasks
-                # must not refuse a borderline row that the routing kept.
-                c["message.timestamp.before.max.ms"] = INT64_MAX
-                c["message.timestamp.after.max.ms"] = INT64_MAX
-            configs[t] = c
-        plan = WritePlan(self.root, writer, batch_id, run_id, tuple(slots), configs, self.lock_timeout)
-        confs["spark.sql.execution.arrow.maxRecordsPerBatch"] = str(ARROW_BATCH_ROWS)
-        with _session_confs(spark, confs):
-            rows = grouped.mapInArrow(TaskWriter(plan), RESULT_SCHEMA).collect()
-        return [r.asDict() for r in rows]
+            staged = staged.repartition(self.tasks)
+        configs = {t: metas[t].topic_config() for t in todo}
+        # Out-of-range rows of a quarantined topic were rerouted in SQL against the driver's `now`:
+        # the tasks must not refuse a borderline row that the routing kept.
+        slot_configs = [stage_config(configs[t], unbounded_time=t in quarantine) for t, _ in slots]
+        staging = staging_dir(self.root, writer, todo, batch_id, run_id)
+        t0 = time.perf_counter()
+        reports = run_staged_write(staged, staging, slot_configs)
+        self.last_timings["stage_job_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        def publish_one(slot: int, segments) -> dict:
+            t, p = slots[slot]
+            with Log.open(Path(self.root) / partition_dir_name(t, p), configs[t],
+                          lock_timeout=self.lock_timeout) as log:
+                start = log.log_end_offset
+                publish(log, segments, rename_min_bytes=self.rename_min_bytes)
+                log.flush()   # durable before the commit makes it visible
+                end = log.log_end_offset
+            return {"topic": t, "partition": p, "start": start, "end": end,
+                    "records": sum(s.records for s in segments), "bytes": sum(s.size for s in segments),
+                    "tasks": sum(1 for r in reports for o in r["outputs"] if o["slot"] == slot)}
+
+        # Partitions are independent (each its own Log and lock): published in parallel threads,
+        # whose time is mostly fsyncs and renames (the GIL is released there).
+        by_slot = sorted(staged_by_slot(reports).items())
+        with ThreadPoolExecutor(max_workers=max(1, min(PUBLISH_THREADS, len(by_slot)))) as pool:
+            results = list(pool.map(lambda item: publish_one(*item), by_slot))
+        self.last_timings["publish_s"] = time.perf_counter() - t0
+        self.last_task_rows = [sum(o["records"] for o in r["outputs"]) for r in reports]
+        return results
 
     def _commit(self, todo, metas, results, writer, batch_id) -> None:
         for t in todo:
@@ -444,22 +449,6 @@ def _refuse_keyless(df, cols: InputColumns, topic_expr: str, metas) -> None:
     if row is not None:
         raise MissingKeyError(f"topic {row['t']!r} is compacted (cleanup.policy holds 'compact'): a record has a "
                               f"null key; every record needs a key; nothing was written")
-
-
-@contextlib.contextmanager
-def _session_confs(spark, confs: dict[str, str]):
-    """Set session confs for the write job only, and put the user's values back."""
-    saved = {k: spark.conf.get(k, None) for k in confs}
-    try:
-        for k, v in confs.items():
-            spark.conf.set(k, v)
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
 
 
 def _show(key) -> str:

@@ -14,6 +14,7 @@ from seglog.errors import RecordTooLargeError, TimestampOutOfRangeError
 from seglog.indexer.log import Log
 from seglog.indexer.topics import load_topic
 from seglog.sink.input_schema import SinkInputError, SinkSchemaError
+from seglog.sink.jvm_write import writer_staging
 from seglog.sink.partitioner import partition_for_key
 from seglog.sink.segment_log_sink import SegmentLogSink
 
@@ -101,7 +102,10 @@ def test_partly_written_batch_is_rolled_back(spark, tmp_path):
     for p in range(3):
         with Log.open(os.path.join(root, f"ev-{p}")) as log:
             log.append_columns(pa.array([b"junk"] * (p + 7)))
-    (tmp_path / "_seglog" / "inflight" / "ev" / "default" / "1").mkdir(parents=True)
+    # ... and its staged files (never published)
+    leftover = writer_staging(root, "default", ["ev"]) / "1-crashed" / "t0-a0"
+    leftover.mkdir(parents=True)
+    (leftover / "s0-0.log").write_bytes(b"junk")
     sink(keyed_df(spark, 300, start=300), 1)
     got = read_topic(root, "ev", 3)
     assert sorted(int(r.key) for v in got.values() for r in v) == list(range(600))
@@ -109,7 +113,7 @@ def test_partly_written_batch_is_rolled_back(spark, tmp_path):
     for p in range(3):   # batch 0 kept as it was, batch 1 follows it directly
         assert all(int(r.key) < 300 for r in got[p][:committed[p]])
         assert all(int(r.key) >= 300 for r in got[p][committed[p]:])
-    assert not (tmp_path / "_seglog" / "inflight" / "ev" / "default" / "1").exists()
+    assert list(writer_staging(root, "default", ["ev"]).glob("*")) == []   # the leftovers and this run's files
 
 
 def test_partition_column_and_range(spark, tmp_path):
@@ -141,15 +145,43 @@ def test_null_keys_spread_and_strings(spark, tmp_path):
 def test_headers_and_topic_column(spark, tmp_path):
     root = str(tmp_path)
     df = spark.range(60).selectExpr(
-        "CASE WHEN id % 3 = 0 THEN 'a' WHEN id % 3 = 1 THEN 'b' ELSE NULL END AS topic",
+        "CASE WHEN id % 3 = 0 THEN 'a' WHEN id % 3 = 1 THEN 'b' ELSE 'c' END AS topic",
         "CAST(id AS STRING) AS key", "CAST(CAST(id AS STRING) AS BINARY) AS value",
         "array(named_struct('key', 'h', 'value', CAST(id AS STRING)::binary)) AS headers")
-    SegmentLogSink(root, topic="c", partitions=2)(df, 0)
+    SegmentLogSink(root, partitions=2)(df, 0)          # no topic= option: each row picks its topic
     for t, ids in (("a", range(0, 60, 3)), ("b", range(1, 60, 3)), ("c", range(2, 60, 3))):
         got = read_topic(root, t, 2)
         recs = [r for v in got.values() for r in v]
         assert sorted(int(r.key) for r in recs) == list(ids)
         assert all(r.headers == (("h", r.key),) for r in recs)
+    with pytest.raises(SinkInputError, match="null 'topic'"):
+        SegmentLogSink(root, partitions=2)(df.selectExpr("IF(key = '5', NULL, topic) AS topic", "value"), 1)
+
+
+def test_topic_option_overrides_the_topic_column_as_sparks_kafka_sink(spark, tmp_path):
+    """Spark's Kafka sink: "the topic configuration option overrides the topic column"."""
+    root = str(tmp_path)
+    df = spark.range(30).selectExpr("IF(id % 2 = 0, 'a', NULL) AS topic", "CAST(id AS STRING) AS key",
+                                    "CAST(id AS STRING) AS value")
+    SegmentLogSink(root, topic="z", partitions=2)(df, 0)
+    got = read_topic(root, "z", 2)
+    assert sorted(int(r.key) for v in got.values() for r in v) == list(range(30))
+    assert not os.path.exists(os.path.join(root, "a-0")) and not os.path.exists(os.path.join(root, "a-1"))
+
+
+def test_the_sources_output_is_written_back_as_is(spark, tmp_path):
+    """The `seglog` source's rows (offset, timestampType, topic, partition, ... ) go into the sink
+    unchanged: extra columns ignored, the topic= option over the topic column, partition and
+    timestamp kept, as Spark's Kafka sink takes the Kafka source's rows."""
+    src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
+    SegmentLogSink(src, topic="ev", partitions=3)(keyed_df(spark, 200), 0)
+    replay = spark.read.format("seglog").option("topic", "ev").load(src)
+    assert {"offset", "timestampType", "topic", "partition"} <= set(replay.columns)
+    SegmentLogSink(dst, topic="copy", partitions=3)(replay, 0)
+    a, b = read_topic(src, "ev", 3), read_topic(dst, "copy", 3)
+    for p in range(3):
+        assert [(r.key, r.value, r.timestamp, r.offset) for r in a[p]] == \
+               [(r.key, r.value, r.timestamp, r.offset) for r in b[p]]
 
 
 def test_jvm_and_python_partitioners_agree(spark, tmp_path):
@@ -170,7 +202,6 @@ def test_jvm_and_python_partitioners_agree(spark, tmp_path):
     (["'v' AS value", "'1' AS partition"], r"column 'partition' is string; expected int"),
     (["'v' AS value", "1700000000000 AS timestamp"], r"column 'timestamp' is int|bigint"),
     (["'v' AS value", "array('x') AS headers"], r"column 'headers' is array<string>"),
-    (["'v' AS value", "1 AS offset"], r"\['offset'\] that it does not take"),
 ])
 def test_bad_schema_refused_before_any_write(spark, tmp_path, select, match):
     sink = SegmentLogSink(str(tmp_path), topic="ev", partitions=1)
@@ -303,3 +334,23 @@ def test_timestamp_ntz_is_read_in_the_session_time_zone(spark, tmp_path):
         spark.conf.set("spark.sql.session.timeZone", previous)
     (rec,) = read_topic(root, "ntz", 1)[0]
     assert rec.timestamp == int(dt.datetime(2024, 1, 1, 5, 0, tzinfo=dt.timezone.utc).timestamp() * 1000)
+
+
+def test_no_shuffle_every_input_task_writes_its_rows_in_task_order(spark, tmp_path):
+    """The write has no shuffle: each input task stages its own rows for every log partition (no
+    skew: a partition's rows come from every task), and each partition holds them in task order,
+    then in input order, with dense offsets."""
+    root = str(tmp_path)
+    df = spark.range(0, 4000, numPartitions=4).selectExpr(
+        "CAST(CAST(id AS STRING) AS BINARY) AS key", "CAST(concat('value-', id) AS BINARY) AS value")
+    sink = SegmentLogSink(root, topic="ev", partitions=3)
+    sink(df, 0)
+    assert sorted(sink.last_task_rows) == [1000] * 4          # the largest task's share: 1/4
+    assert sorted(r["partition"] for r in sink.last_results) == [0, 1, 2]
+    assert all(r["tasks"] == 4 for r in sink.last_results)     # every partition written by every task
+    got = read_topic(root, "ev", 3)
+    for p in range(3):
+        ids = [int(r.key) for r in got[p]]
+        assert ids == sorted(ids) and all(partition_for_key(r.key, 3) == p for r in got[p])
+        assert [r.offset for r in got[p]] == list(range(len(ids)))
+    assert sum(len(v) for v in got.values()) == 4000

@@ -25,11 +25,12 @@ CHILD = textwrap.dedent("""
     import sys
     from seglog.sink.session import local_session
     from seglog.sink.segment_log_sink import SegmentLogSink
-    src, root, ckpt = sys.argv[1:4]
+    src, root, ckpt, rename_min = sys.argv[1:5]
     spark = local_session("seglog-crash")
     stream = (spark.readStream.schema("k string, v string").option("maxFilesPerTrigger", 1).json(src)
               .selectExpr("k AS key", "v AS value"))
-    sink = SegmentLogSink(root, topic="ev", partitions=%d, config={"segment.bytes": 8192})
+    sink = SegmentLogSink(root, topic="ev", partitions=%d, config={"segment.bytes": 8192},
+                          rename_min_bytes=int(rename_min))
     q = (stream.writeStream.foreachBatch(sink).option("checkpointLocation", ckpt)
          .trigger(availableNow=True).start())
     q.awaitTermination()
@@ -37,13 +38,20 @@ CHILD = textwrap.dedent("""
 """ % PARTITIONS)
 
 
-def _start(script, src, root, ckpt, log):
+def _start(script, src, root, ckpt, log, rename_min):
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONPATH=os.pathsep.join(sys.path))
-    return subprocess.Popen([sys.executable, str(script), str(src), str(root), str(ckpt)], stdout=log,
+    return subprocess.Popen([sys.executable, str(script), str(src), str(root), str(ckpt), str(rename_min)],
+                            stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True, env=env)
 
 
-def test_sigkill_anywhere_loses_nothing_duplicates_nothing(tmp_path):
+KILLS = int(os.environ.get("SEGLOG_CRASH_KILLS", "3"))
+
+
+# The JVM write path both ways: staged segments copied onto the active segment (micro-batches), and
+# renamed in as segments with their offsets patched (rename_min_bytes=0: every staged segment).
+@pytest.mark.parametrize("rename_min", [1 << 20, 0], ids=["copy", "rename"])
+def test_sigkill_anywhere_loses_nothing_duplicates_nothing(tmp_path, rename_min):
     rng = random.Random(int(os.environ.get("SEGLOG_CRASH_SEED", time.time())))
     src, root, ckpt = tmp_path / "in", tmp_path / "log", tmp_path / "ckpt"
     src.mkdir()
@@ -55,9 +63,9 @@ def test_sigkill_anywhere_loses_nothing_duplicates_nothing(tmp_path):
     script.write_text(CHILD)
     kills = 0
     with open(tmp_path / "child.log", "ab") as log:
-        for attempt in range(12):
-            proc = _start(script, src, root, ckpt, log)
-            if kills < 3:
+        for attempt in range(4 * KILLS):
+            proc = _start(script, src, root, ckpt, log, rename_min)
+            if kills < KILLS:
                 # wait until this run has committed something new (so the kill lands mid-stream), then
                 # kill at a random moment of the following batches
                 seq0 = (CommitLog(root, "ev").latest() or type("S", (), {"seq": -1})).seq
@@ -74,9 +82,10 @@ def test_sigkill_anywhere_loses_nothing_duplicates_nothing(tmp_path):
                     kills += 1
                     continue
             assert proc.wait(timeout=300) == 0, (tmp_path / "child.log").read_text()[-3000:]
-            if kills >= 3:
+            if kills >= KILLS:
                 break
-    assert kills >= 3
+    print(f"sink crash test ({'rename' if rename_min == 0 else 'copy'}): {kills} SIGKILLs, {attempt + 1} runs")
+    assert kills >= KILLS
     ends = CommitLog(root, "ev").end_offsets()
     seen = []
     for p in range(PARTITIONS):

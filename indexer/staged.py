@@ -1,0 +1,142 @@
+"""Publishing staged segments into a partition log at its end (the sink's JVM write path, docs/internals.md "jvm/").
+
+A staged segment is what the JVM writer (`io.seglog.spark.write.SegmentStager`) leaves for one log
+partition: `<stem>.log` with batch base offsets relative to the segment (0, ...), `<stem>.index` and
+`<stem>.timeindex` built by `indexer.segment`'s rules from an empty segment and sealed (docs/spec.md
+§2.3-2.5), and `<stem>.batches`, one 36-byte row per batch (position, relative last offset, first
+and largest timestamp, record count). Its real base offset B is known only here, at the log's end.
+
+Two ways in, both giving valid segments (docs/spec.md §2):
+- copy: the batches, base offsets patched to B + relative, go through `Log`'s own append path (the
+  roll and index rules of any append, the topic's codec, the partition's leader epoch): the same
+  bytes as `Log.append_columns` of the same batches. For small outputs (micro-batches must not
+  leave tiny segments) and compressed topics.
+- rename (large outputs): each batch's base offset is patched in place (outside the CRC,
+  docs/format.md "Record batches"), the files fsynced, then `Log.adopt_segments` rolls (seals and
+  retires the active segment) and renames each segment's `.index`, `.timeindex` and, last, `.log`
+  to `<B>.*` (a segment exists when its `.log` does); a run of them goes in together, sealed as
+  the JVM left them, the last opened as the active segment. Index entries, relative to the
+  segment's base and to positions in its own file, hold as they are.
+
+Crash safety: nothing here is visible before the sink's commit (readers stop at the committed end,
+docs/spec.md §4); a crash part way leaves records past the committed end, which the next delivery
+rolls back (indexer/committed_end.py), and staged files, which the sink removes.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from seglog.indexer.columns import EncodedBatches
+from seglog.indexer.fsutil import fsync_dir
+from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
+from seglog.indexer.records import CREATE_TIME, LOG_APPEND_TIME
+
+BATCHES_SUFFIX = ".batches"
+BATCH_META = np.dtype([("position", ">i8"), ("last", ">i8"), ("first_ts", ">i8"), ("max_ts", ">i8"),
+                       ("count", ">i4")])
+assert BATCH_META.itemsize == 36   # SegmentStager.BATCH_META_SIZE
+RENAME_MIN_BYTES = 1 << 20        # smaller staged segments are copied onto the active segment
+COPY_CHUNK_BYTES = 16 << 20       # the copy path reads at most this much of a staged .log at once
+_BASE = struct.Struct(">q")
+
+
+@dataclass(frozen=True)
+class StagedSegment:
+    stem: str          # path without suffix
+    size: int          # bytes of its .log
+    records: int
+    batches: int
+
+    def meta(self) -> np.ndarray:
+        meta = np.fromfile(self.stem + BATCHES_SUFFIX, dtype=BATCH_META)
+        if len(meta) != self.batches:
+            raise ValueError(f"{self.stem}{BATCHES_SUFFIX}: {len(meta)} batches, the writer reported {self.batches}")
+        return meta
+
+
+def publish(log, staged: list[StagedSegment], *, rename_min_bytes: int = RENAME_MIN_BYTES) -> None:
+    """Append every staged segment, in order, at the end of `log` (open writable, its lock held).
+    Runs of large ones are renamed in together (only the last is opened, as the active segment);
+    small ones are copied. The caller flushes the log (fsync) before committing."""
+    renamable = log.takes_whole_segments()
+    run: list[StagedSegment] = []
+    renamed = False
+    for seg in staged:
+        if seg.records == 0:
+            continue
+        if renamable and seg.size >= rename_min_bytes:
+            run.append(seg)
+            continue
+        if run:
+            _rename(log, run)
+            run, renamed = [], True
+        _copy(log, seg)
+    if run:
+        _rename(log, run)
+        renamed = True
+    if renamed:
+        fsync_dir(log.path)   # the renames are durable before the commit that makes them visible
+
+
+def _copy(log, seg: StagedSegment) -> None:
+    meta = seg.meta()
+    tstype = LOG_APPEND_TIME if log.config.log_append_time else CREATE_TIME
+    ends = np.append(meta["position"][1:], seg.size).astype(np.int64)
+    fd = os.open(seg.stem + LOG_SUFFIX, os.O_RDONLY)
+    try:
+        i, n = 0, len(meta)
+        while i < n:
+            # a run of whole batches of at most COPY_CHUNK_BYTES (at least one batch)
+            start = int(meta["position"][i])
+            j = max(i + 1, int(np.searchsorted(ends, start + COPY_CHUNK_BYTES, side="right")))
+            end = int(ends[j - 1])
+            data = bytearray(os.pread(fd, end - start, start))
+            if len(data) != end - start:
+                raise ValueError(f"{seg.stem}{LOG_SUFFIX}: short read at {start}")
+            part = meta[i:j]
+            counts = part["count"].astype(np.int64)
+            rel_bases = part["last"].astype(np.int64) - counts + 1
+            bases = log.log_end_offset + rel_bases - rel_bases[0]
+            positions = np.append(part["position"].astype(np.int64) - start, end - start)
+            _patch_bases(data, positions[:-1], bases)
+            log.append_encoded(EncodedBatches(memoryview(data), positions, bases, bases + counts - 1,
+                                              part["first_ts"].astype(np.int64), part["max_ts"].astype(np.int64),
+                                              counts, int(counts.sum()), tstype, data))
+            i = j
+    finally:
+        os.close(fd)
+
+
+def _patch_bases(data: bytearray, positions: np.ndarray, bases: np.ndarray) -> None:
+    """Write each batch's base offset (big-endian int64 at its start), vectorised."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    buf[positions[:, None] + np.arange(8)] = bases.astype(">i8").view(np.uint8).reshape(-1, 8)
+
+
+def _rename(log, run: list[StagedSegment]) -> None:
+    """Patch each staged segment's batch base offsets in place, fsync its files, rename them all in."""
+    base = log.log_end_offset
+    for seg in run:
+        meta = seg.meta()
+        counts = meta["count"].astype(np.int64)
+        bases = base + meta["last"].astype(np.int64) - counts + 1
+        fd = os.open(seg.stem + LOG_SUFFIX, os.O_RDWR)
+        try:
+            for pos, b in zip(meta["position"].tolist(), bases.tolist()):
+                os.pwrite(fd, _BASE.pack(b), pos)          # per batch, never per record
+            os.fsync(fd)                                    # the real offsets durable before the rename
+        finally:
+            os.close(fd)
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):   # sealed: trusted by readers once renamed in
+            fd = os.open(seg.stem + suffix, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        base += seg.records
+    log.adopt_segments([({suffix: seg.stem + suffix for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)},
+                         seg.records) for seg in run])

@@ -1,0 +1,280 @@
+package io.seglog.spark.write;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One log partition's records within one write task: encoded into batches and written as staged
+ * segments ({@code <stem>.log}, {@code .index}, {@code .timeindex}, {@code .batches}) whose offsets
+ * start at 0 in each segment. The publisher (indexer/staged.py) gives each segment its real base
+ * offset B: a batch's base offset becomes B plus the staged one, and the indexes, relative to the
+ * segment's base and to positions in the file, stay as they are.
+ *
+ * <p>Invariants (the same rules as indexer/segment.py, so a staged segment is what seglog's Python
+ * Log writes for the same batches from an empty segment, then rolled):
+ * <ul>
+ * <li>Roll: a batch goes to a new segment when the current one holds bytes and the batch would pass
+ *   segment.bytes, an index has no room (the time index keeps its last slot for the seal entry), the
+ *   relative offset would pass int32, or segment.ms is exceeded (docs/spec.md §3.2).</li>
+ * <li>Index: an offset index entry (batch last offset, batch start) once more than
+ *   index.interval.bytes were written since the last entry, and with it a time index entry
+ *   (largest timestamp so far, last offset of the first batch that reached it) if that timestamp
+ *   grew; never the all-zero entry while the segment is written (docs/format.md "Time index").</li>
+ * <li>Every staged segment is sealed when finished (seal entry, trimmed indexes), so whichever
+ *   segment follows it at publish time, it is a valid sealed segment (docs/spec.md §2.5).</li>
+ * <li>No fsync here: a staged file is either copied (its copy is fsynced by the Log's flush) or
+ *   patched and renamed by the driver, which fsyncs it after patching and before the commit.</li>
+ * </ul>
+ */
+final class SegmentStager {
+    static final int BATCH_META_SIZE = 36;   // position i64, last offset i64, first ts i64, max ts i64, count i32
+
+    /** A finished staged segment, as the task reports it to the driver. */
+    static final class Staged {
+        final String stem;
+        final long size;
+        final long records;
+        final int batches;
+
+        Staged(String stem, long size, long records, int batches) {
+            this.stem = stem;
+            this.size = size;
+            this.records = records;
+            this.batches = batches;
+        }
+    }
+
+    private final Path dir;
+    private final String prefix;
+    private final StageConfig cfg;
+    private final long now;
+    private final BatchEncoder encoder;
+    private final List<Staged> finished = new ArrayList<>();
+    private long records;
+    private long bytes;
+
+    // the current staged segment
+    private int seq = -1;
+    private FileChannel log;
+    private ByteBuffer meta;
+    private long size;
+    private long nextRel;
+    private int batches;
+    private long bytesSinceIndexEntry;
+    private long maxTs;
+    private long offsetOfMax;
+    private long firstTs;
+    private long createdMs;
+    private int[] offEntries = new int[64];    // (relative offset, position) pairs
+    private int offCount;
+    private long[] timeTs = new long[32];
+    private int[] timeRel = new int[32];
+    private int timeCount;
+
+    SegmentStager(Path dir, String prefix, StageConfig cfg, long now) {
+        this.dir = dir;
+        this.prefix = prefix;
+        this.cfg = cfg;
+        this.now = now;
+        this.encoder = new BatchEncoder(cfg.maxBatchBytes, cfg.logAppendTime);
+    }
+
+    long records() {
+        return records;
+    }
+
+    long bytes() {
+        return bytes;
+    }
+
+    List<Staged> segments() {
+        return finished;
+    }
+
+    /** One record; {@code timestamp} in ms (-1: none), already resolved (null = now, LogAppendTime). */
+    void add(long timestamp, byte[] key, byte[] value, byte[][] hKeys, byte[][] hValues) throws IOException {
+        int rs = encoder.recordSize(timestamp, key, value, hKeys, hValues);
+        if (!encoder.fits(rs)) {
+            flushBatch();
+            rs = encoder.recordSize(timestamp, key, value, hKeys, hValues);
+        }
+        encoder.append(timestamp, key, value, hKeys, hValues, rs);
+        records++;
+    }
+
+    /** Write the open batch (if any) and seal the last segment; the task then reports {@link #segments()}. */
+    void finish() throws IOException {
+        flushBatch();
+        if (log != null) {
+            closeSegment();
+        }
+    }
+
+    /** Close files without reporting (a failed task; its folder is removed by the driver). */
+    void abort() {
+        try {
+            if (log != null) {
+                log.close();
+            }
+        } catch (IOException ignored) {
+            // the driver removes the whole staging folder of a failed attempt
+        }
+    }
+
+    private void flushBatch() throws IOException {
+        int count = encoder.count();
+        if (count == 0) {
+            return;
+        }
+        int batchSize = encoder.size();
+        if (batchSize > cfg.maxMessageBytes) {
+            throw new IllegalArgumentException("seglog RecordTooLargeError: a record encodes to a batch of "
+                    + batchSize + " bytes, more than max.message.bytes=" + cfg.maxMessageBytes);
+        }
+        long batchMax = encoder.maxTimestamp();
+        long batchFirst = encoder.baseTimestamp();
+        if (log == null || rolls(batchSize, nextRel + count - 1, batchMax)) {
+            if (log != null) {
+                closeSegment();
+            }
+            openSegment();
+        }
+        ByteBuffer out = encoder.finish(nextRel, 0);
+        long position = size;
+        while (out.hasRemaining()) {
+            log.write(out);
+        }
+        long lastRel = nextRel + count - 1;
+        indexBatch(lastRel, position, batchSize, batchFirst, batchMax);
+        if (meta.remaining() < BATCH_META_SIZE) {
+            ByteBuffer bigger = ByteBuffer.allocate(meta.capacity() * 2);
+            meta.flip();
+            bigger.put(meta);
+            meta = bigger;
+        }
+        meta.putLong(position).putLong(lastRel).putLong(batchFirst).putLong(batchMax).putInt(count);
+        size += batchSize;
+        bytes += batchSize;
+        nextRel += count;
+        batches++;
+        encoder.clear();
+    }
+
+    /** indexer/segment.py's LogSegment._rolls for the next batch. */
+    private boolean rolls(int batchSize, long lastRel, long batchMax) {
+        if (size == 0) {
+            return false;
+        }
+        long room = Math.min((long) cfg.indexBytes / 8 - offCount, (long) cfg.indexBytes / 12 - timeCount - 1);
+        if (size + batchSize > cfg.segmentBytes || room <= 0 || lastRel > Integer.MAX_VALUE) {
+            return true;
+        }
+        if (firstTs >= 0) {
+            return batchMax >= 0 && batchMax - firstTs > cfg.segmentMs;
+        }
+        return now - createdMs > cfg.segmentMs;
+    }
+
+    /** indexer/segment.py's LogSegment.index_batch: the one index rule. */
+    private void indexBatch(long lastRel, long position, int batchSize, long batchFirst, long batchMax) {
+        if (batchMax > maxTs) {
+            maxTs = batchMax;
+            offsetOfMax = lastRel;
+        }
+        if (firstTs < 0 && batchFirst >= 0) {
+            firstTs = batchFirst;
+        }
+        if (bytesSinceIndexEntry > cfg.indexInterval) {
+            addOffsetEntry((int) lastRel, (int) position);
+            if (maxTs >= 0) {
+                maybeAppendTime(maxTs, offsetOfMax, false);
+            }
+            bytesSinceIndexEntry = 0;
+        }
+        bytesSinceIndexEntry += batchSize;
+    }
+
+    private void addOffsetEntry(int rel, int position) {
+        if (2 * offCount + 2 > offEntries.length) {
+            offEntries = java.util.Arrays.copyOf(offEntries, offEntries.length * 2);
+        }
+        offEntries[2 * offCount] = rel;
+        offEntries[2 * offCount + 1] = position;
+        offCount++;
+    }
+
+    /** TimeIndex.maybe_append (or, with {@code seal}, seal_entry): only a larger timestamp is written. */
+    private void maybeAppendTime(long ts, long rel, boolean seal) {
+        if (timeCount > 0 && ts <= timeTs[timeCount - 1]) {
+            return;
+        }
+        if (!seal && ts == 0 && rel == 0) {
+            return;   // the all-zero entry is written only by the seal (docs/format.md "Time index")
+        }
+        if (timeCount == timeTs.length) {
+            timeTs = java.util.Arrays.copyOf(timeTs, timeCount * 2);
+            timeRel = java.util.Arrays.copyOf(timeRel, timeCount * 2);
+        }
+        timeTs[timeCount] = ts;
+        timeRel[timeCount] = (int) rel;
+        timeCount++;
+    }
+
+    private Path file(String suffix) {
+        return dir.resolve(String.format("%s-%d%s", prefix, seq, suffix));
+    }
+
+    private void openSegment() throws IOException {
+        seq++;
+        Files.createDirectories(dir);
+        log = FileChannel.open(file(".log"), StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+        meta = ByteBuffer.allocate(BATCH_META_SIZE * 64);
+        size = 0;
+        nextRel = 0;
+        batches = 0;
+        bytesSinceIndexEntry = 0;
+        maxTs = -1;
+        offsetOfMax = -1;
+        firstTs = -1;
+        createdMs = System.currentTimeMillis();
+        offCount = 0;
+        timeCount = 0;
+    }
+
+    /** Seal (the seal entry, as LogSegment.seal) and write both indexes trimmed. */
+    private void closeSegment() throws IOException {
+        if (maxTs >= 0) {
+            maybeAppendTime(maxTs, offsetOfMax, true);
+        }
+        log.close();
+        log = null;
+        ByteBuffer idx = ByteBuffer.allocate(offCount * 8);
+        for (int i = 0; i < offCount; i++) {
+            idx.putInt(offEntries[2 * i]).putInt(offEntries[2 * i + 1]);
+        }
+        writeFile(file(".index"), idx);
+        ByteBuffer tidx = ByteBuffer.allocate(timeCount * 12);
+        for (int i = 0; i < timeCount; i++) {
+            tidx.putLong(timeTs[i]).putInt(timeRel[i]);
+        }
+        writeFile(file(".timeindex"), tidx);
+        writeFile(file(".batches"), meta);
+        String stem = file("").toString();
+        finished.add(new Staged(stem, size, nextRel, batches));
+    }
+
+    private static void writeFile(Path path, ByteBuffer data) throws IOException {
+        data.flip();
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+            while (data.hasRemaining()) {
+                ch.write(data);
+            }
+        }
+    }
+}

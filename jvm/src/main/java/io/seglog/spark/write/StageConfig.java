@@ -1,0 +1,31 @@
+package io.seglog.spark.write;
+
+import java.io.Serializable;
+
+/** One log partition's write rules, from its topic's configuration (docs/spec.md §3.1, §3.2, §5). */
+public final class StageConfig implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    final long segmentBytes;
+    final int indexBytes;          // segment.index.bytes: both indexes' capacity
+    final long indexInterval;      // index.interval.bytes
+    final long segmentMs;
+    final int maxMessageBytes;
+    final int maxBatchBytes;       // the batching rule's budget (Log.default_max_batch_bytes)
+    final boolean logAppendTime;
+    final long beforeMaxMs;        // message.timestamp.before.max.ms (Long.MAX_VALUE: unbounded)
+    final long afterMaxMs;
+
+    public StageConfig(long segmentBytes, int indexBytes, long indexInterval, long segmentMs, int maxMessageBytes,
+                       int maxBatchBytes, boolean logAppendTime, long beforeMaxMs, long afterMaxMs) {
+        this.segmentBytes = segmentBytes;
+        this.indexBytes = indexBytes;
+        this.indexInterval = indexInterval;
+        this.segmentMs = segmentMs;
+        this.maxMessageBytes = maxMessageBytes;
+        this.maxBatchBytes = maxBatchBytes;
+        this.logAppendTime = logAppendTime;
+        this.beforeMaxMs = beforeMaxMs;
+        this.afterMaxMs = afterMaxMs;
+    }
+}

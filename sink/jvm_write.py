@@ -1,0 +1,87 @@
+"""The sink's executor side, on the JVM and without a shuffle: each input task stages its own segments.
+
+`run_staged_write` hands the batch's DataFrame, projected to `STAGED_COLUMNS`, to `io.seglog.spark.write.StagedWrite` in the connector jar (seglog.jvm): every
+input task encodes its rows, per log partition (slot), into staged segments under the run's staging
+folder, and reports them. No row crosses to Python and no row is shuffled. The driver then publishes
+the reports in task order (`indexer.staged.publish`) and commits (sink/segment_log_sink.py).
+
+Retries: Spark returns one report per input partition, from the attempt that succeeded; a failed
+or speculative attempt stages into its own folder (`t<task>-<taskAttemptId>`), which is never published
+and goes with the run's staging folder.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from seglog.indexer.names import META_DIR
+from seglog.jvm import check_session
+from seglog.indexer.staged import StagedSegment
+
+INT64_MAX = (1 << 63) - 1
+# The write job's input columns, by position: the row's topic's first slot, its partition count, its
+# partition where SQL decides it (the partition column, a null key's spread; NULL: Kafka's murmur2 of
+# the key, computed by the JVM writer), then the record.
+STAGED_COLUMNS = ("_base", "_n", "_p", "key", "value", "ts", "headers")
+# Kafka's default partitioner as a SQL function, from the connector jar (kafka-clients' murmur2; no
+# javac at run time): `spark.udf.registerJavaFunction(MURMUR2_UDF, MURMUR2_CLASS, IntegerType())`.
+MURMUR2_UDF = "seglog_murmur2_partition"
+MURMUR2_CLASS = "io.seglog.spark.write.Murmur2Partition"
+
+
+def writer_staging(root: str | os.PathLike, writer_id: str, topics) -> Path:
+    """Every delivery of one writer to one set of topics (whose writer locks the driver holds, so
+    nothing else writes here): a crashed delivery's leftovers are removed from here."""
+    key = hashlib.sha1("\0".join(sorted(topics)).encode()).hexdigest()[:16]
+    return Path(root) / META_DIR / "staging" / writer_id / key
+
+
+def staging_dir(root: str | os.PathLike, writer_id: str, topics, batch_id: int, run_id: str) -> Path:
+    """Where one delivery's tasks stage their segments (removed after the batch, committed or not)."""
+    return writer_staging(root, writer_id, topics) / f"{batch_id}-{run_id}"
+
+
+def max_batch_bytes(config: Mapping[str, Any]) -> int:
+    """Log.default_max_batch_bytes's rule: at most 1 MiB and max.message.bytes, about half a segment."""
+    return max(1, min(config["max.message.bytes"], 1 << 20, max(config["segment.bytes"] // 2, 512)))
+
+
+def stage_config(config, *, unbounded_time: bool = False) -> dict:
+    """One slot's rules for the JVM writer, from a validated TopicConfig (`unbounded_time`: the
+    quarantine routing already moved out-of-range rows, so tasks must not refuse borderline ones)."""
+    cap = (lambda v: min(int(v), INT64_MAX))
+    return {
+        "segment.bytes": int(config["segment.bytes"]),
+        "segment.index.bytes": int(config["segment.index.bytes"]),
+        "index.interval.bytes": int(config["index.interval.bytes"]),
+        "segment.ms": cap(config["segment.ms"]),
+        "max.message.bytes": int(config["max.message.bytes"]),
+        "max_batch_bytes": max_batch_bytes(config),
+        "log_append_time": bool(config.log_append_time),
+        "message.timestamp.before.max.ms": INT64_MAX if unbounded_time else cap(config["message.timestamp.before.max.ms"]),
+        "message.timestamp.after.max.ms": INT64_MAX if unbounded_time else cap(config["message.timestamp.after.max.ms"]),
+    }
+
+
+def run_staged_write(staged_df, staging: Path, slot_configs: list[dict]) -> list[dict]:
+    """Run the write job; one report per input task: {task, attempt, outputs: [{slot, records,
+    bytes, segments: [{stem, size, records, batches}]}]}."""
+    spark = staged_df.sparkSession
+    check_session(spark)   # a session without the connector jar: a typed error naming the jar
+    plan = json.dumps({"staging": str(staging), "slots": slot_configs})
+    jvm = spark.sparkContext._jvm
+    reports = jvm.io.seglog.spark.write.StagedWrite.run(staged_df._jdf, plan)
+    return [json.loads(r) for r in reports]
+
+
+def staged_by_slot(reports: list[dict]) -> dict[int, list[StagedSegment]]:
+    """Each slot's staged segments in task order (then in the order the task wrote them)."""
+    out: dict[int, list[StagedSegment]] = {}
+    for report in sorted(reports, key=lambda r: r["task"]):
+        for o in report["outputs"]:
+            out.setdefault(o["slot"], []).extend(
+                StagedSegment(s["stem"], s["size"], s["records"], s["batches"]) for s in o["segments"])
+    return out
