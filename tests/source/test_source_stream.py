@@ -67,7 +67,7 @@ def offsets_of(source_progress, key="endOffset"):
 
 def output(spark, out):
     rows = spark.read.parquet(str(out)).collect()
-    return sorted((r.partition, r.offset, bytes(r.value)) for r in rows)
+    return sorted((r.partition, r.offset, None if r.value is None else bytes(r.value)) for r in rows)
 
 
 def test_committed_records_exactly_once_across_restarts_and_new_partitions(spark, tmp_path):
@@ -170,3 +170,56 @@ def test_min_offsets_per_trigger_waits_for_max_trigger_delay(spark, tmp_path):
         assert at.timestamp() - started >= 3 - 0.5          # held back until maxTriggerDelay passed
     finally:
         q.stop()
+
+
+@pytest.mark.kafka
+def test_read_committed_stream_holds_back_at_an_open_transaction(spark, kafka_broker, tmp_path):
+    """A real broker's partition with a transaction still open: a read_committed stream stops before it
+    (the last stable offset) instead of moving past it; once the transaction ends (aborted here), the
+    next run reads on, and the whole is what the Python core reads under read_committed."""
+    import random
+    import shutil
+
+    from tests.indexer.test_kafka_broker_read import broker_records
+    from tests.kafka_clients import create_topic as broker_topic
+    from tests.kafka_clients import producer
+
+    topic = "stream-open-txn"
+    broker_topic(kafka_broker, topic)
+    rng = random.Random(4)
+    plain = producer(kafka_broker)
+    committed, open_ = (producer(kafka_broker, transactional_id=f"{topic}-{n}") for n in "co")
+    for p in (committed, open_):
+        p.init_transactions(60)
+
+    def send(p, n):
+        for r in broker_records(rng, n):
+            p.produce(topic, partition=0, key=r["key"], value=r["value"], timestamp=r["timestamp"])
+        assert p.flush(30) == 0
+
+    def snapshot():
+        shutil.rmtree(tmp_path / "root", ignore_errors=True)
+        shutil.copytree(kafka_broker.partition_dir(topic), tmp_path / "root" / f"{topic}-0")
+        with Log.open(tmp_path / "root" / f"{topic}-0", readonly=True) as log:
+            commit_end(tmp_path / "root", topic, {0: log.log_end_offset})
+
+    committed.begin_transaction()
+    send(committed, 20)
+    committed.commit_transaction(60)
+    send(plain, 10)
+    open_.begin_transaction()
+    send(open_, 15)
+    send(plain, 10)
+    snapshot()
+    opts = {"startingOffsets": "earliest", "kafka.isolation.level": "read_committed"}
+    stream(spark, tmp_path / "root", topic, tmp_path / "out", tmp_path / "cp", **opts)
+    first = output(spark, tmp_path / "out")
+    assert len(first) == 30                                 # up to the open transaction, no further
+    open_.abort_transaction(60)
+    send(plain, 5)
+    snapshot()
+    stream(spark, tmp_path / "root", topic, tmp_path / "out", tmp_path / "cp", **opts)
+    with Log.open(tmp_path / "root" / f"{topic}-0", readonly=True) as log:
+        want = [(0, r.offset, r.value) for r in log.read(isolation_level="read_committed")]
+    got = output(spark, tmp_path / "out")
+    assert [(p, o, v) for p, o, v in got] == want and len(want) == 30 + 10 + 5

@@ -197,6 +197,11 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                 total += Math.max(0, p.getValue() - s);
             }
         }
+        if (opts.readCommitted) {
+            SeglogSourceOffset stable = capAtOpenTransactions(from, latest);
+            total -= totalBetween(from, latest) - totalBetween(from, stable);
+            latest = stable;
+        }
         ReadMaxRows max = null;
         ReadMinRows min = null;
         for (ReadLimit l : limit instanceof CompositeReadLimit ? ((CompositeReadLimit) limit).getReadLimits() : new ReadLimit[] {limit}) {
@@ -210,6 +215,37 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
         SeglogSourceOffset end = max == null || total <= max.maxRows() ? latest : rateLimit(from, latest, total, max.maxRows());
         if (!end.json().equals(start.json())) lastTriggerMs = System.currentTimeMillis();
         return end;
+    }
+
+    /** read_committed: no partition's end passes its last stable offset (an open transaction). */
+    private SeglogSourceOffset capAtOpenTransactions(Map<String, TreeMap<Integer, Long>> from, SeglogSourceOffset latest) {
+        Path root = Paths.get(opts.root);
+        Map<String, Long> checkpointed = LogStartCheckpoint.read(root);
+        Map<String, TreeMap<Integer, Long>> out = new TreeMap<>();
+        for (Map.Entry<String, TreeMap<Integer, Long>> t : latest.offsets.entrySet()) {
+            for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
+                long begin = from.get(t.getKey()).get(p.getKey());
+                long end = p.getValue();
+                if (begin < end) {
+                    try (PartitionLog log = PartitionLog.open(root, t.getKey(), p.getKey(),
+                            checkpointed.getOrDefault(t.getKey() + "-" + p.getKey(), 0L))) {
+                        end = TransactionFates.lastStableOffset(log, Math.max(begin, log.logStartOffset()), end);
+                    }
+                }
+                out.computeIfAbsent(t.getKey(), k -> new TreeMap<>()).put(p.getKey(), Math.max(begin, end));
+            }
+        }
+        return new SeglogSourceOffset(out);
+    }
+
+    private static long totalBetween(Map<String, TreeMap<Integer, Long>> from, SeglogSourceOffset to) {
+        long total = 0;
+        for (Map.Entry<String, TreeMap<Integer, Long>> t : to.offsets.entrySet()) {
+            for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
+                total += Math.max(0, p.getValue() - from.get(t.getKey()).get(p.getKey()));
+            }
+        }
+        return total;
     }
 
     private static SeglogSourceOffset capTo(SeglogSourceOffset latest, SeglogSourceOffset cap) {

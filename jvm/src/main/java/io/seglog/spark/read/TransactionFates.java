@@ -31,6 +31,27 @@ final class TransactionFates {
         this.log = log;
     }
 
+    /**
+     * The last stable offset within [from, end): the first offset of a transaction still open (no marker
+     * yet), or {@code end}. A read_committed consumer reads nothing from there on, so a stream must not
+     * move its position past it (the records after it would be skipped for good).
+     */
+    static long lastStableOffset(PartitionLog log, long from, long end) {
+        TransactionFates fates = null;
+        for (int i = log.segmentIndexFor(from); i < log.segmentCount() && log.base(i) < end; i++) {
+            Segment seg = log.segment(i);
+            Segment.Batches it = seg.batchesHolding(Math.max(from, seg.base));
+            while (it.hasNext()) {
+                FileChannelRecordBatch b = it.next();
+                if (b.baseOffset() >= end) return end;
+                if (b.lastOffset() < from || b.isControlBatch() || !b.isTransactional()) continue;
+                if (fates == null) fates = new TransactionFates(log);
+                if (fates.fate(b.producerId(), b.baseOffset()) == OPEN) return Math.max(from, b.baseOffset());
+            }
+        }
+        return end;
+    }
+
     int fate(long producerId, long baseOffset) {
         while (true) {
             TreeMap<Long, Boolean> m = markers.get(producerId);
