@@ -10,8 +10,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 say() { echo "wheel-check: $*" >&2; }
 
-"$PY" -m pip wheel -q --disable-pip-version-check --no-deps -w "$work/dist" "$repo" > "$work/build.log" 2>&1 \
+PIP_ROOT_USER_ACTION=ignore "$PY" -m pip wheel -v --disable-pip-version-check --no-deps -w "$work/dist" "$repo" > "$work/build.log" 2>&1 \
   || { cat "$work/build.log" >&2; exit 1; }
+# a build that warns (setuptools deprecations, packages left out of the configuration) is a failure
+if grep -iE "warning" "$work/build.log" | grep -qv "byte-compiling is disabled"; then cat "$work/build.log" >&2; say "the wheel's build printed warnings"; exit 1; fi
 wheel=$(ls "$work"/dist/seglog-*.whl)
 tops=$("$PY" -c "import sys, zipfile; print(' '.join(sorted({n.split('/')[0] for n in zipfile.ZipFile(sys.argv[1]).namelist() if '.dist-info' not in n})))" "$wheel")
 [ "$tops" = "seglog" ] || { say "the wheel installs top-level names '$tops'; only 'seglog' may land in site-packages"; exit 1; }

@@ -17,6 +17,18 @@ def _ok(value: float, target: float, higher_is_better: bool = True) -> str:
     return "met" if met else "**not met**"
 
 
+def _med(ratio) -> float:
+    """A ratio from bench/method.py ({median, min, max}), or a plain number from an older result."""
+    return ratio["median"] if isinstance(ratio, dict) else float(ratio)
+
+
+def _span(ratio, fmt: str = ".2f") -> str:
+    """'0.41 (0.38-0.44)': the median of per-round ratios with min and max."""
+    if not isinstance(ratio, dict):
+        return format(float(ratio), fmt)
+    return f"{ratio['median']:{fmt}} ({ratio['min']:{fmt}}-{ratio['max']:{fmt}})"
+
+
 def summary_markdown(results: Path) -> str:
     rows = ["| what | seglog | baseline (same run) | ratio | target | |", "| --- | --- | --- | --- | --- | --- |"]
     meta = []
@@ -24,18 +36,18 @@ def summary_markdown(results: Path) -> str:
     if st:
         for a in st["append"]:
             rows.append(f"| bulk append, {a['value_bytes']} B values | {a['seglog_MBps']:.0f} MB/s | raw write "
-                        f"{a['raw_write_MBps']:.0f} MB/s | {a['ratio_vs_raw']:.2f} | >= 0.5 | "
-                        f"{_ok(a['ratio_vs_raw'], 0.5)} |")
+                        f"{a['raw_write_MBps']:.0f} MB/s | {_span(a['ratio_vs_raw'])} | >= 0.5 | "
+                        f"{_ok(_med(a['ratio_vs_raw']), 0.5)} |")
         for lk in st["lookup"]:
             rows.append(f"| offset_for_timestamp, {lk['segments']:,} segments | {lk['median_us']:.0f} us cold, "
                         f"{lk['warm_median_us']:.0f} us warm | linear walk {lk['linear_walk_median_us']:.0f} us | "
-                        f"{lk['speedup_vs_linear']:.1f}x faster | <= 100 us | cold {_ok(lk['median_us'], 100, False)}, "
+                        f"{_span(lk['speedup_vs_linear'], '.1f')}x faster | <= 100 us | cold {_ok(lk['median_us'], 100, False)}, "
                         f"warm {_ok(lk['warm_median_us'], 100, False)} |")
         rows.append(f"| lookup cost, 10x segments | x{st['lookup_growth_10x']:.2f} | | | < 2x | "
                     f"{_ok(st['lookup_growth_10x'], 2, False)} |")
         rb = st["rebuild"]
         rows.append(f"| index rebuild (recovery) | {rb['rebuild_MBps']:.0f} MB/s | raw read {rb['raw_read_MBps']:.0f} MB/s "
-                    f"| {rb['ratio_vs_raw']:.2f} | >= 0.5 | {_ok(rb['ratio_vs_raw'], 0.5)} |")
+                    f"| {_span(rb['ratio_vs_raw'])} | >= 0.5 | {_ok(_med(rb['ratio_vs_raw']), 0.5)} |")
         meta.append(f"storage {st['_meta']['load_avg'][0]:.1f}")
     sk = _load(results, "sink")
     if sk:
@@ -54,25 +66,36 @@ def summary_markdown(results: Path) -> str:
         meta.append(f"sink {sk['_meta']['load_avg'][0]:.1f}")
     rp = _load(results, "replay")
     if rp:
-        c, r, t = rp["cases"], rp["ratios"], rp["time_to_first_row_s"]
-        for label in ("1%", "10%"):
-            ratio = c[f"seglog_{label}"]["seconds"] / c[f"delta_{label}"]["seconds"]
-            target = "<= 0.5" if label == "1%" else ""
-            rows.append(f"| replay the last {label} from a timestamp | {c[f'seglog_{label}']['seconds']:.2f} s | "
-                        f"Delta where(timestamp >= T) {c[f'delta_{label}']['seconds']:.2f} s | {ratio:.2f} | {target} | "
-                        + (_ok(ratio, 0.5, False) if label == "1%" else "") + " |")
-        rows.append(f"| replay 100% from a timestamp | {c['seglog_100%']['rows'] / c['seglog_100%']['seconds'] / 1e3:.0f}k rows/s | "
-                    f"Python-source ceiling {c['ceiling_100%']['rows'] / c['ceiling_100%']['seconds'] / 1e3:.0f}k rows/s | "
-                    f"{r['wide_100pct_seglog_over_ceiling_throughput']:.2f} | >= 0.8 | "
-                    f"{_ok(r['wide_100pct_seglog_over_ceiling_throughput'], 0.8)} |")
-        rows.append(f"| narrow replay floor of any Python source | | ceiling 1% {c['ceiling_1%']['seconds']:.2f} s vs Delta "
-                    f"{c['delta_1%']['seconds']:.2f} s | {r['narrow_1pct_ceiling_over_delta_time']:.2f} | | |")
-        rows.append(f"| full scan | {c['seglog_full_scan']['seconds']:.2f} s | Delta {c['delta_full_scan']['seconds']:.2f} s "
-                    f"| {r['full_scan_seglog_over_delta_time']:.2f} | | |")
-        rows.append(f"| time to first row, log 10x larger | {t['seglog_small']:.2f} s -> {t['seglog_large']:.2f} s | "
-                    f"Delta {t['delta_small']:.2f} s | x{r['ttfr_large_over_small']:.2f} | flat | "
-                    f"{_ok(r['ttfr_large_over_small'], 1.25, False)} |")
-        meta.append(f"replay (quick: 250 MB and 2.5 GB logs) {rp['_meta']['load_avg'][0]:.1f}")
+        r, m = rp["ratios"], rp["median_seconds"]
+
+        def spread(x):
+            return f"{x['median']:.2f} ({x['min']:.2f}-{x['max']:.2f})"
+        rows.append(f"| replay the last 1% (startingTimestamp) | {m['seglog_narrow_startingTimestamp']:.2f} s | "
+                    f"Delta where(timestamp >= T) {m['delta_narrow_where']:.2f} s | "
+                    f"{spread(r['narrow_startingTimestamp_over_delta'])} | <= 0.5 | "
+                    f"{_ok(r['narrow_startingTimestamp_over_delta']['median'], 0.5, False)} |")
+        rows.append(f"| replay the last 1% (where timestamp >= T) | {m['seglog_narrow_where']:.2f} s | "
+                    f"Delta {m['delta_narrow_where']:.2f} s | {spread(r['narrow_where_over_delta'])} | <= 0.5 | "
+                    f"{_ok(r['narrow_where_over_delta']['median'], 0.5, False)} |")
+        rows.append(f"| full replay | {m['seglog_full']:.2f} s | Delta {m['delta_full']:.2f} s | "
+                    f"{spread(r['full_over_delta'])} | <= 1.0 | {_ok(r['full_over_delta']['median'], 1.0, False)} |")
+        rows.append(f"| time to first row, 10x segments | {m['seglog_first_row']:.2f} s -> "
+                    f"{m['seglog_first_row_10x_segments']:.2f} s | Delta {m['delta_first_row']:.2f} s | "
+                    f"x{spread(r['first_row_10x_segments_over_1x'])} | flat | "
+                    f"{_ok(r['first_row_10x_segments_over_1x']['median'], 1.25, False)} |")
+        rows.append(f"| planning, 10x segments | {m['seglog_plan'] * 1e3:.0f} ms -> {m['seglog_plan_10x_segments'] * 1e3:.0f} ms "
+                    f"| | x{spread(r['plan_10x_segments_over_1x'])} | flat | |")
+        meta.append(f"replay ({rp['rows']:,} rows) {rp['_meta']['load_avg'][0]:.1f}")
+    st = _load(results, "stream")
+    if st:
+        r, m = st["ratios"], st["median_seconds"]
+        lat, thr = r["latency_1000_rows_seglog_over_delta"], r["throughput_time_seglog_over_delta"]
+        rows.append(f"| stream seglog -> seglog, 1,000-row micro-batch | {m['seglog_latency']:.2f} s | Delta -> Delta "
+                    f"{m['delta_latency']:.2f} s | {lat['median']:.2f} ({lat['min']:.2f}-{lat['max']:.2f}) | | |")
+        rows.append(f"| stream seglog -> seglog throughput ({st['rows']:,} rows) | {st['rows_per_s']['seglog'] / 1e3:.0f}k rows/s | "
+                    f"Delta -> Delta {st['rows_per_s']['delta'] / 1e3:.0f}k rows/s | time {thr['median']:.2f} "
+                    f"({thr['min']:.2f}-{thr['max']:.2f}) | | |")
+        meta.append(f"stream {st['_meta']['load_avg'][0]:.1f}")
     sc = _load(results, "sidecar")
     if sc:
         base = sc["baseline_empty_root"]
@@ -145,14 +168,13 @@ def draw_plots(results: Path) -> None:
         plt.close(fig)
     rp = _load(results, "replay")
     if rp:
-        c = rp["cases"]
-        labels = ["1%", "10%", "100%", "full scan"]
-        keys = ["1%", "10%", "100%", "full_scan"]
-        p = {"labels": [f"last {x}" if x.endswith("%") else x for x in labels], "title": "Replay from a timestamp "
-             "(seconds, lower is better)",
-             "series": {"seglog": [c[f"seglog_{k}"]["seconds"] for k in keys],
-                        "Delta where(timestamp >= T)": [c[f"delta_{k}"]["seconds"] for k in keys],
-                        "Python-source ceiling": [c.get(f"ceiling_{k}", {}).get("seconds", 0) for k in keys]}}
+        m = rp["median_seconds"]
+        p = {"labels": ["last 1%", "full", "first row"], "title": "Replay (median seconds, lower is better)",
+             "series": {"seglog startingTimestamp": [m["seglog_narrow_startingTimestamp"], m["seglog_full"],
+                                                     m["seglog_first_row"]],
+                        "seglog where timestamp >= T": [m["seglog_narrow_where"], m["seglog_full"],
+                                                        m["seglog_first_row"]],
+                        "Delta where(timestamp >= T)": [m["delta_narrow_where"], m["delta_full"], m["delta_first_row"]]}}
         fig, ax = plt.subplots(figsize=(8, 3.8))
         n = len(p["labels"])
         width = 0.8 / max(1, len(p["series"]))
@@ -161,7 +183,7 @@ def draw_plots(results: Path) -> None:
         ax.set_xticks([i + 0.4 - width / 2 for i in range(n)])
         ax.set_xticklabels(p["labels"])
         ax.set_ylabel("seconds")
-        ax.set_title(p.get("title", "Replay from a timestamp"))
+        ax.set_title(p["title"])
         ax.legend()
         fig.tight_layout()
         fig.savefig(results / "replay.png", dpi=100)

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from bench.method import interleaved, ratio
 from seglog.indexer import Log
 from seglog.indexer.log import find_in_segment
 
@@ -48,28 +49,36 @@ def raw_write(path: Path, nbytes: int, chunk: int = 1 << 20) -> float:
     return time.perf_counter() - t0
 
 
-def bench_append(work: Path, total_mb: int, value_size: int, repeats: int = 3) -> dict:
+def bench_append(work: Path, total_mb: int, value_size: int, rounds: int = 5) -> dict:
+    """Bulk append (+ flush) vs a raw write of the same bytes, interleaved (bench/method.py)."""
     n = max(1000, total_mb * (1 << 20) // (value_size + 40))
     keys, vals, ts = _columns(n, value_size)
     step = 100_000  # the sink hands the Log Arrow batches of this many rows
-    seglog_s, raw_s, log_bytes = [], [], 0
-    for r in range(repeats):
-        d = work / f"append-{value_size}-{r}"
+    d = work / f"append-{value_size}"
+    sizes = {}
+
+    def seglog_append():
         shutil.rmtree(d, ignore_errors=True)
         t0 = time.perf_counter()
         with Log.open(d / "bench-0", {"segment.bytes": 1 << 30}) as log:
             for i in range(0, n, step):
                 log.append_columns(vals.slice(i, step), keys.slice(i, step), ts[i:i + step])
             log.flush()
-            log_bytes = log.size_bytes()
-        seglog_s.append(time.perf_counter() - t0)
-        raw_s.append(raw_write(work / "raw.bin", log_bytes))
-        shutil.rmtree(d)
+            sizes["log"] = log.size_bytes()
+        return time.perf_counter() - t0
+
+    def raw():
+        seconds = raw_write(work / "raw.bin", sizes["log"])
         os.unlink(work / "raw.bin")
-    s, rw = statistics.median(seglog_s), statistics.median(raw_s)
-    return {"value_bytes": value_size, "records": n, "log_bytes": log_bytes,
-            "seglog_MBps": log_bytes / s / 1e6, "raw_write_MBps": log_bytes / rw / 1e6,
-            "seglog_records_per_s": n / s, "ratio_vs_raw": rw / s, "target_ratio": 0.5}
+        return seconds
+
+    times = interleaved({"seglog": seglog_append, "raw": raw}, rounds)
+    shutil.rmtree(d, ignore_errors=True)
+    s, rw = statistics.median(times["seglog"]), statistics.median(times["raw"])
+    return {"value_bytes": value_size, "records": n, "log_bytes": sizes["log"],
+            "seglog_MBps": sizes["log"] / s / 1e6, "raw_write_MBps": sizes["log"] / rw / 1e6,
+            "seglog_records_per_s": n / s, "ratio_vs_raw": ratio(times["raw"], times["seglog"]),
+            "target_ratio": 0.5}
 
 
 def build_many_segments(path: Path, segments: int) -> Log:
@@ -101,7 +110,9 @@ def linear_walk(log: Log, timestamp: int) -> int | None:
     return None
 
 
-def bench_lookup(work: Path, segments: int, probes: int = 300) -> dict:
+def bench_lookup(work: Path, segments: int, probes: int = 300, warmup: int = 30) -> dict:
+    """Per probe, interleaved: a cold lookup (the segment's files not open yet), the same lookup warm,
+    and Kafka's linear walk (cold). `warmup` probes run first and are discarded."""
     path = work / f"lookup-{segments}" / "bench-0"
     shutil.rmtree(path.parent, ignore_errors=True)
     t0 = time.perf_counter()
@@ -110,13 +121,13 @@ def bench_lookup(work: Path, segments: int, probes: int = 300) -> dict:
     log.segment_largest_timestamps()  # the per-segment maxima are loaded once per open Log
     rng = np.random.default_rng(2)
     last_ts = int(log.largest_timestamp)
-    targets = rng.integers(TS, last_ts, size=probes).tolist()
+    targets = rng.integers(TS, last_ts, size=warmup + probes).tolist()
     fast, slow, warm = [], [], []
 
     def cold():  # forget open segments: the next lookup pays for opening its segment
         log.close_inactive_segments()
 
-    for t in targets:
+    for i, t in enumerate(targets):
         cold()
         a = time.perf_counter_ns()
         got = log.offset_for_timestamp(t)
@@ -128,15 +139,16 @@ def bench_lookup(work: Path, segments: int, probes: int = 300) -> dict:
         want = linear_walk(log, t)
         e = time.perf_counter_ns()
         assert got == want, (t, got, want)
-        fast.append((b - a) / 1000)
-        warm.append((c - b) / 1000)
-        slow.append((e - d) / 1000)
+        if i >= warmup:
+            fast.append((b - a) / 1000)
+            warm.append((c - b) / 1000)
+            slow.append((e - d) / 1000)
     log.close()
     shutil.rmtree(path.parent)
-    return {"segments": segments, "build_s": build_s, "median_us": statistics.median(fast),
-            "p90_us": float(np.percentile(fast, 90)), "warm_median_us": statistics.median(warm),
-            "linear_walk_median_us": statistics.median(slow),
-            "speedup_vs_linear": statistics.median(slow) / statistics.median(fast), "target_us": 100}
+    return {"segments": segments, "build_s": build_s, "probes": probes, "warmup_probes": warmup,
+            "median_us": statistics.median(fast), "p90_us": float(np.percentile(fast, 90)),
+            "warm_median_us": statistics.median(warm), "linear_walk_median_us": statistics.median(slow),
+            "speedup_vs_linear": ratio(slow, fast), "target_us": 100}
 
 
 def raw_read(path: Path, chunk: int = 8 << 20) -> float:
@@ -147,7 +159,8 @@ def raw_read(path: Path, chunk: int = 8 << 20) -> float:
     return time.perf_counter() - t0
 
 
-def bench_rebuild(work: Path, total_mb: int) -> dict:
+def bench_rebuild(work: Path, total_mb: int, rounds: int = 5) -> dict:
+    """Recovery's index rebuild of one segment vs a raw read of its .log, interleaved."""
     d = work / "rebuild" / "bench-0"
     shutil.rmtree(d.parent, ignore_errors=True)
     n = total_mb * (1 << 20) // 240
@@ -159,20 +172,23 @@ def bench_rebuild(work: Path, total_mb: int) -> dict:
         seg_log = log.active_segment.log_path
         entries = log.active_segment.offset_index.entries
         size = log.size_bytes()
-    times, raws = [], []
-    for _ in range(3):
+
+    def rebuild():
         seg_log.with_suffix(".index").unlink()
         seg_log.with_suffix(".timeindex").unlink()
-        raws.append(raw_read(seg_log))
         t0 = time.perf_counter()
         with Log.open(d, {"segment.bytes": 1 << 30}) as log:
+            seconds = time.perf_counter() - t0
             assert any("rebuilt" in line for line in log.recovery_report)
             assert log.active_segment.offset_index.entries == entries
-        times.append(time.perf_counter() - t0)
+        return seconds
+
+    times = interleaved({"rebuild": rebuild, "raw": lambda: raw_read(seg_log)}, rounds)
     shutil.rmtree(d.parent)
-    s, r = statistics.median(times), statistics.median(raws)
+    s, r = statistics.median(times["rebuild"]), statistics.median(times["raw"])
     return {"segment_bytes": size, "index_entries": entries, "rebuild_MBps": size / s / 1e6,
-            "raw_read_MBps": size / r / 1e6, "ratio_vs_raw": r / s, "target_ratio": 0.5}
+            "raw_read_MBps": size / r / 1e6, "ratio_vs_raw": ratio(times["raw"], times["rebuild"]),
+            "target_ratio": 0.5}
 
 
 def run(quick: bool = False, work: Path | None = None) -> dict:
@@ -188,6 +204,8 @@ def run(quick: bool = False, work: Path | None = None) -> dict:
         }
         lk = results["lookup"]
         results["lookup_growth_10x"] = lk[1]["median_us"] / lk[0]["median_us"]
+        results["method"] = ("bench/method.py: warm-up, interleaved rounds, median of per-round ratios "
+                             "(min, max); lookups interleaved per probe after warm-up probes")
         return results
     finally:
         if own:

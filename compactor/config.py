@@ -26,11 +26,11 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 from seglog.conf import TopicConfig, load_yaml, validate_topic_config
+from seglog.conf.limits import INT32_MAX
 from seglog.conf.topic_config import int_from_text
 from seglog.errors import ConfigError, InvalidTopicError
 from seglog.indexer.names import validate_topic
 
-INT32_MAX = (1 << 31) - 1
 
 SECTIONS = ("root", "log", "topics", "schedule", "http")
 

@@ -12,10 +12,8 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterator, Mapping
 
 from seglog.conf.files import default_file, load_yaml
+from seglog.conf.limits import INT32_MAX, INT64_MAX
 from seglog.errors import ConfigError
-
-INT32_MAX = (1 << 31) - 1
-INT64_MAX = (1 << 63) - 1
 
 
 @dataclass(frozen=True)

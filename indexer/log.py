@@ -111,6 +111,9 @@ class Log:
         # Readers take no lock: between the listing and the open, the sidecar may roll and then
         # rename the last segment to .deleted. List again; a folder that keeps changing under us is
         # reported as the data loss it is, never as a raw FileNotFoundError.
+        # The checkpoint is read BEFORE the listing: retention only raises it, and it deletes the
+        # segments before it raises it, so a start read first never passes the end listed after.
+        checkpointed = self._checkpointed_start()
         bases, active = [], None
         for attempt in range(_LISTING_ATTEMPTS):
             bases = self._segment_files()
@@ -126,7 +129,7 @@ class Log:
         if active is not None:
             active.load_state(tolerate_torn_tail=True)
         self._segments.load(bases, active)
-        self._log_start = max(self._checkpointed_start(), bases[0] if bases else 0)
+        self._log_start = max(checkpointed, bases[0] if bases else 0)
 
     def _load_writable(self) -> None:
         self.recovery_report = recovery.recover(self.path, self.config, self.topic, self.partition)
@@ -368,6 +371,14 @@ class Log:
     def _bounds(self, offset: int | None, max_offset: int | None) -> tuple[int, int]:
         self._check_open()
         if self._log_start > self.log_end_offset:
+            if self.readonly:
+                # A reader holds no lock: the writer moved the log on between this reader's listing
+                # and its read of the checkpoint (a truncation that restarted the log). Opening
+                # again sees one consistent state; nothing on disk is wrong.
+                raise SegmentDeletedError(
+                    f"{self.path}: segments were deleted or cut while the log was being opened (log "
+                    f"start {self._log_start} beyond the end {self.log_end_offset} this reader listed): "
+                    f"open it again")
             raise CorruptRecordError(
                 f"{self.path}: the log start offset {self._log_start} (from {self.path.parent}/"
                 f"log-start-offset-checkpoint) is beyond the log end offset {self.log_end_offset}: "

@@ -68,6 +68,7 @@ from numba import njit, types                           # noqa: E402
 from numba.core import cgutils                          # noqa: E402
 from numba.extending import intrinsic                   # noqa: E402
 
+from seglog.conf.limits import INT32_MAX, INT64_MAX  # noqa: E402
 from seglog.indexer.batch_layout import (  # noqa: E402  (numba freezes these globals into the kernels)
     ATTRIBUTES_OFFSET, BASE_SEQUENCE_OFFSET, BASE_TIMESTAMP_OFFSET, BATCH_HEADER_SIZE, BATCH_LENGTH_OFFSET,
     COMPRESSION_CODEC_MASK, CRC_OFFSET, LAST_OFFSET_DELTA_OFFSET, LOG_OVERHEAD, MAGIC, MAGIC_OFFSET,
@@ -75,8 +76,8 @@ from seglog.indexer.batch_layout import (  # noqa: E402  (numba freezes these gl
     PRODUCER_ID_OFFSET, RECORD_COUNT_OFFSET, TIMESTAMP_TYPE_MASK)
 
 _JIT = dict(cache=True, nogil=True)
-_INT32_MAX = 2147483647
-_INT64_MAX = 9223372036854775807
+_INT32_MAX = INT32_MAX              # numba freezes module globals: local names keep the kernels readable
+_INT64_MAX = INT64_MAX
 _HEADER = BATCH_HEADER_SIZE
 _MIN_BATCH_LENGTH = MIN_BATCH_LENGTH
 

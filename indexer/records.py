@@ -22,6 +22,7 @@ from seglog.errors import CorruptRecordError, InvalidRecordError
 from seglog.indexer.batch_layout import (  # noqa: F401  (re-exported: the names callers import from here)
     ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, CRC_OFFSET, HEADER_STRUCT,
     LOG_OVERHEAD, MAGIC, MAGIC_OFFSET, MIN_BATCH_LENGTH, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK)
+from seglog.conf.limits import INT32_MAX, INT64_MAX, INT64_MIN  # noqa: F401  (re-exported for indexer modules)
 from seglog.indexer.compression import inflate_batch
 from seglog.indexer.kernels import native_kernels
 
@@ -34,9 +35,6 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 PARTITION_LEADER_EPOCH = 0        # what we write; Kafka's broker writes its leader epoch
 
-INT32_MAX = (1 << 31) - 1
-INT64_MIN = -(1 << 63)
-INT64_MAX = (1 << 63) - 1
 
 _CRC_STRUCT = struct.Struct(">I")
 

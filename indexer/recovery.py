@@ -115,7 +115,7 @@ def _recover_segment(d: Path, config, base: int, next_base: int | None, report: 
         if not active and not problems:
             problems = seg.offset_index.sanity_check() + seg.time_index.sanity_check()
         if not (had_index and had_time_index) or problems or not _tail_matches_index(seg):
-            # Missing (a segment from before time indexes: seed 001), damaged, or written by seglog
+            # Missing (a segment from before time indexes: docs/spec.md §2.4), damaged, or written by seglog
             # 0.2 (time index entries pointing at a next offset): indexed again from the log.
             why = "missing" if not (had_index and had_time_index) else (
                 "; ".join(problems) or "last entries do not match the log")
@@ -282,10 +282,12 @@ def finish_truncation(d: Path, config, topic: str | None, partition: int | None,
         # Below the log start: everything goes and the log restarts empty at `offset`.
         for base in sorted(bases, reverse=True):
             rename_deleted(d, base)
-        fd = os.open(segment_file(d, offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT, 0o644)
-        os.close(fd)
+        # The log start is lowered before the new segment appears: a reader lists the segments first
+        # and reads the checkpoint after, so one that sees the new segment also sees its log start.
         if topic is not None:
             checkpoint.reset_log_start_offset(d.parent, topic, partition, offset)
+        fd = os.open(segment_file(d, offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT, 0o644)
+        os.close(fd)
         report.append(f"{d}: truncated fully, restarting at offset {offset}")
         keep, cut_base = [offset], offset
     else:

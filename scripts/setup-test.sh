@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything the tests and benchmarks need on top of scripts/setup.sh: the test and bench extras,
 # Kafka's jars (the format judge), Delta's jars (the baseline) and Helm (the chart checks).
-# Idempotent. Needs Python 3.10+, Java 17+ with Maven, and Go (to build Helm once).
+# Idempotent. Needs Python 3.10+ and Java 17+ with Maven (Go only where PyPI's Helm wheel cannot be had).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # the connector jar with its Java unit tests run (the newcomer set-up skips them)

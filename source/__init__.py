@@ -15,9 +15,14 @@ def _register_with_active_session() -> None:
         from pyspark.sql import SparkSession
     except ImportError:  # pyspark not installed: storage tools still work without it
         return
+    from seglog.errors import ConnectorJarError
+
     active = SparkSession.getActiveSession()
     if active is not None:
-        register(active)
+        try:
+            register(active)
+        except ConnectorJarError:  # no jar in that session: register(spark) says what to do when called
+            pass
 
 
 _register_with_active_session()

@@ -23,7 +23,7 @@ from seglog.compactor.config import parse_config
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "helm"
 EXAMPLES = sorted((CHART / "examples").glob("values-*.yaml"))
-HELM_VERSION = "v3.22.0"   # as pinned in .ci/helm.sh
+HELM_VERSION = "v3.17.3"   # as pinned in .ci/helm.sh
 K8S_VERSION = "1.33.0"     # native sidecars (restartPolicy on init containers) are in since 1.29
 
 
@@ -31,7 +31,7 @@ def _helm_binary() -> str:
     pinned = (REPO / ".ci" / "helm.sh").read_text()
     assert f'HELM_VERSION="{HELM_VERSION}"' in pinned, "keep HELM_VERSION in step with .ci/helm.sh"
     candidates = [os.environ.get("SEGLOG_HELM"),
-                  str(Path(os.environ.get("SEGLOG_CACHE", REPO / ".cache")) / "helm" / HELM_VERSION / "bin" / "helm"),
+                  str(Path(os.environ.get("SEGLOG_CACHE", REPO / ".cache")) / "helm" / "bin" / "helm"),
                   shutil.which("helm")]
     for c in candidates:
         if c and os.access(c, os.X_OK):

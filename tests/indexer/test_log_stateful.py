@@ -32,12 +32,13 @@ EXAMPLES = int(os.environ.get("SEGLOG_STATEFUL_EXAMPLES", "40"))
 
 
 class LiveLog(RuleBasedStateMachine):
-    @initialize(segment_bytes=st.sampled_from([1024, 2048, 4096]), interval=st.sampled_from([0, 100, 400, 1500]))
-    def start(self, segment_bytes, interval):
+    @initialize(segment_bytes=st.sampled_from([1024, 2048, 4096]), interval=st.sampled_from([0, 100, 400, 1500]),
+                retention_bytes=st.sampled_from([-1, -1, 3000, 8000]))
+    def start(self, segment_bytes, interval, retention_bytes):
         self.dir = Path(tempfile.mkdtemp(prefix="seglog-stateful-"))
         self.path = self.dir / "t-0"
         self.config = {"segment.bytes": segment_bytes, "index.interval.bytes": interval,
-                       "retention.ms": RETENTION_MS, "file.delete.delay.ms": 0}
+                       "retention.ms": RETENTION_MS, "retention.bytes": retention_bytes, "file.delete.delay.ms": 0}
         self.log = Log.open(self.path, self.config)
         self.model: list[tuple[int, int, bytes]] = []    # (offset, timestamp, value), from the log start
         self.next_offset = 0
@@ -82,24 +83,46 @@ class LiveLog(RuleBasedStateMachine):
 
     @rule(ahead=st.integers(-2_000, 12_000))
     def retention(self, ahead):
+        """Brute force of Kafka's two rules (docs/spec.md §3.7), each over the oldest segments: by time,
+        delete while every record of the segment has expired, stopping at the first that has not; by
+        size, delete while what remains still holds at least retention.bytes. The larger count wins."""
         now = self.clock + ahead
-        segments = self.log.segments()
-        expected = []
+        segments = [s for s in self.log.segments()
+                    if any(s.base_offset <= o < s.next_offset for o, _, _ in self.model)]
+        by_time = 0
         for s in segments:
-            records = [t for o, t, _ in self.model if s.base_offset <= o < s.next_offset]
-            if not records:
-                break
-            if now - max(records) > RETENTION_MS:
-                expected.append(s.base_offset)
+            if now - max(t for o, t, _ in self.model if s.base_offset <= o < s.next_offset) > RETENTION_MS:
+                by_time += 1
             else:
                 break
+        by_size, remaining = 0, sum(s.size_bytes for s in segments)
+        if self.config["retention.bytes"] >= 0:
+            for s in segments:
+                if remaining - s.size_bytes < self.config["retention.bytes"]:
+                    break
+                remaining -= s.size_bytes
+                by_size += 1
+        expected = [s.base_offset for s in segments[:max(by_time, by_size)]]
         result = self.log.apply_retention(now)
-        assert result.deleted_bases == expected, (now, [(s.base_offset, s.largest_timestamp) for s in segments])
+        assert result.deleted_bases == expected, (now, [(s.base_offset, s.size_bytes, s.largest_timestamp) for s in segments])
         if expected:
             start = self.log.log_start_offset
-            assert all(now - t > RETENTION_MS for o, t, _ in self.model if o < start)   # nothing unexpired lost
+            if by_size <= by_time:   # deleted by time alone: nothing unexpired was lost
+                assert all(now - t > RETENTION_MS for o, t, _ in self.model if o < start)
+            else:                    # deleted by size: what remains still holds at least retention.bytes
+                assert sum(s.size_bytes for s in self.log.segments()) >= self.config["retention.bytes"]
             self.model = [r for r in self.model if r[0] >= start]
             self.next_offset = max(self.next_offset, start)
+
+    @rule(fraction=st.floats(0, 1))
+    def read_from_an_offset(self, fraction):
+        """A read that starts anywhere seeks with the offset index and returns exactly the records at or
+        after that offset."""
+        if not self.model:
+            return
+        start = self.model[0][0] + int((self.next_offset - self.model[0][0]) * fraction)
+        got = [(r.offset, r.timestamp, r.value) for r in self.log.read(start)]
+        assert got == [r for r in self.model if r[0] >= start]
 
     @rule()
     def purge(self):
@@ -134,6 +157,15 @@ class LiveLog(RuleBasedStateMachine):
         for p in self.probes():
             expected = next((o for o, t, _ in self.model if t >= p), None)
             assert log.offset_for_timestamp(p) == expected, p
+        # Kafka's special timestamps: -2 the log start, -1 the log end, -3 the (earliest) record with
+        # the largest timestamp (KIP-734)
+        assert log.offset_for_timestamp(-1) == self.next_offset
+        if self.model:
+            assert log.offset_for_timestamp(-2) == self.model[0][0]
+            top = max(t for _, t, _ in self.model)
+            assert log.offset_for_timestamp(-3) == next(o for o, t, _ in self.model if t == top)
+        else:
+            assert log.offset_for_timestamp(-2) == log.log_start_offset <= self.next_offset
 
     def probes(self):
         ts = sorted({t for _, t, _ in self.model})

@@ -320,3 +320,16 @@ def test_never_written_partition_reads_as_empty(spark, tmp_path):
         spark.read.format("seglog").option("topic", "sparse").load(str(tmp_path)).count()
     lenient = spark.read.format("seglog").option("topic", "sparse").option("failOnDataLoss", "false")
     assert lenient.load(str(tmp_path)).count() == 50
+
+
+def test_reads_through_the_jvm_reader(spark, root):
+    """format("seglog") is the connector jar's DataSource V2 reader (source/register.py), with the
+    pushed filters and pruned columns in its scan."""
+    df = reader(spark, root).where(f"timestamp >= timestamp_millis({T0 + 1200})").select("offset")
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert "BatchScan seglog[" in plan and "PythonDataSource" not in plan
+    assert "pushed=[timestamp>=" in plan
+    scan_schema = df._jdf.queryExecution().optimizedPlan().collectLeaves().head().schema().simpleString()
+    assert scan_schema == "struct<offset:bigint>"   # only the column asked for is read
+    from seglog.source import register
+    assert register(spark) == "jvm"

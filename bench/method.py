@@ -1,0 +1,50 @@
+"""The benchmark method (docs/DEVELOPING.md, "Standards"), in one place for every part of bench/:
+
+1. one process and one session for all cases of a comparison;
+2. every case warmed up (run and discarded) before anything is timed;
+3. interleaved rounds: each round runs every case once (A, B, A, B, ...; the order alternates from round
+   to round so that drift in the machine's load falls on both sides alike);
+4. a comparison is the median of the per-round ratios, reported with their min and max.
+
+A case is a callable; it returns None (the call is timed) or the seconds it measured itself (when it
+has set-up to leave out of the figure).
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+Case = Callable[[], "float | None"]
+
+
+def _time(case: Case) -> float:
+    t0 = time.perf_counter()
+    measured = case()
+    return float(measured) if measured is not None else time.perf_counter() - t0
+
+
+def interleaved(cases: dict[str, Case], rounds: int, warmup: int = 1) -> dict[str, list[float]]:
+    """Seconds per round for each case, after `warmup` discarded runs of every case."""
+    names = list(cases)
+    for _ in range(warmup):
+        for name in names:
+            _time(cases[name])
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else reversed(names)):
+            times[name].append(_time(cases[name]))
+    return times
+
+
+def ratio(numerator: list[float], denominator: list[float]) -> dict:
+    """numerator[i] / denominator[i] per round: median, min, max (and the rounds' count)."""
+    if len(numerator) != len(denominator) or not numerator:
+        raise ValueError("a ratio needs the same, non-zero number of rounds on both sides")
+    per_round = [a / b for a, b in zip(numerator, denominator)]
+    return {"median": statistics.median(per_round), "min": min(per_round), "max": max(per_round),
+            "rounds": len(per_round)}
+
+
+def summary(seconds: list[float]) -> dict:
+    return {"median_s": statistics.median(seconds), "min_s": min(seconds), "max_s": max(seconds)}

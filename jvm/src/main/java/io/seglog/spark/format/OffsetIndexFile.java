@@ -1,0 +1,85 @@
+package io.seglog.spark.format;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * A segment's offset index ({@code .index}, docs/format.md "Offset index"), memory mapped read-only.
+ * Entries are 8 bytes: (offset - base as int32, byte position of a batch as int32); the key is the
+ * batch's last offset, the value where the batch starts. Entries strictly increase in both fields
+ * and every real entry has a position above zero, so a preallocated zero-filled tail (an active or
+ * inactive segment) is the first slot whose position is zero: found by binary search.
+ */
+public final class OffsetIndexFile {
+    static final int ENTRY = 8;
+
+    private final long base;
+    private final ByteBuffer map;
+    private final int entries;
+    private final boolean trimmed;   // the file holds its entries and nothing else (no zero tail)
+
+    private OffsetIndexFile(long base, ByteBuffer map, int entries, boolean trimmed) {
+        this.base = base;
+        this.map = map;
+        this.entries = entries;
+        this.trimmed = trimmed;
+    }
+
+    /** The index of the segment based at {@code base}; a missing file reads as no entries (scan from 0). */
+    public static OffsetIndexFile open(Path path, long base) throws IOException {
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+            long slots = Math.min(ch.size() / ENTRY, Integer.MAX_VALUE / ENTRY);
+            if (slots == 0) {
+                return new OffsetIndexFile(base, ByteBuffer.allocate(0), 0, ch.size() == 0);
+            }
+            ByteBuffer map = ch.map(FileChannel.MapMode.READ_ONLY, 0, slots * ENTRY);
+            int n = countEntries(map, (int) slots);
+            return new OffsetIndexFile(base, map, n, n == slots && ch.size() == slots * ENTRY);
+        } catch (NoSuchFileException e) {
+            return new OffsetIndexFile(base, ByteBuffer.allocate(0), 0, false);
+        }
+    }
+
+    /** Entries are the prefix of slots with a position above zero (the tail is zeros). */
+    private static int countEntries(ByteBuffer map, int slots) {
+        int lo = 0, hi = slots;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (map.getInt(mid * ENTRY + 4) > 0) lo = mid + 1; else hi = mid;
+        }
+        return lo;
+    }
+
+    public int entries() {
+        return entries;
+    }
+
+    /** Trimmed to its entries, as a sealed segment's indexes are (docs/format.md "Segment states"). */
+    public boolean trimmed() {
+        return trimmed;
+    }
+
+    public long offsetAt(int i) {
+        return base + map.getInt(i * ENTRY);
+    }
+
+    public int positionAt(int i) {
+        return map.getInt(i * ENTRY + 4);
+    }
+
+    /** The last entry whose offset is at most {@code target}, or -1 (then the scan starts at 0). */
+    public int floorEntry(long target) {
+        long rel = target - base;
+        if (rel < 0) return -1;
+        int lo = 0, hi = entries;                 // first entry with key > rel
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (map.getInt(mid * ENTRY) <= rel) lo = mid + 1; else hi = mid;
+        }
+        return lo - 1;
+    }
+}

@@ -1,0 +1,176 @@
+package io.seglog.spark.format;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.apache.kafka.common.record.FileLogInputStream.FileChannelRecordBatch;
+import org.apache.kafka.common.record.Record;
+
+/**
+ * One partition folder read-only, as a reader sees it now: its segments (named by base offset, 20
+ * digits, so a sorted listing is in offset order), its log start offset (the checkpoint's, or the first
+ * segment's base if later) and its log end offset (after the last whole batch). Readers take no lock:
+ * a segment deleted by retention after the listing surfaces as a {@link SegmentGoneException}, and the
+ * caller opens the log again (docs/spec.md §3.7). The Python core's equivalent is indexer/log.py.
+ */
+public final class PartitionLog implements Closeable {
+    private static final Pattern SEGMENT = Pattern.compile("(\\d{20})\\.log");
+
+    public final Path dir;
+    public final String topic;
+    public final int partition;
+    private final long[] bases;
+    private final Segment[] open;
+    private final long logStart;
+    private long logEnd = -1;
+
+    private PartitionLog(Path dir, String topic, int partition, long[] bases, long checkpointed) {
+        this.dir = dir;
+        this.topic = topic;
+        this.partition = partition;
+        this.bases = bases;
+        this.open = new Segment[bases.length];
+        this.logStart = bases.length == 0 ? checkpointed : Math.max(checkpointed, bases[0]);
+    }
+
+    /** Opens {@code <root>/<topic>-<partition>}; {@code checkpointed} is its checkpointed log start. */
+    public static PartitionLog open(Path root, String topic, int partition, long checkpointed) {
+        Path dir = root.resolve(topic + "-" + partition);
+        return new PartitionLog(dir, topic, partition, listBases(dir), checkpointed);
+    }
+
+    static long[] listBases(Path dir) {
+        List<Long> found = new ArrayList<>();
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
+            for (Path p : ds) {
+                Matcher m = SEGMENT.matcher(p.getFileName().toString());
+                if (m.matches()) found.add(Long.parseLong(m.group(1)));
+            }
+        } catch (NoSuchFileException e) {
+            throw new DataLossException("seglog source: " + dir + ": the partition folder is gone");
+        } catch (IOException e) {
+            throw new CorruptLogException("cannot list " + dir + ": " + e, e);
+        }
+        long[] out = found.stream().mapToLong(Long::longValue).toArray();
+        Arrays.sort(out);
+        return out;
+    }
+
+    public long logStartOffset() {
+        return logStart;
+    }
+
+    public long logEndOffset() {
+        if (logEnd < 0) {
+            logEnd = bases.length == 0 ? logStart : Math.max(segment(bases.length - 1).nextOffset(), logStart);
+        }
+        return logEnd;
+    }
+
+    public int segmentCount() {
+        return bases.length;
+    }
+
+    public long base(int i) {
+        return bases[i];
+    }
+
+    public Segment segment(int i) {
+        if (open[i] == null) open[i] = Segment.open(dir, bases[i]);
+        return open[i];
+    }
+
+    /** The segment that holds {@code offset}: the last whose base is at most it (0 if none). */
+    public int segmentIndexFor(long offset) {
+        int i = Arrays.binarySearch(bases, offset);
+        if (i >= 0) return i;
+        return Math.max(0, -i - 2);
+    }
+
+    /**
+     * The smallest offset at or after the log start whose record has a timestamp of at least
+     * {@code ts}, or -1 (docs/format.md "Lookup by timestamp"): the first segment whose largest
+     * timestamp reaches ts (the running maximum is monotone, so that is the first candidate), then its
+     * time index (last entry strictly below ts), then a walk of the batches that can hold it.
+     */
+    public long offsetForTimestamp(long ts) {
+        for (int i = segmentIndexFor(logStart); i < bases.length; i++) {
+            Segment seg = segment(i);
+            long nextBase = i + 1 < bases.length ? bases[i + 1] : Long.MAX_VALUE;
+            if (seg.largestTimestamp(nextBase) < ts) continue;
+            long found = findInSegment(seg, ts, Math.max(logStart, seg.base));
+            if (found >= 0) return found;
+        }
+        return -1;
+    }
+
+    private static long findInSegment(Segment seg, long ts, long lower) {
+        TimeIndexFile ti = seg.timeIndex();
+        int e = ti.lastStrictlyBelow(ts);
+        long start = Math.max(lower, e < 0 ? seg.base : ti.offsetAt(e));
+        Segment.Batches it = seg.batchesHolding(start);
+        while (it.hasNext()) {
+            FileChannelRecordBatch b = it.next();
+            if (b.lastOffset() < start || b.maxTimestamp() < ts || b.isControlBatch()) continue;
+            for (Record r : b) {
+                if (r.offset() >= start && r.timestamp() >= ts) return r.offset();
+            }
+        }
+        return -1;
+    }
+
+    /** A monotone estimate of the log bytes before {@code offset}, from the indexes alone. */
+    public long bytePosition(long offset) {
+        if (bases.length == 0) return 0;
+        int i = segmentIndexFor(offset);
+        long before = 0;
+        for (int k = 0; k < i; k++) before += segment(k).size();
+        Segment seg = segment(i);
+        if (i == bases.length - 1 && offset >= logEndOffset()) return before + seg.size();
+        if (i < bases.length - 1 && offset >= bases[i + 1]) return before + seg.size();
+        return before + seg.floorPosition(offset);
+    }
+
+    public long byteSize(long start, long end) {
+        return Math.max(0, bytePosition(end) - bytePosition(start));
+    }
+
+    /** The first offset index entry in (start, end) at least {@code targetBytes} of log after start,
+     *  or -1: where a task may cut a range without a log scan. */
+    public long splitOffset(long start, long end, long targetBytes) {
+        long startPos = bytePosition(start);
+        long before = 0;
+        for (int i = 0; i < bases.length; i++) {
+            Segment seg = segment(i);
+            long next = i + 1 < bases.length ? bases[i + 1] : Long.MAX_VALUE;
+            if (bases[i] < end && next > start) {
+                OffsetIndexFile oi = seg.offsetIndex();
+                for (int k = 0; k < oi.entries(); k++) {
+                    long off = oi.offsetAt(k);
+                    if (start < off && off < end && before + oi.positionAt(k) - startPos >= targetBytes) return off;
+                }
+            }
+            before += seg.size();
+        }
+        return -1;
+    }
+
+    @Override
+    public void close() {
+        for (int i = 0; i < open.length; i++) {
+            if (open[i] != null) {
+                open[i].close();
+                open[i] = null;
+            }
+        }
+    }
+}

@@ -1,0 +1,89 @@
+package io.seglog.spark.format;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * A segment's time index ({@code .timeindex}, docs/format.md "Time index"), memory mapped read-only.
+ * Entries are 12 bytes: (timestamp ms as int64, offset - base as int32). An entry (T, O) promises that
+ * every record of the segment at or below O has a timestamp of at most T. Entries strictly increase,
+ * so the zero-filled tail of a preallocated file is the first all-zero slot after the first; the
+ * all-zero entry (0, base) counts only as the first slot of a file whose next slot is an entry or
+ * that is exactly one entry long.
+ */
+public final class TimeIndexFile {
+    static final int ENTRY = 12;
+
+    private final long base;
+    private final ByteBuffer map;
+    private final int entries;
+    private final boolean trimmed;   // the file holds its entries and nothing else (no zero tail)
+
+    private TimeIndexFile(long base, ByteBuffer map, int entries, boolean trimmed) {
+        this.base = base;
+        this.map = map;
+        this.entries = entries;
+        this.trimmed = trimmed;
+    }
+
+    public static TimeIndexFile open(Path path, long base) throws IOException {
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+            long slots = Math.min(ch.size() / ENTRY, Integer.MAX_VALUE / ENTRY);
+            if (slots == 0) {
+                return new TimeIndexFile(base, ByteBuffer.allocate(0), 0, ch.size() == 0);
+            }
+            ByteBuffer map = ch.map(FileChannel.MapMode.READ_ONLY, 0, slots * ENTRY);
+            int n = countEntries(map, (int) slots);
+            return new TimeIndexFile(base, map, n, n == slots && ch.size() == slots * ENTRY);
+        } catch (NoSuchFileException e) {
+            return new TimeIndexFile(base, ByteBuffer.allocate(0), 0, false);
+        }
+    }
+
+    private static boolean isZero(ByteBuffer map, int i) {
+        return map.getLong(i * ENTRY) == 0 && map.getInt(i * ENTRY + 8) == 0;
+    }
+
+    private static int countEntries(ByteBuffer map, int slots) {
+        boolean firstIsEntry = !isZero(map, 0) || slots == 1 || !isZero(map, 1);
+        if (!firstIsEntry) return 0;
+        int lo = 1, hi = slots;                   // first all-zero slot after the first
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (!isZero(map, mid)) lo = mid + 1; else hi = mid;
+        }
+        return lo;
+    }
+
+    public int entries() {
+        return entries;
+    }
+
+    /** Trimmed to its entries, as a sealed segment's indexes are (docs/format.md "Segment states"). */
+    public boolean trimmed() {
+        return trimmed;
+    }
+
+    public long timestampAt(int i) {
+        return map.getLong(i * ENTRY);
+    }
+
+    public long offsetAt(int i) {
+        return base + map.getInt(i * ENTRY + 8);
+    }
+
+    /** The last entry whose timestamp is strictly below {@code ts}, or -1: every record at or below its
+     *  offset is older than ts, so the first record at or after ts comes later (docs/format.md). */
+    public int lastStrictlyBelow(long ts) {
+        int lo = 0, hi = entries;                 // first entry with timestamp >= ts
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (timestampAt(mid) < ts) lo = mid + 1; else hi = mid;
+        }
+        return lo - 1;
+    }
+}

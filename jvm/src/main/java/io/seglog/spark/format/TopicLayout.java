@@ -1,0 +1,97 @@
+package io.seglog.spark.format;
+
+import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+/**
+ * Which topics and partitions a log root holds (docs/format.md "Files"): a topic's partitions are 0 to
+ * its recorded count ({@code _seglog/topics/<topic>.json}, written once) plus any partition folder
+ * found. A partition the sink never wrote has no folder and reads as empty.
+ */
+public final class TopicLayout {
+    private static final Pattern PARTITION_DIR = Pattern.compile("([a-zA-Z0-9._-]{1,249})-(\\d+)");
+    private static final Pattern TOPIC = Pattern.compile("[a-zA-Z0-9._-]{1,249}");
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private TopicLayout() {}
+
+    /** Kafka's topic rule: no name can make a path leave the root. */
+    public static boolean validTopic(String name) {
+        return TOPIC.matcher(name).matches() && !name.equals(".") && !name.equals("..");
+    }
+
+    public static Path partitionDir(Path root, String topic, int partition) {
+        return root.resolve(topic + "-" + partition);
+    }
+
+    private static List<String[]> folders(Path root) {
+        List<String[]> out = new ArrayList<>();
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(root, Files::isDirectory)) {
+            for (Path p : ds) {
+                String name = p.getFileName().toString();
+                Matcher m = PARTITION_DIR.matcher(name);
+                if (!name.equals("_seglog") && m.matches() && !m.group(1).equals(".") && !m.group(1).equals("..")) {
+                    out.add(new String[] {m.group(1), m.group(2)});
+                }
+            }
+        } catch (NoSuchFileException e) {
+            return out;
+        } catch (IOException e) {
+            throw new CorruptLogException("cannot list the log root " + root + ": " + e, e);
+        }
+        return out;
+    }
+
+    /** The recorded partition count of {@code topic}, or 0 when it was never created. */
+    public static int recordedPartitions(Path root, String topic) {
+        Path file = root.resolve("_seglog").resolve("topics").resolve(topic + ".json");
+        try {
+            JsonNode doc = JSON.readTree(Files.readAllBytes(file));
+            if (!topic.equals(doc.get("name").asText())) {
+                throw new CorruptLogException("topic metadata " + file + " names topic " + doc.get("name") + ", not " + topic);
+            }
+            int n = doc.get("partitions").asInt(-1);
+            if (n < 1) throw new CorruptLogException("topic metadata " + file + ": partitions = " + doc.get("partitions"));
+            return n;
+        } catch (NoSuchFileException e) {
+            return 0;
+        } catch (IOException | NullPointerException e) {
+            throw new CorruptLogException("topic metadata " + file + " is unreadable: " + e, e);
+        }
+    }
+
+    public static List<Integer> partitions(Path root, String topic) {
+        TreeSet<Integer> found = new TreeSet<>();
+        for (String[] f : folders(root)) {
+            if (f[0].equals(topic)) found.add(Integer.parseInt(f[1]));
+        }
+        int n = recordedPartitions(root, topic);
+        for (int p = 0; p < n; p++) found.add(p);
+        return new ArrayList<>(found);
+    }
+
+    public static List<String> topics(Path root) {
+        TreeSet<String> found = new TreeSet<>();
+        for (String[] f : folders(root)) found.add(f[0]);
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(root.resolve("_seglog").resolve("topics"), "*.json")) {
+            for (Path p : ds) {
+                String n = p.getFileName().toString();
+                found.add(n.substring(0, n.length() - 5));
+            }
+        } catch (IOException e) {
+            // no metadata folder: topics are the folders found
+        }
+        return new ArrayList<>(found);
+    }
+}

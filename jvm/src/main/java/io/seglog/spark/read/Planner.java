@@ -1,0 +1,268 @@
+package io.seglog.spark.read;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+
+import io.seglog.spark.format.CommitLogReader;
+import io.seglog.spark.format.DataLossException;
+import io.seglog.spark.format.LogStartCheckpoint;
+import io.seglog.spark.format.PartitionLog;
+import io.seglog.spark.format.SegmentGoneException;
+import io.seglog.spark.format.TopicLayout;
+
+/**
+ * Planning a read on the driver (docs/spec.md §8): each partition's range [start, end) resolved once
+ * from the options and the pushed filters, never past its committed end (docs/spec.md §4); then the
+ * work cut into tasks of about a target number of bytes, as if the ranges were one stream: small
+ * partitions share a task, large ones are cut at offset index entries (no log scan). Planning takes no
+ * lock: a segment deleted by retention while planning makes it plan again from the new log starts.
+ */
+public final class Planner {
+    static final long MIN_TASK_BYTES = 8L << 20;   // below this a second task costs more than it saves
+    static final int SLACK = 8;                    // a piece may overflow its task by target/SLACK rather than be cut
+    private static final int ATTEMPTS = 5;
+
+    private Planner() {}
+
+    /** Every topic exists, and every per-partition JSON covers its partitions exactly. */
+    public static Map<String, List<Integer>> checkLayout(ReadOptions o) {
+        Path root = Paths.get(o.root);
+        if (!Files.isDirectory(root)) {
+            throw new NoSuchTopicException("seglog source: log root '" + o.root + "' does not exist or is not a folder");
+        }
+        Map<String, List<Integer>> layout = new LinkedHashMap<>();
+        for (String topic : o.topics) {
+            List<Integer> parts = TopicLayout.partitions(root, topic);
+            if (parts.isEmpty()) {
+                List<String> there = TopicLayout.topics(root);
+                throw new NoSuchTopicException("seglog source: topic '" + topic + "' not found under '" + o.root
+                    + "' (topics there: " + (there.isEmpty() ? "none" : String.join(", ", there)) + ")");
+            }
+            checkBoundPartitions(o.starting, topic, parts);
+            checkBoundPartitions(o.ending, topic, parts);
+            layout.put(topic, parts);
+        }
+        return layout;
+    }
+
+    /** As Spark's Kafka source: a per-partition JSON names every partition of each topic, and only those. */
+    static void checkBoundPartitions(Bound bound, String topic, List<Integer> partitions) {
+        if (!bound.isPerPartition()) return;
+        TreeSet<Integer> named = new TreeSet<>();
+        for (String key : bound.values.keySet()) {
+            int dash = key.lastIndexOf('-');
+            if (key.substring(0, dash).equals(topic)) named.add(Integer.parseInt(key.substring(dash + 1)));
+        }
+        List<String> missing = new ArrayList<>();
+        for (int p : partitions) if (!named.contains(p)) missing.add(topic + "-" + p);
+        if (!missing.isEmpty()) {
+            throw new NoSuchTopicException("seglog source: option '" + bound.option + "' must give every partition of topic '"
+                + topic + "'; missing: " + String.join(", ", missing));
+        }
+        List<String> unknown = new ArrayList<>();
+        for (int p : named) if (!partitions.contains(p)) unknown.add(topic + "-" + p);
+        if (!unknown.isEmpty()) {
+            List<String> all = new ArrayList<>();
+            for (int p : partitions) all.add(String.valueOf(p));
+            throw new NoSuchTopicException("seglog source: option '" + bound.option + "' names partitions that topic '"
+                + topic + "' does not have: " + String.join(", ", unknown) + " (partitions: " + String.join(", ", all) + ")");
+        }
+    }
+
+    public static String dataLossMessage(String topic, int partition, long start, long logStart) {
+        return "seglog source: " + topic + "-" + partition + ": offsets " + start + " to " + (logStart - 1)
+            + " are no longer in the log (deleted by retention; the log now starts at offset " + logStart
+            + "). Some data may have been lost. Set failOnDataLoss=false to skip to offset " + logStart
+            + " instead of failing.";
+    }
+
+    /** [start, end) for one partition; raises on data loss (failOnDataLoss), on a start past an end
+     *  given as offsets, and on a starting timestamp with no offset under strategy `error`. */
+    static PartitionRange resolve(ReadOptions o, ScanBounds bounds, String topic, int p, PartitionLog log, long committed) {
+        long logStart = log.logStartOffset();
+        long logEnd = log.logEndOffset();
+        long endCap = Math.max(Math.min(committed, logEnd), logStart);
+
+        long end;
+        Bound ending = o.ending;
+        if (ending.kind == Bound.Kind.LATEST) {
+            end = endCap;
+        } else if (ending.kind == Bound.Kind.OFFSETS) {
+            long v = ending.value(topic, p);
+            end = v == ReadOptions.LATEST ? endCap : Math.min(v, endCap);
+        } else {   // by timestamp: no offset for it means latest (Spark's Kafka source)
+            long found = log.offsetForTimestamp(ending.value(topic, p));
+            end = found < 0 ? endCap : Math.min(found, endCap);
+        }
+
+        long start;
+        boolean explicit = false;
+        Bound starting = o.starting;
+        if (starting.kind == Bound.Kind.EARLIEST) {
+            start = logStart;
+        } else if (starting.kind == Bound.Kind.LATEST) {
+            start = endCap;
+        } else if (starting.kind == Bound.Kind.OFFSETS) {
+            long v = starting.value(topic, p);
+            start = v == ReadOptions.EARLIEST ? logStart : v == ReadOptions.LATEST ? endCap : v;
+            explicit = v >= 0;
+        } else {
+            long ts = starting.value(topic, p);
+            long found = log.offsetForTimestamp(ts);
+            if (found < 0 || found >= endCap) {
+                if (!o.strategyLatest) {
+                    throw new NoOffsetForTimestampException("seglog source: " + topic + "-" + p
+                        + " has no record with a timestamp at or after " + ts + " (" + starting.option
+                        + "); set startingOffsetsByTimestampStrategy=latest to start at the latest offset ("
+                        + endCap + ") instead");
+                }
+                found = endCap;
+            }
+            start = Math.min(found, end);
+        }
+
+        boolean skipped = false;
+        if (start < logStart) {
+            if (explicit && o.failOnDataLoss) throw new DataLossException(dataLossMessage(topic, p, start, logStart));
+            start = logStart;
+            skipped = true;
+        }
+        if (explicit && !skipped && start > end) {
+            throw new DataLossException("seglog source: " + topic + "-" + p + ": starting offset " + start + " ("
+                + starting.option + ") is after the ending offset " + end + " (committed end " + endCap
+                + "); ask for a start at or below the end");
+        }
+
+        // Pushed filters narrow the range: an offset window, and a timestamp seek (docs/spec.md §3.5: every
+        // record with a timestamp >= T is at or after offset_for_timestamp(T)).
+        long[] window = bounds.offsetRange();
+        start = Math.max(start, window[0]);
+        end = Math.min(end, window[1]);
+        Long lowTs = bounds.lowestTimestamp();
+        if (lowTs != null && start < end) {
+            long found = log.offsetForTimestamp(lowTs);
+            start = found < 0 ? end : Math.max(start, Math.min(found, end));
+        }
+        if (bounds.isEmpty() || start > end) start = end;
+        long bytes = start < end ? log.byteSize(start, end) : 0;
+        return new PartitionRange(topic, p, start, end, bytes, log);
+    }
+
+    /** About one task per core for a modest read, never tasks above maxBytesPerTask; minPartitions asks
+     *  for at least that many tasks. */
+    static long targetTaskBytes(long total, ReadOptions o, int cores) {
+        if (o.minPartitions > 0) {
+            return Math.max(1, Math.min(o.maxBytesPerTask, ceilDiv(total, o.minPartitions)));
+        }
+        return Math.max(1, Math.min(o.maxBytesPerTask, Math.max(MIN_TASK_BYTES, ceilDiv(total, Math.max(1, cores)))));
+    }
+
+    private static long ceilDiv(long a, long b) {
+        return -Math.floorDiv(-a, b);
+    }
+
+    /** Cuts the ranges, in order, into tasks of about {@code target} bytes as if they were one stream: a
+     *  range that would overflow the task is cut where the task is full, unless the overflow is within
+     *  target/SLACK. Empty ranges are dropped. */
+    static List<List<Slice>> pack(List<PartitionRange> ranges, long target) {
+        List<List<Slice>> tasks = new ArrayList<>();
+        List<Slice> current = new ArrayList<>();
+        long room = target;
+        long slack = Math.max(1, target / SLACK);
+        for (PartitionRange r : ranges) {
+            long start = r.start, end = r.end, left = r.bytes;
+            while (start < end) {
+                if (left <= room + slack) {
+                    current.add(new Slice(r.topic, r.partition, start, end));
+                    room -= left;
+                    break;
+                }
+                if (room < slack) {    // task nearly full: close it rather than cut a sliver
+                    tasks.add(current);
+                    current = new ArrayList<>();
+                    room = target;
+                    continue;
+                }
+                long cut = r.log.splitOffset(start, end, Math.max(1, room));
+                if (!(start < cut && cut < end)) {
+                    current.add(new Slice(r.topic, r.partition, start, end));
+                    room -= left;
+                    break;
+                }
+                current.add(new Slice(r.topic, r.partition, start, cut));
+                left = Math.max(0, left - room);
+                start = cut;
+                tasks.add(current);
+                current = new ArrayList<>();
+                room = target;
+            }
+            if (room <= 0) {
+                tasks.add(current);
+                current = new ArrayList<>();
+                room = target;
+            }
+        }
+        if (!current.isEmpty()) tasks.add(current);
+        tasks.removeIf(List::isEmpty);
+        return tasks;
+    }
+
+    /** Resolves every partition's range and cuts the work into tasks. */
+    public static List<List<Slice>> plan(ReadOptions o, ScanBounds bounds, int cores) {
+        for (int attempt = 0; ; attempt++) {
+            List<PartitionLog> logs = new ArrayList<>();
+            try {
+                List<PartitionRange> ranges = resolveAll(o, bounds, logs);
+                long total = 0;
+                for (PartitionRange r : ranges) total += r.bytes;
+                List<PartitionRange> nonEmpty = new ArrayList<>();
+                for (PartitionRange r : ranges) if (r.start < r.end) nonEmpty.add(r);
+                return pack(nonEmpty, targetTaskBytes(total, o, cores));
+            } catch (SegmentGoneException e) {
+                if (attempt == ATTEMPTS - 1) throw e;
+            } finally {
+                for (PartitionLog l : logs) l.close();
+            }
+        }
+    }
+
+    /** Every kept partition's range; the logs opened are added to {@code logs} (the caller closes them). */
+    static List<PartitionRange> resolveAll(ReadOptions o, ScanBounds bounds, List<PartitionLog> logs) {
+        Map<String, List<Integer>> layout = checkLayout(o);
+        Path root = Paths.get(o.root);
+        Map<String, Long> checkpoint = LogStartCheckpoint.read(root);
+        List<PartitionRange> ranges = new ArrayList<>();
+        for (Map.Entry<String, List<Integer>> e : layout.entrySet()) {
+            String topic = e.getKey();
+            List<Integer> kept = new ArrayList<>();
+            for (int p : e.getValue()) if (bounds.keepsPartition(topic, p)) kept.add(p);
+            if (kept.isEmpty()) continue;
+            Map<Integer, Long> ends = CommitLogReader.committedEnds(root, topic);
+            for (int p : kept) {
+                Path dir = TopicLayout.partitionDir(root, topic, p);
+                if (!Files.isDirectory(dir)) {
+                    // A partition the sink never wrote has no folder: zero rows. Unless the commit log says
+                    // records were committed there: then its folder was lost.
+                    long lost = ends.getOrDefault(p, 0L);
+                    if (lost > 0 && o.failOnDataLoss) {
+                        throw new DataLossException("seglog source: " + topic + "-" + p + ": the commit log says offsets 0 to "
+                            + (lost - 1) + " were committed, but the partition folder " + dir + " is gone. "
+                            + "Set failOnDataLoss=false to read the other partitions.");
+                    }
+                    continue;
+                }
+                PartitionLog log = PartitionLog.open(root, topic, p, checkpoint.getOrDefault(topic + "-" + p, 0L));
+                logs.add(log);
+                long committed = ends.getOrDefault(p, log.logStartOffset());
+                ranges.add(resolve(o, bounds, topic, p, log, committed));
+            }
+        }
+        return ranges;
+    }
+}

@@ -1,0 +1,317 @@
+package io.seglog.spark.read;
+
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.LongPredicate;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.seglog.spark.format.TopicLayout;
+
+/**
+ * The seglog source's options, parsed once, case-insensitively, at the edge (docs/spec.md §8). Names and
+ * meanings are those of Spark's Kafka source ({@code KafkaSourceProvider} is the model); every refusal
+ * names the option, the value and what is allowed. Precedence as there: for the start
+ * {@code startingTimestamp} over {@code startingOffsetsByTimestamp} over {@code startingOffsets}; for
+ * the end likewise. The other start options are still checked, so a typo is never silently ignored.
+ */
+public final class ReadOptions implements Serializable {
+    public static final long EARLIEST = -2;   // Kafka's ListOffsets sentinels, as in the offsets JSON
+    public static final long LATEST = -1;
+    public static final long DEFAULT_MAX_BYTES_PER_TASK = 128L << 20;
+    public static final String READ_UNCOMMITTED = "read_uncommitted";
+    public static final String READ_COMMITTED = "read_committed";
+
+    /** Lower-cased key -> the spelling users write (messages name the latter). */
+    static final Map<String, String> KNOWN = new LinkedHashMap<>();
+    static {
+        for (String k : new String[] {"path", "topic", "subscribe", "startingOffsets", "endingOffsets",
+            "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
+            "startingOffsetsByTimestampStrategy", "failOnDataLoss", "includeHeaders", "minPartitions",
+            "maxBytesPerTask", "maxRowsPerBatch", "filterPushdown", "isolation.level", "kafka.isolation.level",
+            "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"}) {
+            KNOWN.put(k.toLowerCase(Locale.ROOT), k);
+        }
+    }
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    public final String root;
+    public final List<String> topics;
+    public final Bound starting;
+    public final Bound ending;
+    public final boolean strategyLatest;     // startingOffsetsByTimestampStrategy=latest
+    public final boolean failOnDataLoss;
+    public final boolean includeHeaders;
+    public final int minPartitions;          // 0: not given
+    public final long maxBytesPerTask;
+    public final boolean filterPushdown;
+    public final boolean readCommitted;
+    public final Map<String, String> raw;    // lower-cased keys, for the streaming options
+    public final boolean streaming;          // a streaming read allows "latest" as a start
+
+    private ReadOptions(Map<String, String> o, boolean streaming) {
+        this.streaming = streaming;
+        raw = o;
+        for (String key : o.keySet()) {
+            if (!KNOWN.containsKey(key)) {
+                String near = closest(key);
+                throw new SeglogConfigException("seglog source: unknown option '" + key + "'"
+                    + (near == null ? "" : "; did you mean '" + KNOWN.get(near) + "'?")
+                    + " (known options: " + String.join(", ", new java.util.TreeSet<>(KNOWN.values())) + ")");
+            }
+        }
+        String path = o.get("path");
+        if (path == null || path.isBlank()) {
+            throw new SeglogConfigException("seglog source: no path given: pass the log root as .load('/data/log') "
+                + "or OPTIONS (path '/data/log')");
+        }
+        root = path;
+        if (o.containsKey("topic") && o.containsKey("subscribe")) {
+            throw new SeglogConfigException("seglog source: give either 'topic' or 'subscribe', not both");
+        }
+        String topicOption = o.containsKey("subscribe") ? "subscribe" : "topic";
+        topics = parseTopics(o.get(topicOption), topicOption);
+
+        if (o.containsKey("startingtimestamp")) {
+            starting = new Bound(Bound.Kind.TIMESTAMP, "startingTimestamp",
+                parseTimestamp("startingTimestamp", o.get("startingtimestamp")), Map.of());
+        } else if (o.containsKey("startingoffsetsbytimestamp")) {
+            starting = new Bound(Bound.Kind.TIMESTAMPS, "startingOffsetsByTimestamp", 0,
+                parseTimestamps("startingOffsetsByTimestamp", o.get("startingoffsetsbytimestamp")));
+        } else {
+            starting = parseStart(o.get("startingoffsets"));
+        }
+        if (o.containsKey("startingoffsets") && !starting.option.equals("startingOffsets")) {
+            parseStart(o.get("startingoffsets"));
+        }
+        if (o.containsKey("endingtimestamp")) {
+            ending = new Bound(Bound.Kind.TIMESTAMP, "endingTimestamp",
+                parseTimestamp("endingTimestamp", o.get("endingtimestamp")), Map.of());
+        } else if (o.containsKey("endingoffsetsbytimestamp")) {
+            ending = new Bound(Bound.Kind.TIMESTAMPS, "endingOffsetsByTimestamp", 0,
+                parseTimestamps("endingOffsetsByTimestamp", o.get("endingoffsetsbytimestamp")));
+        } else {
+            ending = parseEnd(o.get("endingoffsets"));
+        }
+        if (o.containsKey("endingoffsets") && !ending.option.equals("endingOffsets")) {
+            parseEnd(o.get("endingoffsets"));
+        }
+        String strategy = o.getOrDefault("startingoffsetsbytimestampstrategy", "error").trim().toLowerCase(Locale.ROOT);
+        if (!strategy.equals("error") && !strategy.equals("latest")) {
+            throw bad("startingOffsetsByTimestampStrategy", o.get("startingoffsetsbytimestampstrategy"),
+                "'error' or 'latest'");
+        }
+        strategyLatest = strategy.equals("latest");
+        minPartitions = o.containsKey("minpartitions")
+            ? (int) parseLong("minPartitions", o.get("minpartitions"), 1, Integer.MAX_VALUE, "an integer >= 1") : 0;
+        maxBytesPerTask = o.containsKey("maxbytespertask")
+            ? parseLong("maxBytesPerTask", o.get("maxbytespertask"), 1, Long.MAX_VALUE, "a number of bytes >= 1")
+            : DEFAULT_MAX_BYTES_PER_TASK;
+        if (o.containsKey("maxrowsperbatch")) {
+            parseLong("maxRowsPerBatch", o.get("maxrowsperbatch"), 1, Integer.MAX_VALUE, "an integer >= 1");
+        }
+        failOnDataLoss = parseBool("failOnDataLoss", o.get("failondataloss"), true);
+        includeHeaders = parseBool("includeHeaders", o.get("includeheaders"), false);
+        filterPushdown = parseBool("filterPushdown", o.get("filterpushdown"), true);
+        readCommitted = parseIsolation(o).equals(READ_COMMITTED);
+    }
+
+    /** The same read from the log start to the committed end: where a stream can read up to now. */
+    ReadOptions asLatestRead() {
+        Map<String, String> m = new TreeMap<>(raw);
+        m.keySet().removeIf(k -> k.startsWith("starting") || k.startsWith("ending"));
+        return new ReadOptions(m, false);
+    }
+
+    /** The batch read of these options (refuses what only a stream allows, such as startingOffsets=latest). */
+    ReadOptions forBatch() {
+        return streaming ? new ReadOptions(raw, false) : this;
+    }
+
+    /** Parses Spark's options (any key case). */
+    public static ReadOptions parse(Map<String, String> options) {
+        return parse(options, false);
+    }
+
+    public static ReadOptions parse(Map<String, String> options, boolean streaming) {
+        Map<String, String> lower = new TreeMap<>();
+        for (Map.Entry<String, String> e : options.entrySet()) {
+            lower.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue());
+        }
+        return new ReadOptions(lower, streaming);
+    }
+
+    static SeglogConfigException bad(String option, Object value, String allowed) {
+        String shown = value instanceof String ? "'" + value + "'" : String.valueOf(value);
+        return new SeglogConfigException("seglog source: invalid value " + shown + " for option '" + option
+            + "'; allowed: " + allowed);
+    }
+
+    static boolean parseBool(String option, String raw, boolean dflt) {
+        if (raw == null) return dflt;
+        String t = raw.trim().toLowerCase(Locale.ROOT);
+        if (t.equals("true") || t.equals("false")) return t.equals("true");
+        throw bad(option, raw, "'true' or 'false'");
+    }
+
+    static long parseLong(String option, String raw, long min, long max, String what) {
+        long v;
+        try {
+            v = Long.parseLong(raw.trim());
+        } catch (NumberFormatException e) {
+            throw bad(option, raw, what);
+        }
+        if (v < min || v > max) throw bad(option, raw, what);
+        return v;
+    }
+
+    private static long parseTimestamp(String option, String raw) {
+        return parseLong(option, raw, 0, Long.MAX_VALUE, "a timestamp in milliseconds since the epoch (an integer >= 0)");
+    }
+
+    private static List<String> parseTopics(String raw, String option) {
+        if (raw == null || raw.isBlank()) {
+            throw new SeglogConfigException("seglog source: option 'topic' is required: a topic name or a "
+                + "comma-separated list of topics, e.g. .option('topic', 'events')");
+        }
+        List<String> out = new ArrayList<>();
+        for (String part : raw.split(",", -1)) {
+            String name = part.trim();
+            if (name.isEmpty()) {
+                throw bad(option, raw, "a topic name or a comma-separated list of topic names, without empty entries");
+            }
+            if (!TopicLayout.validTopic(name)) {
+                throw new SeglogConfigException("seglog source: option '" + option + "': invalid topic name '" + name
+                    + "': a topic is 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'");
+            }
+            if (!out.contains(name)) out.add(name);
+        }
+        return List.copyOf(out);
+    }
+
+    private Map<String, Long> parsePartitionJson(String option, String raw, String what, LongPredicate ok, String rule) {
+        String example = what.equals("offset") ? "{\"events\": {\"0\": 23, \"1\": -2}}" : "{\"events\": {\"0\": 1700000000000}}";
+        JsonNode doc;
+        try {
+            doc = JSON.readTree(raw);
+        } catch (Exception e) {
+            throw bad(option, raw, "a JSON object of topic -> {partition: " + what + "}, e.g. " + example);
+        }
+        if (doc == null || !doc.isObject() || doc.isEmpty()) {
+            throw bad(option, raw, "a non-empty JSON object of topic -> {partition: " + what + "}, e.g. " + example);
+        }
+        Map<String, Long> out = new LinkedHashMap<>();
+        Iterator<Map.Entry<String, JsonNode>> topicsIt = doc.fields();
+        while (topicsIt.hasNext()) {
+            Map.Entry<String, JsonNode> t = topicsIt.next();
+            if (!topics.contains(t.getKey())) {
+                throw new SeglogConfigException("seglog source: option '" + option + "' names topic '" + t.getKey()
+                    + "', which is not read (topics read: " + String.join(", ", topics) + ")");
+            }
+            JsonNode parts = t.getValue();
+            if (!parts.isObject() || parts.isEmpty()) {
+                throw bad(option, raw, "for topic '" + t.getKey() + "' a non-empty JSON object of partition -> " + what);
+            }
+            Iterator<Map.Entry<String, JsonNode>> pi = parts.fields();
+            while (pi.hasNext()) {
+                Map.Entry<String, JsonNode> p = pi.next();
+                if (!p.getKey().matches("\\d+")) {
+                    throw bad(option, raw, "partition keys are non-negative integers as strings; got '" + p.getKey()
+                        + "' for topic '" + t.getKey() + "'");
+                }
+                JsonNode v = p.getValue();
+                if (!v.isIntegralNumber() || !v.canConvertToLong() || !ok.test(v.asLong())) {
+                    throw bad(option, raw, rule + "; got " + v + " for " + t.getKey() + "-" + Integer.parseInt(p.getKey()));
+                }
+                out.put(Bound.key(t.getKey(), Integer.parseInt(p.getKey())), v.asLong());
+            }
+        }
+        return out;
+    }
+
+    private Bound parseStart(String raw) {
+        String option = "startingOffsets";
+        if (raw == null) {     // Spark's Kafka source: a batch reads from the earliest, a stream from the latest
+            return new Bound(streaming ? Bound.Kind.LATEST : Bound.Kind.EARLIEST, option, 0, Map.of());
+        }
+        if (raw.trim().equalsIgnoreCase("earliest")) return new Bound(Bound.Kind.EARLIEST, option, 0, Map.of());
+        if (raw.trim().equalsIgnoreCase("latest")) {
+            if (streaming) return new Bound(Bound.Kind.LATEST, option, 0, Map.of());
+            throw bad(option, raw, "'earliest' or a JSON object of offsets ('latest' is not allowed for a batch "
+                + "read, as in Spark's Kafka source)");
+        }
+        return new Bound(Bound.Kind.OFFSETS, option, 0, parsePartitionJson(option, raw.trim(), "offset",
+            v -> v >= 0 || v == EARLIEST || (streaming && v == LATEST),
+            "an offset >= 0, or -2 for earliest (-1, latest, is not allowed for a batch read)"));
+    }
+
+    private Bound parseEnd(String raw) {
+        String option = "endingOffsets";
+        if (raw == null || raw.trim().equalsIgnoreCase("latest")) return new Bound(Bound.Kind.LATEST, option, 0, Map.of());
+        if (raw.trim().equalsIgnoreCase("earliest")) {
+            throw bad(option, raw, "'latest' or a JSON object of offsets ('earliest' is not allowed for "
+                + "endingOffsets, as in Spark's Kafka source)");
+        }
+        return new Bound(Bound.Kind.OFFSETS, option, 0, parsePartitionJson(option, raw.trim(), "offset",
+            v -> v >= 0 || v == LATEST,
+            "an offset >= 0, or -1 for latest (-2, earliest, is not allowed for endingOffsets)"));
+    }
+
+    private Map<String, Long> parseTimestamps(String option, String raw) {
+        return parsePartitionJson(option, raw.trim(), "timestamp", v -> v >= 0,
+            "a timestamp in milliseconds since the epoch (an integer >= 0)");
+    }
+
+    private static String parseIsolation(Map<String, String> o) {
+        String found = null;
+        for (String option : new String[] {"kafka.isolation.level", "isolation.level"}) {
+            String v = o.get(option);
+            if (v == null) continue;
+            String t = v.trim().toLowerCase(Locale.ROOT);
+            if (!t.equals(READ_UNCOMMITTED) && !t.equals(READ_COMMITTED)) {
+                throw bad(option, v, "'read_uncommitted' or 'read_committed'");
+            }
+            if (found != null && !found.equals(t)) {
+                throw new SeglogConfigException("seglog source: 'kafka.isolation.level' and 'isolation.level' disagree ('"
+                    + found + "' vs '" + t + "'); give one");
+            }
+            found = t;
+        }
+        return found == null ? READ_UNCOMMITTED : found;
+    }
+
+    /** The known option nearest to {@code key} (a typo), or null. */
+    private static String closest(String key) {
+        String best = null;
+        double bestScore = 0.6;
+        for (String k : KNOWN.keySet()) {
+            double s = similarity(key, k);
+            if (s >= bestScore) {
+                bestScore = s;
+                best = k;
+            }
+        }
+        return best;
+    }
+
+    private static double similarity(String a, String b) {
+        int[][] d = new int[a.length() + 1][b.length() + 1];
+        for (int i = 0; i <= a.length(); i++) d[i][0] = i;
+        for (int j = 0; j <= b.length(); j++) d[0][j] = j;
+        for (int i = 1; i <= a.length(); i++) {
+            for (int j = 1; j <= b.length(); j++) {
+                int c = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+                d[i][j] = Math.min(Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1), d[i - 1][j - 1] + c);
+            }
+        }
+        return 1.0 - (double) d[a.length()][b.length()] / Math.max(1, Math.max(a.length(), b.length()));
+    }
+}

@@ -1,0 +1,161 @@
+package io.seglog.spark.read;
+
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.Collections;
+import java.util.Iterator;
+
+import org.apache.kafka.common.record.FileLogInputStream.FileChannelRecordBatch;
+import org.apache.kafka.common.record.Record;
+import org.apache.kafka.common.record.TimestampType;
+
+import io.seglog.spark.format.CorruptLogException;
+import io.seglog.spark.format.DataLossException;
+import io.seglog.spark.format.LogStartCheckpoint;
+import io.seglog.spark.format.PartitionLog;
+import io.seglog.spark.format.Segment;
+import io.seglog.spark.format.SegmentGoneException;
+
+/**
+ * The records of one slice [start, end) of a partition, as a Kafka consumer with the read's isolation
+ * level returns them: never control records; read_committed also skips aborted transactions and stops
+ * at an open one. Seeks with the offset index, reads with Kafka's record classes (every codec).
+ *
+ * Readers take no lock: a segment renamed .deleted before it is opened makes the cursor open the log
+ * again at the offset it reached; below the new log start it fails naming the offsets, or with
+ * failOnDataLoss=false skips to the log start (docs/spec.md §3.7). An open file is read to its end.
+ */
+final class RecordCursor implements AutoCloseable {
+    private static final int MAX_REOPENS = 5;
+
+    private final ReadOptions opts;
+    private final Slice slice;
+    private long position;            // the next offset to return
+    private PartitionLog log;
+    private int segment;
+    private Segment.Batches batches;
+    private Iterator<Record> records = Collections.emptyIterator();
+    private TransactionFates fates;
+    private boolean finished;
+    private int reopens;
+
+    Record record;                    // the current record, after next() returned true
+    TimestampType timestampType;
+
+    RecordCursor(ReadOptions opts, Slice slice) {
+        this.opts = opts;
+        this.slice = slice;
+        this.position = slice.start;
+    }
+
+    private void openLog() {
+        Path root = Paths.get(opts.root);
+        long checkpointed = LogStartCheckpoint.read(root).getOrDefault(slice.topic + "-" + slice.partition, 0L);
+        try {
+            log = PartitionLog.open(root, slice.topic, slice.partition, checkpointed);
+        } catch (DataLossException e) {
+            throw new DataLossException("seglog source: " + slice.topic + "-" + slice.partition
+                + ": the partition folder is gone; offsets " + position + " to " + (slice.end - 1) + " cannot be read");
+        }
+        fates = opts.readCommitted ? new TransactionFates(log) : null;
+        long logStart = log.logStartOffset();
+        if (position < logStart) {
+            if (opts.failOnDataLoss) {
+                throw new DataLossException(Planner.dataLossMessage(slice.topic, slice.partition, position, logStart));
+            }
+            position = logStart;
+        }
+        segment = log.segmentIndexFor(position) - 1;
+        batches = null;
+        records = Collections.emptyIterator();
+    }
+
+    /** Advances to the next record; false when the slice is read. */
+    boolean next() {
+        while (!finished) {
+            try {
+                if (advance()) return true;
+            } catch (SegmentGoneException e) {
+                if (++reopens > MAX_REOPENS) throw e;
+                closeLog();
+            }
+        }
+        return false;
+    }
+
+    private boolean advance() {
+        if (log == null) openLog();
+        while (true) {
+            while (records.hasNext()) {
+                Record r = records.next();
+                long off = r.offset();
+                if (off < position) continue;
+                if (off >= slice.end) {
+                    finished = true;
+                    return false;
+                }
+                position = off + 1;
+                record = r;
+                return true;
+            }
+            if (position >= slice.end) {
+                finished = true;
+                return false;
+            }
+            if (batches == null || !batches.hasNext()) {
+                if (!nextSegment()) {
+                    finished = true;
+                    return false;
+                }
+                continue;
+            }
+            FileChannelRecordBatch b = batches.next();
+            if (b.lastOffset() < position) continue;
+            if (b.baseOffset() >= slice.end) {
+                finished = true;
+                return false;
+            }
+            if (b.isControlBatch()) {
+                position = b.lastOffset() + 1;
+                continue;
+            }
+            if (fates != null && b.isTransactional()) {
+                int fate = fates.fate(b.producerId(), b.baseOffset());
+                if (fate == TransactionFates.OPEN) {      // the last stable offset: nothing from here on
+                    finished = true;
+                    return false;
+                }
+                if (fate == TransactionFates.ABORT) {
+                    position = b.lastOffset() + 1;
+                    continue;
+                }
+            }
+            timestampType = b.timestampType();
+            records = b.iterator();
+        }
+    }
+
+    private boolean nextSegment() {
+        segment++;
+        if (segment >= log.segmentCount() || log.base(segment) >= slice.end) return false;
+        Segment seg = log.segment(segment);
+        if (seg.size() == 0 && segment < log.segmentCount() - 1) {
+            // Offsets base..next base - 1 belonged to this segment and its .log is empty: lost records are
+            // reported, never skipped (docs/format.md "Segment states").
+            throw new CorruptLogException(seg.path() + ": the .log is empty but offsets " + seg.base + " to "
+                + (log.base(segment + 1) - 1) + " belonged to it: those records are lost");
+        }
+        batches = seg.batchesHolding(Math.max(position, seg.base));
+        return true;
+    }
+
+    private void closeLog() {
+        if (log != null) log.close();
+        log = null;
+    }
+
+    @Override
+    public void close() {
+        closeLog();
+    }
+}

@@ -1,0 +1,85 @@
+package io.seglog.spark.read;
+
+import java.nio.ByteBuffer;
+
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.record.Record;
+import org.apache.kafka.common.record.TimestampType;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.util.GenericArrayData;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * The one place that shapes a record into a row of the (pruned) read schema, as Spark's Kafka source's
+ * {@code KafkaRecordToRowConverter} does: only the columns asked for are filled (a count copies no
+ * key or value), then one generated projection writes the UnsafeRow Spark's operators expect.
+ */
+final class RowShaper {
+    private static final int KEY = 0, VALUE = 1, TOPIC = 2, PARTITION = 3, OFFSET = 4, TIMESTAMP = 5, TYPE = 6, HEADERS = 7;
+
+    private final int[] columns;
+    private final GenericInternalRow row;
+    private final UnsafeProjection projection;
+    private UTF8String topic;
+    private int partition;
+
+    RowShaper(StructType readSchema) {
+        String[] names = readSchema.fieldNames();
+        columns = new int[names.length];
+        for (int i = 0; i < names.length; i++) {
+            switch (names[i]) {
+                case "key": columns[i] = KEY; break;
+                case "value": columns[i] = VALUE; break;
+                case "topic": columns[i] = TOPIC; break;
+                case "partition": columns[i] = PARTITION; break;
+                case "offset": columns[i] = OFFSET; break;
+                case "timestamp": columns[i] = TIMESTAMP; break;
+                case "timestampType": columns[i] = TYPE; break;
+                case "headers": columns[i] = HEADERS; break;
+                default: throw new IllegalArgumentException("seglog source: no column '" + names[i] + "'");
+            }
+        }
+        row = new GenericInternalRow(names.length);
+        projection = UnsafeProjection.create(readSchema);
+    }
+
+    void partition(String topic, int partition) {
+        this.topic = UTF8String.fromString(topic);
+        this.partition = partition;
+    }
+
+    private static byte[] bytes(ByteBuffer b) {
+        if (b == null) return null;
+        byte[] out = new byte[b.remaining()];
+        b.duplicate().get(out);
+        return out;
+    }
+
+    InternalRow shape(Record r, TimestampType type) {
+        for (int i = 0; i < columns.length; i++) {
+            switch (columns[i]) {
+                case KEY: row.update(i, r.hasKey() ? bytes(r.key()) : null); break;
+                case VALUE: row.update(i, r.hasValue() ? bytes(r.value()) : null); break;
+                case TOPIC: row.update(i, topic); break;
+                case PARTITION: row.setInt(i, partition); break;
+                case OFFSET: row.setLong(i, r.offset()); break;
+                case TIMESTAMP: row.setLong(i, r.timestamp() * 1000L); break;   // ms -> Spark's us
+                case TYPE: row.setInt(i, type.id); break;
+                default: row.update(i, headers(r.headers())); break;
+            }
+        }
+        return projection.apply(row);
+    }
+
+    private static GenericArrayData headers(Header[] headers) {
+        Object[] out = new Object[headers.length];
+        for (int i = 0; i < headers.length; i++) {
+            out[i] = new GenericInternalRow(new Object[] {
+                headers[i].key() == null ? null : UTF8String.fromString(headers[i].key()), headers[i].value()});
+        }
+        return new GenericArrayData(out);
+    }
+}

@@ -1,0 +1,48 @@
+package io.seglog.spark.read;
+
+import java.util.Map;
+
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableProvider;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * {@code format("seglog")}: registered with Spark through {@code META-INF/services} (a
+ * {@link DataSourceRegister}), so it is found whenever the connector jar is on the classpath. Options
+ * are parsed (and refused, naming the option) and the topics checked when the DataFrame is defined,
+ * as Spark's Kafka source's {@code KafkaSourceProvider} does.
+ */
+public final class SeglogProvider implements TableProvider, DataSourceRegister {
+    public static final String NAME = "seglog";
+
+    private ReadOptions parsed;
+    private Map<String, String> parsedFrom;
+
+    @Override
+    public String shortName() {
+        return NAME;
+    }
+
+    private ReadOptions options(Map<String, String> options) {
+        if (parsed == null || !options.equals(parsedFrom)) {
+            parsed = ReadOptions.parse(options, true);   // batch-only rules are checked by toBatch()
+            parsedFrom = options;
+        }
+        return parsed;
+    }
+
+    @Override
+    public StructType inferSchema(CaseInsensitiveStringMap options) {
+        ReadOptions o = options(options.asCaseSensitiveMap());
+        Planner.checkLayout(o);   // an unknown topic, an incomplete offsets JSON: refused at load()
+        return SeglogSchema.of(o.includeHeaders);
+    }
+
+    @Override
+    public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
+        return new SeglogTable(options(properties));
+    }
+}

@@ -1,0 +1,25 @@
+package io.seglog.spark.read;
+
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.types.StructType;
+
+/** Sent to executors: everything a task needs to read its slices (options, bounds, pruned schema). */
+final class SeglogReaderFactory implements PartitionReaderFactory {
+    private final ReadOptions opts;
+    private final ScanBounds bounds;
+    private final StructType readSchema;
+
+    SeglogReaderFactory(ReadOptions opts, ScanBounds bounds, StructType readSchema) {
+        this.opts = opts;
+        this.bounds = bounds;
+        this.readSchema = readSchema;
+    }
+
+    @Override
+    public PartitionReader<InternalRow> createReader(InputPartition partition) {
+        return new SeglogPartitionReader(opts, bounds, readSchema, ((SeglogInputPartition) partition).slices);
+    }
+}

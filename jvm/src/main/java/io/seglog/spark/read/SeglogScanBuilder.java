@@ -1,0 +1,56 @@
+package io.seglog.spark.read;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
+import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * Filter pushdown (timestamp/offset/partition/topic filters become seeks and bounds; every filter
+ * reported as handled is applied exactly by the readers) and column pruning. A new builder per query,
+ * so no query's pushdown leaks into another's (unlike the Python Data Source API's reader).
+ */
+final class SeglogScanBuilder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns {
+    private final ReadOptions opts;
+    private StructType schema;
+    private ScanBounds bounds = ScanBounds.NONE;
+    private Filter[] pushed = new Filter[0];
+
+    SeglogScanBuilder(ReadOptions opts, StructType schema) {
+        this.opts = opts;
+        this.schema = schema;
+    }
+
+    @Override
+    public Filter[] pushFilters(Filter[] filters) {
+        if (!opts.filterPushdown) return filters;
+        ScanBounds[] out = new ScanBounds[1];
+        List<Filter> rest = FilterTranslator.push(filters, out);
+        bounds = out[0];
+        List<Filter> handled = new ArrayList<>(Arrays.asList(filters));
+        handled.removeAll(rest);
+        pushed = handled.toArray(new Filter[0]);
+        return rest.toArray(new Filter[0]);
+    }
+
+    @Override
+    public Filter[] pushedFilters() {
+        return pushed;
+    }
+
+    @Override
+    public void pruneColumns(StructType required) {
+        schema = required;
+    }
+
+    @Override
+    public Scan build() {
+        return new SeglogScan(opts, bounds, schema);
+    }
+}

@@ -1,0 +1,71 @@
+package io.seglog.spark.read;
+
+import java.util.Iterator;
+import java.util.Map;
+import java.util.TreeMap;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.spark.sql.connector.read.streaming.Offset;
+
+/**
+ * A streaming position: the next offset to read of every topic-partition, checkpointed as JSON in the
+ * shape of Spark's Kafka source ({@code KafkaSourceOffset}): {@code {"events":{"0":23,"1":45}}}.
+ */
+public final class SeglogSourceOffset extends Offset {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** topic -> partition -> next offset; sorted, so equal positions have equal JSON. */
+    final TreeMap<String, TreeMap<Integer, Long>> offsets;
+
+    SeglogSourceOffset(Map<String, ? extends Map<Integer, Long>> offsets) {
+        this.offsets = new TreeMap<>();
+        for (Map.Entry<String, ? extends Map<Integer, Long>> e : offsets.entrySet()) {
+            this.offsets.put(e.getKey(), new TreeMap<>(e.getValue()));
+        }
+    }
+
+    long get(String topic, int partition, long dflt) {
+        Map<Integer, Long> m = offsets.get(topic);
+        Long v = m == null ? null : m.get(partition);
+        return v == null ? dflt : v;
+    }
+
+    boolean has(String topic, int partition) {
+        Map<Integer, Long> m = offsets.get(topic);
+        return m != null && m.containsKey(partition);
+    }
+
+    @Override
+    public String json() {
+        ObjectNode root = JSON.createObjectNode();
+        for (Map.Entry<String, TreeMap<Integer, Long>> t : offsets.entrySet()) {
+            ObjectNode parts = root.putObject(t.getKey());
+            for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) parts.put(String.valueOf(p.getKey()), p.getValue());
+        }
+        return root.toString();
+    }
+
+    static SeglogSourceOffset fromJson(String json) {
+        try {
+            JsonNode doc = JSON.readTree(json);
+            TreeMap<String, TreeMap<Integer, Long>> out = new TreeMap<>();
+            Iterator<Map.Entry<String, JsonNode>> topics = doc.fields();
+            while (topics.hasNext()) {
+                Map.Entry<String, JsonNode> t = topics.next();
+                TreeMap<Integer, Long> parts = new TreeMap<>();
+                Iterator<Map.Entry<String, JsonNode>> ps = t.getValue().fields();
+                while (ps.hasNext()) {
+                    Map.Entry<String, JsonNode> p = ps.next();
+                    parts.put(Integer.parseInt(p.getKey()), p.getValue().asLong());
+                }
+                out.put(t.getKey(), parts);
+            }
+            return new SeglogSourceOffset(out);
+        } catch (Exception e) {
+            throw new IllegalArgumentException("seglog source: checkpointed offsets are not readable: " + json, e);
+        }
+    }
+}

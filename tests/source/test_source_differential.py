@@ -1,0 +1,278 @@
+"""The Python storage core is the reference: the JVM reader (format("seglog")) and `Log.read` read the
+same folders and must return the same rows, for every codec, sparse offsets (the gaps compaction
+leaves), empty and missing partitions, the committed-end bound, timestamp seeks, and transactions
+written by a real Kafka broker (read_committed and read_uncommitted)."""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import struct
+
+import crc32c
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seglog.indexer.batch_layout import ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, CRC_OFFSET, HEADER_STRUCT, LOG_OVERHEAD
+from seglog.indexer.commit_log import CommitLog
+from seglog.indexer.log import Log
+from seglog.indexer.records import write_varint
+from seglog.indexer.topics import create_topic
+
+pytestmark = pytest.mark.spark
+
+T0 = 1_700_000_000_000
+CODECS = ["uncompressed", "gzip", "snappy", "lz4", "zstd"]
+CONFIG = {"segment.bytes": 8192, "index.interval.bytes": 512}
+
+
+def core_rows(root, topic, partition, start=None, end=None, isolation="read_uncommitted"):
+    """What the Python core returns for [start, end) of one partition, as comparable tuples."""
+    with Log.open(root / f"{topic}-{partition}", readonly=True) as log:
+        return [(partition, r.offset, r.key, r.value, r.timestamp, r.timestamp_type,
+                 tuple((k, v) for k, v in r.headers))
+                for r in log.read(start, end, isolation_level=isolation)]
+
+
+def jvm_rows(spark, root, topic, **options):
+    r = spark.read.format("seglog").option("topic", topic).option("includeHeaders", "true")
+    for k, v in options.items():
+        r = r.option(k, str(v))
+    t = r.load(str(root)).toArrow()
+    ts = t.column("timestamp").cast(pa.int64()).to_pylist()
+    rows = [(p, o, k, v, None if us is None else us // 1000, tt, tuple((h["key"], h["value"]) for h in hs))
+            for p, o, k, v, us, tt, hs in zip(
+                t.column("partition").to_pylist(), t.column("offset").to_pylist(), t.column("key").to_pylist(),
+                t.column("value").to_pylist(), ts, t.column("timestampType").to_pylist(),
+                t.column("headers").to_pylist())]
+    return sorted(rows, key=lambda r: (r[0], r[1]))
+
+
+def commit(root, topic, ends):
+    commits = CommitLog(root, topic)
+    last = commits.last_batch("diff")
+    commits.commit("diff", 0 if last is None else last + 1, ends)
+
+
+def append_random(log, rng, n, chunks=5):
+    for _ in range(chunks):
+        k = n // chunks
+        values = pa.array([None if rng.random() < 0.05 else rng.randbytes(rng.randrange(0, 300)) for _ in range(k)],
+                          pa.binary())
+        keys = pa.array([None if rng.random() < 0.2 else b"k%d" % rng.randrange(30) for _ in range(k)], pa.binary())
+        ts = T0 + np.array([rng.randrange(0, 200) * 10 for _ in range(k)], np.int64)   # CreateTime back and forth
+        headers = pa.array([[{"key": f"h{j}", "value": None if j == 1 else b"x%d" % i} for j in range(i % 3)]
+                            for i in range(k)], pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])))
+        log.append_columns(values, keys=keys, timestamps=ts, headers=headers)
+
+
+@pytest.fixture(scope="module")
+def codec_root(tmp_path_factory):
+    """One topic per codec, 2 partitions, many segments, written by the Python core and committed."""
+    root = tmp_path_factory.mktemp("diff-codecs")
+    rng = random.Random(5)
+    for codec in CODECS:
+        topic = f"c-{codec}"
+        create_topic(root, topic, 2, dict(CONFIG, **{"compression.type": codec}))
+        ends = {}
+        for p in range(2):
+            with Log.open(root / f"{topic}-{p}", dict(CONFIG, **{"compression.type": codec})) as log:
+                append_random(log, rng, 400)
+                log.flush()
+                ends[p] = log.log_end_offset
+        commit(root, topic, ends)
+    return root
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_every_codec_same_rows(spark, codec_root, codec):
+    topic = f"c-{codec}"
+    want = core_rows(codec_root, topic, 0) + core_rows(codec_root, topic, 1)
+    assert len(want) == 800 and len(list((codec_root / f"{topic}-0").glob("*.log"))) > 2
+    assert jvm_rows(spark, codec_root, topic) == want
+
+
+@pytest.mark.parametrize("codec", ["uncompressed", "zstd"])
+def test_timestamp_seeks_same_rows(spark, codec_root, codec):
+    """startingTimestamp and `where timestamp >= T` against the core's offset_for_timestamp, at ties,
+    between records and past the end."""
+    topic = f"c-{codec}"
+    for t in (T0, T0 + 5, T0 + 990, T0 + 1990, T0 + 5000):
+        want = []
+        for p in range(2):
+            with Log.open(codec_root / f"{topic}-{p}", readonly=True) as log:
+                start = log.offset_for_timestamp(t)
+            want += [] if start is None else core_rows(codec_root, topic, p, start)
+        got = jvm_rows(spark, codec_root, topic, startingTimestamp=t, startingOffsetsByTimestampStrategy="latest")
+        assert got == want, t
+        filtered = sorted((r for r in want if r[4] >= t), key=lambda r: (r[0], r[1]))
+        r = spark.read.format("seglog").option("topic", topic).load(str(codec_root))
+        assert r.where(f"timestamp >= timestamp_millis({t})").count() == len(filtered)
+
+
+def sparse_batch(base: int, offsets: list[int], last: int, ts: int) -> bytes:
+    """One batch holding records at `offsets` (gaps inside, as Kafka's cleaner leaves them) whose
+    lastOffsetDelta still says `last`, so the next batch starts at last + 1 (offsets stay dense
+    between batches)."""
+    body = bytearray()
+    for i, off in enumerate(offsets):
+        r = bytearray([0])
+        write_varint(r, i)                     # timestamp delta
+        write_varint(r, off - base)            # offset delta: skips
+        key, value = b"k%d" % off, b"v%d" % off * 3
+        write_varint(r, len(key))
+        r += key
+        write_varint(r, len(value))
+        r += value
+        write_varint(r, 0)
+        write_varint(body, len(r))
+        body += r
+    out = bytearray(HEADER_STRUCT.pack(base, BATCH_HEADER_SIZE - LOG_OVERHEAD + len(body), 0, 2, 0, 0, last - base,
+                                       ts, ts + len(offsets) - 1, -1, -1, -1, len(offsets)))
+    crc = crc32c.crc32c(body, value=crc32c.crc32c(bytes(out[ATTRIBUTES_OFFSET:])))
+    struct.pack_into(">I", out, CRC_OFFSET, crc)
+    return bytes(out + body)
+
+
+def test_sparse_offsets_same_rows(spark, tmp_path):
+    """Two segments of batches with gaps inside; the indexes are built by the core's recovery."""
+    rng = random.Random(8)
+    part = tmp_path / "sparse-0"
+    part.mkdir()
+    next_offset = 0
+    for seg in range(2):
+        blob = bytearray()
+        base_of_segment = next_offset
+        for _ in range(30):
+            last = next_offset + rng.randrange(3, 20)
+            kept = sorted(rng.sample(range(next_offset, last + 1), rng.randrange(1, 4)))
+            if last not in kept and rng.random() < 0.5:
+                kept.append(last)
+            blob += sparse_batch(next_offset, kept, last, T0 + next_offset)
+            next_offset = last + 1
+        (part / f"{base_of_segment:020d}.log").write_bytes(bytes(blob))
+    with Log.open(part, CONFIG) as log:       # recovery builds both indexes from the records
+        end = log.log_end_offset
+        assert end == next_offset
+    commit(tmp_path, "sparse", {0: end})
+    want = core_rows(tmp_path, "sparse", 0)
+    offsets = [r[1] for r in want]
+    assert len(offsets) < end - 100            # really sparse
+    assert jvm_rows(spark, tmp_path, "sparse") == want
+    # seeks into the gaps: an offset range starting and ending inside them
+    lo, hi = offsets[10] - 1, offsets[40] + 1
+    got = jvm_rows(spark, tmp_path, "sparse", startingOffsets=f'{{"sparse": {{"0": {lo}}}}}',
+                   endingOffsets=f'{{"sparse": {{"0": {hi}}}}}')
+    assert got == [r for r in want if lo <= r[1] < hi]
+
+
+def test_empty_missing_and_committed_end(spark, tmp_path):
+    """Partition 1 never written (no folder), 2 with a folder and no records, 0 and 3 with records
+    appended past their committed ends."""
+    rng = random.Random(2)
+    create_topic(tmp_path, "mixed", 4, CONFIG)
+    ends = {}
+    for p in (0, 3):
+        with Log.open(tmp_path / f"mixed-{p}", CONFIG) as log:
+            append_random(log, rng, 300)
+            log.flush()
+            ends[p] = log.log_end_offset - (57 if p == 0 else 0)
+            append_random(log, rng, 50)           # appended, never committed
+            log.flush()
+    with Log.open(tmp_path / "mixed-2", CONFIG) as log:
+        log.flush()
+    commit(tmp_path, "mixed", ends)
+    want = core_rows(tmp_path, "mixed", 0, None, ends[0]) + core_rows(tmp_path, "mixed", 3, None, ends[3])
+    assert len(want) == 300 - 57 + 300
+    assert jvm_rows(spark, tmp_path, "mixed") == want
+
+
+@pytest.mark.kafka
+def test_broker_folders_codecs_and_transactions(spark, kafka_broker, tmp_path):
+    """A real broker writes every codec and interleaved transactions (some aborted); the folders are
+    copied into a log root and committed at their log end: both readers return the same rows, with
+    read_committed and read_uncommitted."""
+    from tests.indexer.test_kafka_broker_read import broker_records, write_transactions
+    from tests.kafka_clients import create_topic as broker_topic
+    from tests.kafka_clients import produce
+
+    rng = random.Random(13)
+    topics = []
+    for codec in ["none", "gzip", "snappy", "lz4", "zstd"]:
+        name = f"diff-{codec}"
+        broker_topic(kafka_broker, name, config={"segment.ms": "10000", "index.interval.bytes": "256"})
+        for chunk in range(3):
+            produce(kafka_broker, name, broker_records(rng, 120, shift_ms=60_000 * chunk), compression=codec)
+        topics.append(name)
+    broker_topic(kafka_broker, "diff-txn")
+    write_transactions(kafka_broker, "diff-txn", rng)
+    topics.append("diff-txn")
+    for name in topics:
+        shutil.copytree(kafka_broker.partition_dir(name), tmp_path / f"{name}-0")
+        with Log.open(tmp_path / f"{name}-0", readonly=True) as log:
+            commit(tmp_path, name, {0: log.log_end_offset})
+    for name in topics:
+        for isolation in ("read_uncommitted", "read_committed"):
+            want = core_rows(tmp_path, name, 0, isolation=isolation)
+            assert want, name
+            assert jvm_rows(spark, tmp_path, name, **{"kafka.isolation.level": isolation}) == want, (name, isolation)
+    committed = core_rows(tmp_path, "diff-txn", 0, isolation="read_committed")
+    assert len(committed) < len(core_rows(tmp_path, "diff-txn", 0))     # some transactions aborted
+
+
+# ---------------------------------------------------------------------------------------------
+# Property: any offset range and pushed filters, against a brute-force filter of the core's records.
+
+
+
+@pytest.fixture(scope="module")
+def model_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("diff-model")
+    rng = random.Random(21)
+    create_topic(root, "h", 2, CONFIG)
+    ends = {}
+    for p in range(2):
+        with Log.open(root / f"h-{p}", CONFIG) as log:
+            append_random(log, rng, 250)
+            log.flush()
+            ends[p] = log.log_end_offset - 10          # the last ten appended, never committed
+    commit(root, "h", ends)
+    records = {p: core_rows(root, "h", p) for p in range(2)}
+    return root, ends, records
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(start=st.integers(0, 260), end=st.one_of(st.none(), st.integers(0, 300)),
+       ts_lo=st.one_of(st.none(), st.integers(-20, 2100)), ts_hi=st.one_of(st.none(), st.integers(-20, 2100)),
+       off_in=st.one_of(st.none(), st.sets(st.integers(0, 260), max_size=6)), part=st.sampled_from([None, 0, 1]))
+def test_any_range_and_filters_match_a_brute_force_filter(spark, model_root, start, end, ts_lo, ts_hi, off_in, part):
+    root, ends, records = model_root
+    starting = {"h": {"0": start, "1": start}}
+    ending = {"h": {"0": -1 if end is None else end, "1": -1 if end is None else end}}
+    if end is not None and start > min(end, min(ends.values())):
+        return                                     # a start past the end is refused (tested elsewhere)
+    df = (spark.read.format("seglog").option("topic", "h").option("includeHeaders", "true")
+          .option("startingOffsets", json.dumps(starting)).option("endingOffsets", json.dumps(ending))
+          .load(str(root)))
+    where = []
+    if ts_lo is not None:
+        where.append(f"timestamp >= timestamp_millis({T0 + ts_lo})")
+    if ts_hi is not None:
+        where.append(f"timestamp < timestamp_millis({T0 + ts_hi})")
+    if off_in is not None:
+        where.append(f"offset in ({', '.join(map(str, sorted(off_in)))})" if off_in else "offset in (-1)")
+    if part is not None:
+        where.append(f"partition = {part}")
+    if where:
+        df = df.where(" and ".join(where))
+    t = df.toArrow()
+    got = sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist(),
+                     t.column("value").to_pylist()))
+    want = sorted((r[0], r[1], r[3]) for p in (0, 1) for r in records[p]
+                  if start <= r[1] < min(ends[p], end if end is not None else ends[p])
+                  and (ts_lo is None or r[4] >= T0 + ts_lo) and (ts_hi is None or r[4] < T0 + ts_hi)
+                  and (off_in is None or r[1] in off_in) and (part is None or r[0] == part))
+    assert got == want
