@@ -2,11 +2,15 @@
 state changes as keyed records (a null value deletes the key) to a compacted topic through
 SegmentLogSink; the sidecar's clean keeps the latest record per key; after a restart,
 `spark.read.format("seglog")` of that topic reduced to the latest value per key equals the state
-the job had. Also: the sink refuses a null key for a compacted topic before writing anything."""
+the job had (read by the Python Spark source, seglog.source, in a new process). Also: the sink
+refuses a null key for a compacted topic before writing anything."""
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -34,12 +38,33 @@ def changes(batch: int) -> list[dict]:
     return out
 
 
-def restore(spark, root: str) -> dict[str, str]:
-    """The restart's read: latest value per key, deleted keys dropped."""
-    df = spark.read.format("seglog").option("topic", TOPIC).load(root)
+RESTART = textwrap.dedent("""
+    import json, sys
+    from pyspark.sql import SparkSession
+    from seglog.source import register
+    root, topic, gap = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    print("reader:", register(spark, python_fallback=True), flush=True)
+    df = spark.read.format("seglog").option("topic", topic).load(root)
     latest = df.groupBy("key").agg({"offset": "max"}).withColumnRenamed("max(offset)", "offset")
     rows = df.join(latest, ["key", "offset"]).where("value IS NOT NULL").collect()
-    return {bytes(r["key"]).decode(): bytes(r["value"]).decode() for r in rows}
+    print(json.dumps({bytes(r["key"]).decode(): bytes(r["value"]).decode() for r in rows}), flush=True)
+    start = json.dumps({topic: {"0": gap, "1": -2}})
+    from_gap = (spark.read.format("seglog").option("topic", topic).option("startingOffsets", start).load(root)
+                .where("partition = 0").select("offset").collect())
+    print(json.dumps(sorted(r["offset"] for r in from_gap)), flush=True)
+""")
+
+
+def restart_and_restore(root: str, gap: int) -> tuple[str, dict[str, str], list[int]]:
+    """A new process (the restarted job) reads the topic through the Python Spark source
+    (seglog.source, in a session without the connector jar) and reduces it to the latest value per
+    key, deleted keys dropped; it also reads partition 0 from `gap`, an offset the clean removed."""
+    out = subprocess.run([sys.executable, "-c", RESTART, root, TOPIC, str(gap)], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    reader, state, from_gap = out.stdout.strip().splitlines()[-3:]
+    return reader, json.loads(state), json.loads(from_gap)
 
 
 def test_state_restored_from_a_compacted_topic(spark, tmp_path):
@@ -76,17 +101,15 @@ def test_state_restored_from_a_compacted_topic(spark, tmp_path):
             kept += sum(1 for _ in log.read())
     assert kept < written / 2                        # compaction removed the superseded changes
 
-    # "Restart": a fresh read of the topic restores exactly the state the job had.
-    assert restore(spark, root) == state
-
-    # A read positioned inside a cleaned range starts at the next surviving offset.
+    # "Restart": a new process reads the topic and restores exactly the state the job had; a read
+    # positioned inside a cleaned range starts at the next surviving offset.
     with lr.open_log(TOPIC, 0, readonly=True) as log:
         offsets = [r.offset for r in log.read()]
     gap = next(o + 1 for o, n in zip(offsets, offsets[1:]) if n > o + 1)
-    start = {TOPIC: {"0": gap, "1": -2}}
-    rows = (spark.read.format("seglog").option("topic", TOPIC).option("startingOffsets", json.dumps(start))
-            .load(root).where("partition = 0").select("offset").collect())
-    assert sorted(r["offset"] for r in rows) == [o for o in offsets if o >= gap]
+    reader, restored, from_gap = restart_and_restore(root, gap)
+    assert reader == "reader: python"
+    assert restored == state
+    assert from_gap == [o for o in offsets if o >= gap]
 
 
 def test_sink_refuses_a_null_key_for_a_compacted_topic(spark, tmp_path):
