@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import struct
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -41,6 +42,7 @@ EARLIEST = -2
 LATEST = -1
 MAX_TIMESTAMP = -3   # KIP-734: the record with the largest timestamp
 _LISTING_ATTEMPTS = 5       # a read-only open lists the folder again when a segment vanishes under it
+_SETTLE_WAITS = (0, 0.002, 0.01, 0.05, 0.1, 0.2)   # seconds a read-only open waits for a two-step change to finish
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,19 @@ class Log:
             return 0
 
     def _load_readonly(self) -> None:
+        # A truncation that restarts the log below its start changes the segments and the checkpoint
+        # in two steps (indexer/recovery.py): a reader that falls between them sees the log start
+        # beyond the end. That passes within milliseconds; a state that stays is damage, and reads
+        # report it (_bounds).
+        for wait in _SETTLE_WAITS:
+            if wait:
+                time.sleep(wait)
+                self._segments.close_all()
+            self._load_readonly_once()
+            if self._log_start <= self.log_end_offset:
+                return
+
+    def _load_readonly_once(self) -> None:
         # Readers take no lock: between the listing and the open, the sidecar may roll and then
         # rename the last segment to .deleted. List again; a folder that keeps changing under us is
         # reported as the data loss it is, never as a raw FileNotFoundError.
@@ -430,14 +445,6 @@ class Log:
     def _bounds(self, offset: int | None, max_offset: int | None) -> tuple[int, int]:
         self._check_open()
         if self._log_start > self.log_end_offset:
-            if self.readonly:
-                # A reader holds no lock: the writer moved the log on between this reader's listing
-                # and its read of the checkpoint (a truncation that restarted the log). Opening
-                # again sees one consistent state; nothing on disk is wrong.
-                raise SegmentDeletedError(
-                    f"{self.path}: segments were deleted or cut while the log was being opened (log "
-                    f"start {self._log_start} beyond the end {self.log_end_offset} this reader listed): "
-                    f"open it again")
             raise CorruptRecordError(
                 f"{self.path}: the log start offset {self._log_start} (from {self.path.parent}/"
                 f"log-start-offset-checkpoint) is beyond the log end offset {self.log_end_offset}: "

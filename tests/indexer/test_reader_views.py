@@ -1,15 +1,17 @@
 """A reader (read-only `Log`, no lock) that opens while the writer changes the folder sees one
-consistent state or a typed error that says to open again; never a corruption report for a state
-that only existed for an instant (docs/spec.md §4)."""
+consistent state, never a corruption report for a state that only existed for an instant (docs/spec.md
+§4); a state that stays inconsistent is reported."""
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from seglog.errors import CorruptRecordError, SegmentDeletedError
+from seglog.errors import CorruptRecordError
 from seglog.indexer import Log
-from seglog.indexer.checkpoint import update_log_start_offsets
+from seglog.indexer.checkpoint import reset_log_start_offset, update_log_start_offsets
 
 
 def _append(log: Log, n: int) -> None:
@@ -18,23 +20,38 @@ def _append(log: Log, n: int) -> None:
                        timestamps=np.arange(base, base + n, dtype=np.int64) + 1_000_000)
 
 
-def test_a_reader_between_a_full_truncation_and_its_checkpoint_is_told_to_open_again(tmp_path):
-    """The instant inside a truncation below the log start: the log restarted empty at 20 while the
-    checkpoint still says 30. A reader gets SegmentDeletedError (open again); a writer's read of a
-    folder left that way for good is the corruption it is."""
+def _transient_state(tmp_path):
+    """The instant inside a truncation below the log start: every old segment gone, the log
+    restarted empty at 20, the checkpoint still saying 30."""
     with Log.open(tmp_path / "t-0", {"segment.bytes": 1024}) as log:
         _append(log, 40)
         log.roll()
         _append(log, 5)
         log.flush()
-    # the transient state: every old segment gone, the new empty one at 20, the checkpoint not yet lowered
     for f in (tmp_path / "t-0").iterdir():
         f.unlink()
     for suffix in (".index", ".timeindex", ".log"):
         (tmp_path / "t-0" / f"{20:020d}{suffix}").touch()
     update_log_start_offsets(tmp_path, {("t", 0): 30})
+
+
+def test_a_reader_that_opens_inside_a_full_truncation_sees_its_end(tmp_path):
+    """The writer lowers the checkpoint a moment later: the reader's open waits that out and sees
+    one consistent state (start = end = 20), not a corruption."""
+    _transient_state(tmp_path)
+    finisher = threading.Timer(0.02, lambda: reset_log_start_offset(tmp_path, "t", 0, 20))
+    finisher.start()
+    try:
+        with Log.open(tmp_path / "t-0", readonly=True) as reader:
+            assert (reader.log_start_offset, reader.log_end_offset, list(reader.read())) == (20, 20, [])
+    finally:
+        finisher.join()
+
+
+def test_a_state_that_stays_inconsistent_is_reported_by_readers_and_writers(tmp_path):
+    _transient_state(tmp_path)
     with Log.open(tmp_path / "t-0", readonly=True) as reader:
-        with pytest.raises(SegmentDeletedError, match="open it again"):
+        with pytest.raises(CorruptRecordError, match="beyond the log end"):
             list(reader.read())
     with Log.open(tmp_path / "t-0", {"segment.bytes": 1024}) as writer:
         with pytest.raises(CorruptRecordError, match="beyond the log end"):

@@ -32,13 +32,13 @@ public final class OffsetIndexFile {
     /** The index of the segment based at {@code base}; a missing file reads as no entries (scan from 0). */
     public static OffsetIndexFile open(Path path, long base) throws IOException {
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
-            long slots = Math.min(ch.size() / ENTRY, Integer.MAX_VALUE / ENTRY);
+            IndexMap.Mapped mapped = IndexMap.map(ch, ENTRY);   // retried if a writer trims the file meanwhile
+            int slots = mapped.slots(ENTRY);
             if (slots == 0) {
-                return new OffsetIndexFile(base, ByteBuffer.allocate(0), 0, ch.size() == 0);
+                return new OffsetIndexFile(base, ByteBuffer.allocate(0), 0, mapped.fileSize() == 0);
             }
-            ByteBuffer map = ch.map(FileChannel.MapMode.READ_ONLY, 0, slots * ENTRY);
-            int n = countEntries(map, (int) slots);
-            return new OffsetIndexFile(base, map, n, n == slots && ch.size() == slots * ENTRY);
+            int n = countEntries(mapped.map(), slots);
+            return new OffsetIndexFile(base, mapped.map(), n, n == slots && mapped.fileSize() == (long) slots * ENTRY);
         } catch (NoSuchFileException e) {
             return new OffsetIndexFile(base, ByteBuffer.allocate(0), 0, false);
         }

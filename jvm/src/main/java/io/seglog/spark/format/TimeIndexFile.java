@@ -32,13 +32,13 @@ public final class TimeIndexFile {
 
     public static TimeIndexFile open(Path path, long base) throws IOException {
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
-            long slots = Math.min(ch.size() / ENTRY, Integer.MAX_VALUE / ENTRY);
+            IndexMap.Mapped mapped = IndexMap.map(ch, ENTRY);   // retried if a writer trims the file meanwhile
+            int slots = mapped.slots(ENTRY);
             if (slots == 0) {
-                return new TimeIndexFile(base, ByteBuffer.allocate(0), 0, ch.size() == 0);
+                return new TimeIndexFile(base, ByteBuffer.allocate(0), 0, mapped.fileSize() == 0);
             }
-            ByteBuffer map = ch.map(FileChannel.MapMode.READ_ONLY, 0, slots * ENTRY);
-            int n = countEntries(map, (int) slots);
-            return new TimeIndexFile(base, map, n, n == slots && ch.size() == slots * ENTRY);
+            int n = countEntries(mapped.map(), slots);
+            return new TimeIndexFile(base, mapped.map(), n, n == slots && mapped.fileSize() == (long) slots * ENTRY);
         } catch (NoSuchFileException e) {
             return new TimeIndexFile(base, ByteBuffer.allocate(0), 0, false);
         }
