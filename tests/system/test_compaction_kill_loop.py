@@ -67,12 +67,15 @@ def test_sidecar_killed_mid_clean(tmp_path):
     config.write_text(SIDECAR.format(root=root))
     rng = random.Random(7)
     written: dict[int, tuple] = {}
-    kills = 0
-    for round_ in range(KILLS):
-        append_round(path, rng, written, round_)
+    kills = rounds = 0
+    # A pass that ends before its kill counts as a round, not a kill: rounds go on (bounded) until
+    # KILLS kills landed mid-pass, whatever the machine's speed.
+    while kills < KILLS and rounds < 3 * KILLS:
+        append_round(path, rng, written, rounds)
+        rounds += 1
         proc = subprocess.Popen([sys.executable, "-m", "seglog", "compactor", "run", "--once", "--config", str(config)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.8, 3.0))
+        time.sleep(rng.uniform(0.3, 3.0))
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             kills += 1
@@ -86,5 +89,5 @@ def test_sidecar_killed_mid_clean(tmp_path):
     for o in sorted(written):
         latest[written[o][0]] = o
     assert [g[0] for g in got] == sorted(latest.values())     # exactly the latest record per key
-    print(f"kill loop (sidecar cleaning): {kills} kills mid-pass of {KILLS} rounds")
-    assert kills >= KILLS // 3
+    print(f"kill loop (sidecar cleaning): {kills} kills mid-pass in {rounds} rounds")
+    assert kills >= KILLS // 2
