@@ -398,3 +398,42 @@ def test_cleaned_byte_split_tasks_same_rows(spark, cleaned_root):
     t = df.toArrow()
     got = sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist(), t.column("value").to_pylist()))
     assert got == [(r[0], r[1], r[3]) for p in ends for r in records[p]]
+
+
+@pytest.mark.kafka
+def test_broker_cleaned_partition_same_rows(spark, kafka_broker, tmp_path):
+    """A partition cleaned by Kafka's own LogCleaner (a compacted topic on the real broker), copied with
+    the broker's cleaner-offset-checkpoint (the same file, the same format): the JVM reader, the core
+    and a Kafka consumer of the broker return the same records at the same offsets."""
+    import time
+
+    from tests.kafka_clients import consume_all, produce
+    from tests.kafka_clients import create_topic as broker_topic
+
+    rng = random.Random(41)
+    name = "diff-compacted"
+    broker_topic(kafka_broker, name, config={"cleanup.policy": "compact", "segment.ms": "10000",
+                                             "min.cleanable.dirty.ratio": "0.01", "index.interval.bytes": "128"})
+    for chunk in range(4):     # CreateTime 60 s apart per chunk: each chunk rolls a segment
+        produce(kafka_broker, name, [{"key": b"key-%d" % rng.randrange(15),
+                                      "value": None if rng.random() < 0.1 else rng.randbytes(rng.randrange(1, 80)),
+                                      "timestamp": T0 + 60_000 * chunk + i, "headers": None} for i in range(150)])
+    checkpoint = kafka_broker.log_dir / "cleaner-offset-checkpoint"
+    deadline = time.monotonic() + 120           # the broker's cleaner wakes every 15 s
+    while not (checkpoint.exists() and f"{name} 0 " in checkpoint.read_text()):
+        assert time.monotonic() < deadline, "the broker's cleaner did not clean the partition"
+        time.sleep(1)
+    consumed = consume_all(kafka_broker, name)
+    shutil.copytree(kafka_broker.partition_dir(name), tmp_path / f"{name}-0")
+    shutil.copy(checkpoint, tmp_path / "cleaner-offset-checkpoint")
+    with Log.open(tmp_path / f"{name}-0", readonly=True) as log:
+        end = log.log_end_offset
+    commit(tmp_path, name, {0: end})
+    want = core_rows(tmp_path, name, 0)
+    offsets = [r[1] for r in want]
+    assert len(offsets) < end - 100             # the broker cleaned most of it
+    assert [(r.offset, r.key, r.value) for r in consumed] == [(r[1], r[2], r[3]) for r in want]
+    assert jvm_rows(spark, tmp_path, name) == want
+    gap = next(o + 1 for o, n in zip(offsets, offsets[1:]) if n > o + 1)
+    assert jvm_rows(spark, tmp_path, name, startingOffsets=json.dumps({name: {"0": gap}})) == [
+        r for r in want if r[1] >= gap]
