@@ -437,3 +437,26 @@ def test_broker_cleaned_partition_same_rows(spark, kafka_broker, tmp_path):
     gap = next(o + 1 for o, n in zip(offsets, offsets[1:]) if n > o + 1)
     assert jvm_rows(spark, tmp_path, name, startingOffsets=json.dumps({name: {"0": gap}})) == [
         r for r in want if r[1] >= gap]
+
+
+def test_gap_rule_is_the_cores_two_facts(spark, cleaned_root, tmp_path):
+    """The same cleaned folder under a root with neither fact keeps the dense checks (both readers refuse
+    it, naming the file and the offsets); with the cleaner checkpoint naming it, or with its topic
+    recorded compacted, both read it, and read the same rows."""
+    from seglog.errors import CorruptRecordError
+
+    root, ends, records = cleaned_root
+    shutil.copytree(root / "cc-0", tmp_path / "cc-0")
+    commit(tmp_path, "cc", {0: ends[0]})
+    with pytest.raises(CorruptRecordError, match="cc-0.*expected"):
+        core_rows(tmp_path, "cc", 0, None, ends[0])
+    with pytest.raises(Exception, match=r"CorruptLogException: .*cc-0/\d{20}\.log: the batch at position \d+ starts at"):
+        jvm_rows(spark, tmp_path, "cc")
+    shutil.copy(root / "cleaner-offset-checkpoint", tmp_path / "cleaner-offset-checkpoint")
+    assert core_rows(tmp_path, "cc", 0, None, ends[0]) == records[0]
+    assert jvm_rows(spark, tmp_path, "cc") == records[0]
+    (tmp_path / "cleaner-offset-checkpoint").unlink()
+    create_topic(tmp_path, "cc", 1, COMPACT)
+    with Log.open(tmp_path / "cc-0", COMPACT, readonly=True) as log:
+        assert [r.offset for r in log.read(None, ends[0])] == [r[1] for r in records[0]]
+    assert jvm_rows(spark, tmp_path, "cc") == records[0]
