@@ -35,18 +35,21 @@ def changes(batch: int) -> list[dict]:
 
 
 def restore(spark, root: str) -> dict[str, str]:
-    """The restart's read: latest value per key, deleted keys dropped."""
+    """The restart's read (the JVM reader, `spark.read.format("seglog")`): latest value per key, deleted
+    keys dropped."""
     df = spark.read.format("seglog").option("topic", TOPIC).load(root)
+    return latest_per_key(df)
+
+
+def latest_per_key(df) -> dict[str, str]:
     latest = df.groupBy("key").agg({"offset": "max"}).withColumnRenamed("max(offset)", "offset")
     rows = df.join(latest, ["key", "offset"]).where("value IS NOT NULL").collect()
     return {bytes(r["key"]).decode(): bytes(r["value"]).decode() for r in rows}
 
 
-def test_state_restored_from_a_compacted_topic(spark, tmp_path):
-    src, root = tmp_path / "changes", str(tmp_path / "log")
-    src.mkdir()
-    state: dict[str, str] = {}
-    for b in range(8):
+def write_batches(spark, src, root, ckpt, batches, state):
+    """The job: state changes of `batches` through SegmentLogSink (availableNow); `state` follows them."""
+    for b in batches:
         f = src / f"batch-{b}.json"
         f.write_text("".join(json.dumps(c) + "\n" for c in changes(b)))
         os.utime(f, (1_700_000_000 + b, 1_700_000_000 + b))
@@ -58,17 +61,32 @@ def test_state_restored_from_a_compacted_topic(spark, tmp_path):
     stream = (spark.readStream.schema("k string, v string").option("maxFilesPerTrigger", 1).json(str(src))
               .selectExpr("CAST(k AS BINARY) AS key", "CAST(v AS BINARY) AS value"))
     q = (stream.writeStream.foreachBatch(SegmentLogSink(root, topic=TOPIC, partitions=2, config=CONFIG))
-         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+         .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())
     q.awaitTermination()
-    written = sum(len(changes(b)) for b in range(8))
+    assert q.exception() is None
 
-    # The sidecar's clean job (a roll first: the active segment is never cleaned).
+
+def sidecar_clean(root: str) -> None:
+    """The sidecar's clean job (a roll first: the active segment is never cleaned)."""
     lr = LogRoot(root)
     for p in range(2):
         with lr.open_log(TOPIC, p) as log:
             log.roll()
     result = Jobs(parse_config({"root": root}, source="test"), Metrics()).run("clean")
     assert result.ok and set(result.done) == {f"{TOPIC}-0", f"{TOPIC}-1"}, result.summary()
+
+
+def test_state_restored_from_a_compacted_topic(spark, tmp_path):
+    from seglog.source import register
+
+    assert register(spark) == "jvm"                   # format("seglog") is the JVM reader here
+    src, root = tmp_path / "changes", str(tmp_path / "log")
+    src.mkdir()
+    state: dict[str, str] = {}
+    write_batches(spark, src, root, tmp_path / "ckpt", range(8), state)
+    written = sum(len(changes(b)) for b in range(8))
+    sidecar_clean(root)
+    lr = LogRoot(root)
     kept = 0
     for p in range(2):
         with lr.open_log(TOPIC, p, readonly=True) as log:
@@ -87,6 +105,18 @@ def test_state_restored_from_a_compacted_topic(spark, tmp_path):
     rows = (spark.read.format("seglog").option("topic", TOPIC).option("startingOffsets", json.dumps(start))
             .load(root).where("partition = 0").select("offset").collect())
     assert sorted(r["offset"] for r in rows) == [o for o in offsets if o >= gap]
+
+    # The job goes on, the sidecar cleans again (over a cleaned section): the state restores again, by a
+    # batch read and by a stream (readStream.format("seglog"), availableNow) of the whole topic.
+    write_batches(spark, src, root, tmp_path / "ckpt", range(8, 14), state)
+    sidecar_clean(root)
+    assert restore(spark, root) == state
+    q = (spark.readStream.format("seglog").option("topic", TOPIC).option("startingOffsets", "earliest").load(root)
+         .select("key", "value", "offset").writeStream.format("parquet").option("path", str(tmp_path / "replay"))
+         .option("checkpointLocation", str(tmp_path / "replay-ckpt")).trigger(availableNow=True).start())
+    q.awaitTermination()
+    assert q.exception() is None
+    assert latest_per_key(spark.read.parquet(str(tmp_path / "replay"))) == state
 
 
 def test_sink_refuses_a_null_key_for_a_compacted_topic(spark, tmp_path):
