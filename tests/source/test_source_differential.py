@@ -460,3 +460,55 @@ def test_gap_rule_is_the_cores_two_facts(spark, cleaned_root, tmp_path):
     with Log.open(tmp_path / "cc-0", COMPACT, readonly=True) as log:
         assert [r.offset for r in log.read(None, ends[0])] == [r[1] for r in records[0]]
     assert jvm_rows(spark, tmp_path, "cc") == records[0]
+
+
+# The log itself random too: keyed appends (updates, tombstones), rolls, clock ticks and cleans under
+# random settings; the core is the brute-force model of what the JVM reader must return.
+_rec = st.tuples(st.sampled_from([b"a", b"b", b"c", b"d", b"e", b"long-key-f"]),
+                 st.one_of(st.none(), st.binary(min_size=0, max_size=40)), st.integers(-50, 50))
+_op = st.one_of(st.tuples(st.just("append"), st.lists(_rec, min_size=1, max_size=30)),
+                st.tuples(st.just("append"), st.lists(_rec, min_size=1, max_size=30)),
+                st.tuples(st.just("roll"), st.none()),
+                st.tuples(st.just("tick"), st.sampled_from([1_000, 40_000])),
+                st.tuples(st.just("clean"), st.none()),
+                st.tuples(st.just("clean"), st.none()))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(segment_bytes=st.sampled_from([1024, 1400, 4096]), interval=st.sampled_from([0, 100, 4096]),
+       codec=st.sampled_from(["producer", "gzip", "lz4", "zstd"]), retention=st.sampled_from([0, 30_000]),
+       ops=st.lists(_op, min_size=3, max_size=20), held_back=st.integers(0, 5), data=st.data())
+def test_random_cleaned_logs_read_as_the_core_reads_them(spark, tmp_path_factory, segment_bytes, interval, codec,
+                                                         retention, ops, held_back, data):
+    from seglog.indexer import Record
+
+    root = tmp_path_factory.mktemp("diff-random-clean")
+    cfg = dict(COMPACT, **{"segment.bytes": segment_bytes, "index.interval.bytes": interval,
+                           "compression.type": codec, "delete.retention.ms": retention})
+    create_topic(root, "r", 1, cfg)
+    now = T0
+    with Log.open(root / "r-0", cfg) as log:
+        for kind, arg in ops + [("roll", None), ("clean", None)]:
+            if kind == "append":
+                log.append([Record(key=k, value=v, timestamp=now + dt) for k, v, dt in arg])
+                now += 10
+            elif kind == "roll":
+                log.roll()
+            elif kind == "tick":
+                now += arg
+            else:
+                log.clean(now, force=True)
+        log.flush()
+        end = max(log.log_start_offset, log.log_end_offset - held_back)
+    commit(root, "r", {0: end})
+    want = core_rows(root, "r", 0, None, end)
+    assert jvm_rows(spark, root, "r") == want
+    start = data.draw(st.sampled_from(interesting_starts(want, end)), label="start")
+    assert jvm_rows(spark, root, "r", startingOffsets=json.dumps({"r": {"0": start}})) == [r for r in want if r[1] >= start]
+    ts = data.draw(st.integers(-60, 400_000), label="startingTimestamp") + T0
+    with Log.open(root / "r-0", readonly=True) as log:
+        found = log.offset_for_timestamp(ts)
+    first = end if found is None or found >= end else found
+    assert jvm_rows(spark, root, "r", startingTimestamp=ts, startingOffsetsByTimestampStrategy="latest") == [
+        r for r in want if r[1] >= first]
+    shutil.rmtree(root, ignore_errors=True)
