@@ -276,3 +276,239 @@ def test_any_range_and_filters_match_a_brute_force_filter(spark, model_root, sta
                   and (ts_lo is None or r[4] >= T0 + ts_lo) and (ts_hi is None or r[4] < T0 + ts_hi)
                   and (off_in is None or r[1] in off_in) and (part is None or r[0] == part))
     assert got == want
+
+
+# ---------------------------------------------------------------------------------------------
+# Cleaned partitions (docs/compaction.md): real cleans leave offset gaps between batches (and bare
+# batches kept for their last offset); the JVM reader must read them exactly as the core does.
+
+COMPACT = {"cleanup.policy": "compact", "segment.bytes": 2048, "index.interval.bytes": 256,
+           "min.cleanable.dirty.ratio": 0.01, "delete.retention.ms": 5_000, "compression.type": "producer"}
+
+
+def keyed_appends(log, rng, now, n):
+    """n keyed records over few keys (updates), ~15% tombstones, CreateTime back and forth."""
+    for _ in range(4):
+        k = n // 4
+        keys = pa.array([b"key-%d" % rng.randrange(25) for _ in range(k)], pa.binary())
+        values = pa.array([None if rng.random() < 0.15 else rng.randbytes(rng.randrange(0, 120)) for _ in range(k)],
+                          pa.binary())
+        ts = now + np.array([rng.randrange(-300, 300) * 10 for _ in range(k)], np.int64)
+        log.append_columns(values, keys=keys, timestamps=ts)
+
+
+def build_cleaned(root, topic, seed, partitions=2, rounds=6):
+    """A compacted topic under several real cleans; returns {partition: committed end}."""
+    rng = random.Random(seed)
+    create_topic(root, topic, partitions, COMPACT)
+    ends = {}
+    for p in range(partitions):
+        now = T0
+        with Log.open(root / f"{topic}-{p}", COMPACT) as log:
+            for _ in range(rounds):
+                keyed_appends(log, rng, now, rng.randrange(40, 160))
+                log.roll()
+                now += 4_000                      # tombstones outlive one clean, not three
+                log.clean(now, force=True)
+            keyed_appends(log, rng, now, 60)      # an active, never cleaned tail
+            log.flush()
+            ends[p] = log.log_end_offset - (7 if p == 0 else 0)   # partition 0: a committed end below the log end
+    commit(root, topic, ends)
+    return ends
+
+
+@pytest.fixture(scope="module")
+def cleaned_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("diff-cleaned")
+    ends = build_cleaned(root, "cc", seed=31)
+    records = {p: core_rows(root, "cc", p, None, ends[p]) for p in ends}
+    for p in ends:
+        offsets = [r[1] for r in records[p]]
+        assert len(offsets) < ends[p] / 2                    # the cleans removed most records
+        assert any(b > a + 1 for a, b in zip(offsets, offsets[1:]))
+    assert (root / "cleaner-offset-checkpoint").exists()
+    return root, ends, records
+
+
+def interesting_starts(records, end):
+    """Every offset at the edges of a gap: the last survivor, the first missing, the last missing, the
+    next survivor; plus 0 and the end."""
+    offsets = [r[1] for r in records]
+    out = {0, end}
+    for a, b in zip([-1] + offsets, offsets + [end]):
+        if b > a + 1:
+            out.update({max(a, 0), a + 1, b - 1, b})
+    return sorted(o for o in out if 0 <= o <= end)
+
+
+def test_cleaned_partitions_full_read_same_rows(spark, cleaned_root):
+    root, ends, records = cleaned_root
+    assert jvm_rows(spark, root, "cc") == records[0] + records[1]
+    # Dense partitions keep their exact checks: the same rule says a dense topic without a cleaner
+    # entry is dense, and the codec topics above (never cleaned) read through those checks.
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), mode=st.sampled_from(["offsets", "offsets", "timestamp"]),
+       ts_lo=st.one_of(st.none(), st.integers(-3500, 26000)), off_in=st.one_of(st.none(), st.booleans()),
+       part=st.sampled_from([None, 0, 1]))
+def test_cleaned_any_start_and_filters_match_the_core(spark, cleaned_root, data, mode, ts_lo, off_in, part):
+    """Starting offsets at every edge of the gaps (and the offsets of surviving records around them),
+    starting timestamps (the core's offset_for_timestamp is the model) and pushed filters: the JVM reader
+    returns exactly the core's records, brute-force filtered."""
+    root, ends, records = cleaned_root
+    r = spark.read.format("seglog").option("topic", "cc")
+    if mode == "offsets":
+        starts = {p: data.draw(st.sampled_from(interesting_starts(records[p], ends[p])), label=f"start{p}")
+                  for p in ends}
+        r = r.option("startingOffsets", json.dumps({"cc": {str(p): s for p, s in starts.items()}}))
+    else:
+        ts = T0 + data.draw(st.integers(-3500, 26000), label="startingTimestamp")
+        starts = {}
+        for p in ends:
+            with Log.open(root / f"cc-{p}", readonly=True) as log:
+                found = log.offset_for_timestamp(ts)
+            starts[p] = ends[p] if found is None or found >= ends[p] else found
+        r = r.option("startingTimestamp", str(ts)).option("startingOffsetsByTimestampStrategy", "latest")
+    df = r.load(str(root))
+    where = []
+    picked = set()
+    if ts_lo is not None:
+        where.append(f"timestamp >= timestamp_millis({T0 + ts_lo})")
+    if off_in:
+        picked = {o for p in ends for o in interesting_starts(records[p], ends[p])[::3]}
+        where.append(f"offset in ({', '.join(map(str, sorted(picked)))})")
+    if part is not None:
+        where.append(f"partition = {part}")
+    if where:
+        df = df.where(" and ".join(where))
+    t = df.toArrow()
+    got = sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist(), t.column("value").to_pylist()))
+    want = sorted((row[0], row[1], row[3]) for p in ends for row in records[p]
+                  if row[1] >= starts[p] and (ts_lo is None or row[4] >= T0 + ts_lo)
+                  and (not off_in or row[1] in picked) and (part is None or row[0] == part))
+    assert got == want
+
+
+def test_cleaned_byte_split_tasks_same_rows(spark, cleaned_root):
+    """Tasks cut at offset index entries inside cleaned segments (a tiny maxBytesPerTask): same rows."""
+    root, ends, records = cleaned_root
+    df = spark.read.format("seglog").option("topic", "cc").option("maxBytesPerTask", "600").load(str(root))
+    assert df.rdd.getNumPartitions() > 4
+    t = df.toArrow()
+    got = sorted(zip(t.column("partition").to_pylist(), t.column("offset").to_pylist(), t.column("value").to_pylist()))
+    assert got == [(r[0], r[1], r[3]) for p in ends for r in records[p]]
+
+
+@pytest.mark.kafka
+def test_broker_cleaned_partition_same_rows(spark, kafka_broker, tmp_path):
+    """A partition cleaned by Kafka's own LogCleaner (a compacted topic on the real broker), copied with
+    the broker's cleaner-offset-checkpoint (the same file, the same format): the JVM reader, the core
+    and a Kafka consumer of the broker return the same records at the same offsets."""
+    import time
+
+    from tests.kafka_clients import consume_all, produce
+    from tests.kafka_clients import create_topic as broker_topic
+
+    rng = random.Random(41)
+    name = "diff-compacted"
+    broker_topic(kafka_broker, name, config={"cleanup.policy": "compact", "segment.ms": "10000",
+                                             "min.cleanable.dirty.ratio": "0.01", "index.interval.bytes": "128"})
+    for chunk in range(4):     # CreateTime 60 s apart per chunk: each chunk rolls a segment
+        produce(kafka_broker, name, [{"key": b"key-%d" % rng.randrange(15),
+                                      "value": None if rng.random() < 0.1 else rng.randbytes(rng.randrange(1, 80)),
+                                      "timestamp": T0 + 60_000 * chunk + i, "headers": None} for i in range(150)])
+    checkpoint = kafka_broker.log_dir / "cleaner-offset-checkpoint"
+    deadline = time.monotonic() + 120           # the broker's cleaner wakes every 15 s
+    while not (checkpoint.exists() and f"{name} 0 " in checkpoint.read_text()):
+        assert time.monotonic() < deadline, "the broker's cleaner did not clean the partition"
+        time.sleep(1)
+    consumed = consume_all(kafka_broker, name)
+    shutil.copytree(kafka_broker.partition_dir(name), tmp_path / f"{name}-0")
+    shutil.copy(checkpoint, tmp_path / "cleaner-offset-checkpoint")
+    with Log.open(tmp_path / f"{name}-0", readonly=True) as log:
+        end = log.log_end_offset
+    commit(tmp_path, name, {0: end})
+    want = core_rows(tmp_path, name, 0)
+    offsets = [r[1] for r in want]
+    assert len(offsets) < end - 100             # the broker cleaned most of it
+    assert [(r.offset, r.key, r.value) for r in consumed] == [(r[1], r[2], r[3]) for r in want]
+    assert jvm_rows(spark, tmp_path, name) == want
+    gap = next(o + 1 for o, n in zip(offsets, offsets[1:]) if n > o + 1)
+    assert jvm_rows(spark, tmp_path, name, startingOffsets=json.dumps({name: {"0": gap}})) == [
+        r for r in want if r[1] >= gap]
+
+
+def test_gap_rule_is_the_cores_two_facts(spark, cleaned_root, tmp_path):
+    """The same cleaned folder under a root with neither fact keeps the dense checks (both readers refuse
+    it, naming the file and the offsets); with the cleaner checkpoint naming it, or with its topic
+    recorded compacted, both read it, and read the same rows."""
+    from seglog.errors import CorruptRecordError
+
+    root, ends, records = cleaned_root
+    shutil.copytree(root / "cc-0", tmp_path / "cc-0")
+    commit(tmp_path, "cc", {0: ends[0]})
+    with pytest.raises(CorruptRecordError, match="cc-0.*expected"):
+        core_rows(tmp_path, "cc", 0, None, ends[0])
+    with pytest.raises(Exception, match=r"CorruptLogException: .*cc-0/\d{20}\.log: the batch at position \d+ starts at"):
+        jvm_rows(spark, tmp_path, "cc")
+    shutil.copy(root / "cleaner-offset-checkpoint", tmp_path / "cleaner-offset-checkpoint")
+    assert core_rows(tmp_path, "cc", 0, None, ends[0]) == records[0]
+    assert jvm_rows(spark, tmp_path, "cc") == records[0]
+    (tmp_path / "cleaner-offset-checkpoint").unlink()
+    create_topic(tmp_path, "cc", 1, COMPACT)
+    with Log.open(tmp_path / "cc-0", COMPACT, readonly=True) as log:
+        assert [r.offset for r in log.read(None, ends[0])] == [r[1] for r in records[0]]
+    assert jvm_rows(spark, tmp_path, "cc") == records[0]
+
+
+# The log itself random too: keyed appends (updates, tombstones), rolls, clock ticks and cleans under
+# random settings; the core is the brute-force model of what the JVM reader must return.
+_rec = st.tuples(st.sampled_from([b"a", b"b", b"c", b"d", b"e", b"long-key-f"]),
+                 st.one_of(st.none(), st.binary(min_size=0, max_size=40)), st.integers(-50, 50))
+_op = st.one_of(st.tuples(st.just("append"), st.lists(_rec, min_size=1, max_size=30)),
+                st.tuples(st.just("append"), st.lists(_rec, min_size=1, max_size=30)),
+                st.tuples(st.just("roll"), st.none()),
+                st.tuples(st.just("tick"), st.sampled_from([1_000, 40_000])),
+                st.tuples(st.just("clean"), st.none()),
+                st.tuples(st.just("clean"), st.none()))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(segment_bytes=st.sampled_from([1024, 1400, 4096]), interval=st.sampled_from([0, 100, 4096]),
+       codec=st.sampled_from(["producer", "gzip", "lz4", "zstd"]), retention=st.sampled_from([0, 30_000]),
+       ops=st.lists(_op, min_size=3, max_size=20), held_back=st.integers(0, 5), data=st.data())
+def test_random_cleaned_logs_read_as_the_core_reads_them(spark, tmp_path_factory, segment_bytes, interval, codec,
+                                                         retention, ops, held_back, data):
+    from seglog.indexer import Record
+
+    root = tmp_path_factory.mktemp("diff-random-clean")
+    cfg = dict(COMPACT, **{"segment.bytes": segment_bytes, "index.interval.bytes": interval,
+                           "compression.type": codec, "delete.retention.ms": retention})
+    create_topic(root, "r", 1, cfg)
+    now = T0
+    with Log.open(root / "r-0", cfg) as log:
+        for kind, arg in ops + [("roll", None), ("clean", None)]:
+            if kind == "append":
+                log.append([Record(key=k, value=v, timestamp=now + dt) for k, v, dt in arg])
+                now += 10
+            elif kind == "roll":
+                log.roll()
+            elif kind == "tick":
+                now += arg
+            else:
+                log.clean(now, force=True)
+        log.flush()
+        end = max(log.log_start_offset, log.log_end_offset - held_back)
+    commit(root, "r", {0: end})
+    want = core_rows(root, "r", 0, None, end)
+    assert jvm_rows(spark, root, "r") == want
+    start = data.draw(st.sampled_from(interesting_starts(want, end)), label="start")
+    assert jvm_rows(spark, root, "r", startingOffsets=json.dumps({"r": {"0": start}})) == [r for r in want if r[1] >= start]
+    ts = data.draw(st.integers(-60, 400_000), label="startingTimestamp") + T0
+    with Log.open(root / "r-0", readonly=True) as log:
+        found = log.offset_for_timestamp(ts)
+    first = end if found is None or found >= end else found
+    assert jvm_rows(spark, root, "r", startingTimestamp=ts, startingOffsetsByTimestampStrategy="latest") == [
+        r for r in want if r[1] >= first]
+    shutil.rmtree(root, ignore_errors=True)

@@ -223,3 +223,65 @@ def test_read_committed_stream_holds_back_at_an_open_transaction(spark, kafka_br
         want = [(0, r.offset, r.value) for r in log.read(isolation_level="read_committed")]
     got = output(spark, tmp_path / "out")
     assert [(p, o, v) for p, o, v in got] == want and len(want) == 30 + 10 + 5
+
+
+COMPACT = {"cleanup.policy": "compact", "segment.bytes": 1024, "index.interval.bytes": 128,
+           "min.cleanable.dirty.ratio": 0.01, "delete.retention.ms": 1 << 40}
+
+
+def keyed(root, topic, pairs, now):
+    """Keyed records (key, value) to partition 0 of a compacted topic, flushed and committed; the end."""
+    with Log.open(root / f"{topic}-0", COMPACT) as log:
+        log.append_columns(pa.array([v for _, v in pairs], pa.binary()), keys=pa.array([k for k, _ in pairs], pa.binary()),
+                           timestamps=np.full(len(pairs), now, np.int64))
+        log.flush()
+        end = log.log_end_offset
+    commit_end(root, topic, {0: end})
+    return end
+
+
+def clean(root, topic, now):
+    with Log.open(root / f"{topic}-0", COMPACT) as log:
+        log.roll()
+        assert log.clean(now, force=True).cleaned
+
+
+def core_rows_from(root, topic, start):
+    with Log.open(root / f"{topic}-0", readonly=True) as log:
+        return [(0, r.offset, r.value) for r in log.read(start)]
+
+
+def test_stream_inside_a_cleaned_range_and_checkpoint_across_a_clean(spark, tmp_path):
+    """Issue 14: a stream started inside a cleaned range continues at the next surviving offset; a
+    checkpointed offset whose record a later clean removes still resumes there, at the next survivor,
+    with nothing lost and nothing twice (failOnDataLoss stays true: a cleaned record is not data loss)."""
+    root = tmp_path / "root"
+    create_topic(root, "kv", 1, COMPACT)
+    pairs = [(b"once", b"v")] + [(b"k%d" % (i % 12), b"v%04d" % i) for i in range(300)]
+    keyed(root, "kv", pairs, T0)
+    clean(root, "kv", T0 + 1000)
+    with Log.open(root / "kv-0", readonly=True) as log:
+        survivors = [r.offset for r in log.read()]
+    assert len(survivors) < 40                                   # 12 keys: nearly everything cleaned
+    gap = next(o + 1 for o, n in zip(survivors, survivors[1:]) if n > o + 1)
+    q = stream(spark, root, "kv", tmp_path / "out1", tmp_path / "cp1", startingOffsets={"kv": {"0": gap}})
+    assert output(spark, tmp_path / "out1") == [r for r in core_rows_from(root, "kv", 0) if r[1] >= gap]
+    assert q.lastProgress is None or offsets_of(q.lastProgress["sources"][0])["kv"]["0"] == survivors[-1] + 1
+
+    # A checkpoint at the end; then the record at the checkpointed offset is superseded and cleaned away.
+    out, cp = tmp_path / "out2", tmp_path / "cp2"
+    stream(spark, root, "kv", out, cp, startingOffsets="earliest")
+    checkpointed = keyed(root, "kv", [], T0)
+    keyed(root, "kv", [(b"gone", b"first"), (b"stays", b"x")] + [(b"gone", b"second")], T0 + 2000)
+    clean(root, "kv", T0 + 3000)
+    end = keyed(root, "kv", [(b"after", b"y")], T0 + 4000)
+    with Log.open(root / "kv-0", readonly=True) as log:
+        assert checkpointed not in {r.offset for r in log.read()}     # the checkpointed record is gone
+    stream(spark, root, "kv", out, cp, startingOffsets="earliest")
+    got = output(spark, out)
+    before = [r for r in got if r[1] < checkpointed]
+    after = [r for r in got if r[1] >= checkpointed]
+    assert after == [r for r in core_rows_from(root, "kv", checkpointed) if r[1] < end]
+    assert [v for _, _, v in after] == [b"x", b"second", b"y"]
+    assert len({r[1] for r in got}) == len(got)                    # nothing twice
+    assert before                                                   # the first run's rows are kept

@@ -2,15 +2,11 @@
 state changes as keyed records (a null value deletes the key) to a compacted topic through
 SegmentLogSink; the sidecar's clean keeps the latest record per key; after a restart,
 `spark.read.format("seglog")` of that topic reduced to the latest value per key equals the state
-the job had (read by the Python Spark source, seglog.source, in a new process). Also: the sink
-refuses a null key for a compacted topic before writing anything."""
+the job had. Also: the sink refuses a null key for a compacted topic before writing anything."""
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
@@ -38,40 +34,22 @@ def changes(batch: int) -> list[dict]:
     return out
 
 
-RESTART = textwrap.dedent("""
-    import json, sys
-    from pyspark.sql import SparkSession
-    from seglog.source import register
-    root, topic, gap = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
-    print("reader:", register(spark, python_fallback=True), flush=True)
-    df = spark.read.format("seglog").option("topic", topic).load(root)
+def restore(spark, root: str) -> dict[str, str]:
+    """The restart's read (the JVM reader, `spark.read.format("seglog")`): latest value per key, deleted
+    keys dropped."""
+    df = spark.read.format("seglog").option("topic", TOPIC).load(root)
+    return latest_per_key(df)
+
+
+def latest_per_key(df) -> dict[str, str]:
     latest = df.groupBy("key").agg({"offset": "max"}).withColumnRenamed("max(offset)", "offset")
     rows = df.join(latest, ["key", "offset"]).where("value IS NOT NULL").collect()
-    print(json.dumps({bytes(r["key"]).decode(): bytes(r["value"]).decode() for r in rows}), flush=True)
-    start = json.dumps({topic: {"0": gap, "1": -2}})
-    from_gap = (spark.read.format("seglog").option("topic", topic).option("startingOffsets", start).load(root)
-                .where("partition = 0").select("offset").collect())
-    print(json.dumps(sorted(r["offset"] for r in from_gap)), flush=True)
-""")
+    return {bytes(r["key"]).decode(): bytes(r["value"]).decode() for r in rows}
 
 
-def restart_and_restore(root: str, gap: int) -> tuple[str, dict[str, str], list[int]]:
-    """A new process (the restarted job) reads the topic through the Python Spark source
-    (seglog.source, in a session without the connector jar) and reduces it to the latest value per
-    key, deleted keys dropped; it also reads partition 0 from `gap`, an offset the clean removed."""
-    out = subprocess.run([sys.executable, "-c", RESTART, root, TOPIC, str(gap)], capture_output=True, text=True,
-                         timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    reader, state, from_gap = out.stdout.strip().splitlines()[-3:]
-    return reader, json.loads(state), json.loads(from_gap)
-
-
-def test_state_restored_from_a_compacted_topic(spark, tmp_path):
-    src, root = tmp_path / "changes", str(tmp_path / "log")
-    src.mkdir()
-    state: dict[str, str] = {}
-    for b in range(8):
+def write_batches(spark, src, root, ckpt, batches, state):
+    """The job: state changes of `batches` through SegmentLogSink (availableNow); `state` follows them."""
+    for b in batches:
         f = src / f"batch-{b}.json"
         f.write_text("".join(json.dumps(c) + "\n" for c in changes(b)))
         os.utime(f, (1_700_000_000 + b, 1_700_000_000 + b))
@@ -83,17 +61,32 @@ def test_state_restored_from_a_compacted_topic(spark, tmp_path):
     stream = (spark.readStream.schema("k string, v string").option("maxFilesPerTrigger", 1).json(str(src))
               .selectExpr("CAST(k AS BINARY) AS key", "CAST(v AS BINARY) AS value"))
     q = (stream.writeStream.foreachBatch(SegmentLogSink(root, topic=TOPIC, partitions=2, config=CONFIG))
-         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+         .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())
     q.awaitTermination()
-    written = sum(len(changes(b)) for b in range(8))
+    assert q.exception() is None
 
-    # The sidecar's clean job (a roll first: the active segment is never cleaned).
+
+def sidecar_clean(root: str) -> None:
+    """The sidecar's clean job (a roll first: the active segment is never cleaned)."""
     lr = LogRoot(root)
     for p in range(2):
         with lr.open_log(TOPIC, p) as log:
             log.roll()
     result = Jobs(parse_config({"root": root}, source="test"), Metrics()).run("clean")
     assert result.ok and set(result.done) == {f"{TOPIC}-0", f"{TOPIC}-1"}, result.summary()
+
+
+def test_state_restored_from_a_compacted_topic(spark, tmp_path):
+    from seglog.source import register
+
+    assert register(spark) == "jvm"                   # format("seglog") is the JVM reader here
+    src, root = tmp_path / "changes", str(tmp_path / "log")
+    src.mkdir()
+    state: dict[str, str] = {}
+    write_batches(spark, src, root, tmp_path / "ckpt", range(8), state)
+    written = sum(len(changes(b)) for b in range(8))
+    sidecar_clean(root)
+    lr = LogRoot(root)
     kept = 0
     for p in range(2):
         with lr.open_log(TOPIC, p, readonly=True) as log:
@@ -101,15 +94,29 @@ def test_state_restored_from_a_compacted_topic(spark, tmp_path):
             kept += sum(1 for _ in log.read())
     assert kept < written / 2                        # compaction removed the superseded changes
 
-    # "Restart": a new process reads the topic and restores exactly the state the job had; a read
-    # positioned inside a cleaned range starts at the next surviving offset.
+    # "Restart": a fresh read of the topic restores exactly the state the job had.
+    assert restore(spark, root) == state
+
+    # A read positioned inside a cleaned range starts at the next surviving offset.
     with lr.open_log(TOPIC, 0, readonly=True) as log:
         offsets = [r.offset for r in log.read()]
     gap = next(o + 1 for o, n in zip(offsets, offsets[1:]) if n > o + 1)
-    reader, restored, from_gap = restart_and_restore(root, gap)
-    assert reader == "reader: python"
-    assert restored == state
-    assert from_gap == [o for o in offsets if o >= gap]
+    start = {TOPIC: {"0": gap, "1": -2}}
+    rows = (spark.read.format("seglog").option("topic", TOPIC).option("startingOffsets", json.dumps(start))
+            .load(root).where("partition = 0").select("offset").collect())
+    assert sorted(r["offset"] for r in rows) == [o for o in offsets if o >= gap]
+
+    # The job goes on, the sidecar cleans again (over a cleaned section): the state restores again, by a
+    # batch read and by a stream (readStream.format("seglog"), availableNow) of the whole topic.
+    write_batches(spark, src, root, tmp_path / "ckpt", range(8, 14), state)
+    sidecar_clean(root)
+    assert restore(spark, root) == state
+    q = (spark.readStream.format("seglog").option("topic", TOPIC).option("startingOffsets", "earliest").load(root)
+         .select("key", "value", "offset").writeStream.format("parquet").option("path", str(tmp_path / "replay"))
+         .option("checkpointLocation", str(tmp_path / "replay-ckpt")).trigger(availableNow=True).start())
+    q.awaitTermination()
+    assert q.exception() is None
+    assert latest_per_key(spark.read.parquet(str(tmp_path / "replay"))) == state
 
 
 def test_sink_refuses_a_null_key_for_a_compacted_topic(spark, tmp_path):

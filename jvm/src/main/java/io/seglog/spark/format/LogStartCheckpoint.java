@@ -22,10 +22,15 @@ public final class LogStartCheckpoint {
 
     /** "topic-partition" -> log start offset. */
     public static Map<String, Long> read(Path root) {
+        return readFile(root.resolve(FILE));
+    }
+
+    /** Any offsets file in Kafka's text format (also the cleaner's: {@link OffsetGaps}). */
+    static Map<String, Long> readFile(Path file) {
         Map<String, Long> out = new HashMap<>();
         List<String> lines;
         try {
-            lines = Files.readAllLines(root.resolve(FILE), StandardCharsets.UTF_8);
+            lines = Files.readAllLines(file, StandardCharsets.UTF_8);
         } catch (NoSuchFileException e) {
             return out;
         } catch (IOException e) {

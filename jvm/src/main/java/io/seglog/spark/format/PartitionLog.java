@@ -28,13 +28,16 @@ public final class PartitionLog implements Closeable {
     public final Path dir;
     public final String topic;
     public final int partition;
+    /** False where compaction may have left offset gaps (docs/spec.md §3.9; the rule: {@link OffsetGaps}). */
+    public final boolean dense;
     private final long[] bases;
     private final Segment[] open;
     private final long logStart;
     private long logEnd = -1;
 
-    private PartitionLog(Path dir, String topic, int partition, long[] bases, long checkpointed) {
+    private PartitionLog(Path dir, String topic, int partition, boolean dense, long[] bases, long checkpointed) {
         this.dir = dir;
+        this.dense = dense;
         this.topic = topic;
         this.partition = partition;
         this.bases = bases;
@@ -45,7 +48,10 @@ public final class PartitionLog implements Closeable {
     /** Opens {@code <root>/<topic>-<partition>}; {@code checkpointed} is its checkpointed log start. */
     public static PartitionLog open(Path root, String topic, int partition, long checkpointed) {
         Path dir = root.resolve(topic + "-" + partition);
-        return new PartitionLog(dir, topic, partition, listBases(dir), checkpointed);
+        // The gap rule first: the cleaner names the partition in its checkpoint before it swaps anything
+        // in, so a listing taken after this read cannot hold cleaned segments of a partition judged dense.
+        boolean dense = !OffsetGaps.mayHaveGaps(root, topic, partition);
+        return new PartitionLog(dir, topic, partition, dense, listBases(dir), checkpointed);
     }
 
     static long[] listBases(Path dir) {
@@ -85,7 +91,7 @@ public final class PartitionLog implements Closeable {
     }
 
     public Segment segment(int i) {
-        if (open[i] == null) open[i] = Segment.open(dir, bases[i]);
+        if (open[i] == null) open[i] = Segment.open(dir, bases[i], dense);
         return open[i];
     }
 

@@ -20,6 +20,9 @@ public final class Segment implements Closeable {
     public static final String LOG = ".log";
 
     public final long base;
+    /** Offsets run on from batch to batch (each base = the previous last + 1); false where compaction may
+     *  have left gaps ({@link OffsetGaps}): then each batch must only start above the previous one. */
+    public final boolean dense;
     private final Path logPath;
     private final FileRecords records;
     private final int size;
@@ -27,8 +30,9 @@ public final class Segment implements Closeable {
     private TimeIndexFile timeIndex;
     private long largest = Long.MIN_VALUE;   // computed on first need
 
-    private Segment(long base, Path logPath, FileRecords records, OffsetIndexFile offsetIndex) {
+    private Segment(long base, boolean dense, Path logPath, FileRecords records, OffsetIndexFile offsetIndex) {
         this.base = base;
+        this.dense = dense;
         this.logPath = logPath;
         this.records = records;
         this.size = records.sizeInBytes();
@@ -40,12 +44,12 @@ public final class Segment implements Closeable {
     }
 
     /** Opens the segment; a segment deleted since it was listed is a {@link SegmentGoneException}. */
-    public static Segment open(Path dir, long base) {
+    public static Segment open(Path dir, long base, boolean dense) {
         Path log = dir.resolve(fileName(base, LOG));
         try {
             OffsetIndexFile index = OffsetIndexFile.open(dir.resolve(fileName(base, ".index")), base);
             FileRecords records = FileRecords.open(log.toFile(), false);
-            return new Segment(base, log, records, index);
+            return new Segment(base, dense, log, records, index);
         } catch (NoSuchFileException e) {
             throw new SegmentGoneException(log + " was deleted while the log was read", e);
         } catch (IOException e) {
@@ -158,7 +162,9 @@ public final class Segment implements Closeable {
      * Batches from a file position, each checked: its CRC (Kafka's {@code ensureValid}), and offsets
      * dense from the previous batch (the CRC leaves the base offset out: docs/format.md). The first
      * batch must start at {@code expectedBase} (position 0: the segment's base) or end at
-     * {@code expectedLast} (an index entry's key), whichever is given.
+     * {@code expectedLast} (an index entry's key), whichever is given. In a segment that may have gaps
+     * ({@link #dense} false) "dense" weakens to "above": the first batch at or above the base, each
+     * next one above the previous last offset (the Python core's check, indexer/segment.py).
      */
     public final class Batches implements Iterator<FileChannelRecordBatch> {
         private final Iterator<FileChannelRecordBatch> it;
@@ -188,19 +194,19 @@ public final class Segment implements Closeable {
                 throw new CorruptLogException(logPath + ": a corrupt batch: " + e.getMessage(), e);
             }
             if (first) {
-                if (expectedBase >= 0 && b.baseOffset() != expectedBase) {
+                if (expectedBase >= 0 && (dense ? b.baseOffset() != expectedBase : b.baseOffset() < expectedBase)) {
                     throw new CorruptLogException(logPath + ": the batch at position " + b.position()
-                        + " starts at offset " + b.baseOffset() + ", expected " + expectedBase);
+                        + " starts at offset " + b.baseOffset() + ", expected " + expectedBase + (dense ? "" : " or above"));
                 }
                 if (expectedLast >= 0 && b.lastOffset() != expectedLast) {
                     throw new CorruptLogException(logPath + ": the batch at position " + b.position()
                         + " ends at offset " + b.lastOffset() + ", but the offset index says " + expectedLast);
                 }
                 first = false;
-            } else if (b.baseOffset() != prevLast + 1) {
+            } else if (dense ? b.baseOffset() != prevLast + 1 : b.baseOffset() <= prevLast) {
                 if (tolerateTornTail) return false;
                 throw new CorruptLogException(logPath + ": the batch at position " + b.position()
-                    + " starts at offset " + b.baseOffset() + ", expected " + (prevLast + 1));
+                    + " starts at offset " + b.baseOffset() + ", expected " + (prevLast + 1) + (dense ? "" : " or above"));
             }
             prevLast = b.lastOffset();
             next = b;

@@ -71,6 +71,30 @@ public final class TopicLayout {
         }
     }
 
+    /** The topic's recorded config has {@code cleanup.policy} holding {@code compact} (a comma list or a
+     *  JSON list, as the Python core's conf/topic_config.py accepts); false when it was never created. */
+    public static boolean recordedCompacted(Path root, String topic) {
+        Path file = root.resolve("_seglog").resolve("topics").resolve(topic + ".json");
+        JsonNode policy;
+        try {
+            JsonNode config = JSON.readTree(Files.readAllBytes(file)).get("config");
+            policy = config == null ? null : config.get("cleanup.policy");
+        } catch (NoSuchFileException e) {
+            return false;
+        } catch (IOException e) {
+            throw new CorruptLogException("topic metadata " + file + " is unreadable: " + e, e);
+        }
+        if (policy == null || policy.isNull()) return false;
+        List<String> names = new ArrayList<>();
+        if (policy.isArray()) {
+            for (JsonNode n : policy) names.add(n.asText());
+        } else {
+            names.addAll(java.util.Arrays.asList(policy.asText().split(",")));
+        }
+        for (String n : names) if (n.trim().equals("compact")) return true;
+        return false;
+    }
+
     public static List<Integer> partitions(Path root, String topic) {
         TreeSet<Integer> found = new TreeSet<>();
         for (String[] f : folders(root)) {

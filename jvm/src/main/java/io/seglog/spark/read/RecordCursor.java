@@ -34,6 +34,7 @@ final class RecordCursor implements AutoCloseable {
     private PartitionLog log;
     private int segment;
     private Segment.Batches batches;
+    private long segmentLast = -1;    // the last offset of the last batch drawn from the current segment
     private Iterator<Record> records = Collections.emptyIterator();
     private TransactionFates fates;
     private boolean finished;
@@ -66,6 +67,7 @@ final class RecordCursor implements AutoCloseable {
             position = logStart;
         }
         segment = log.segmentIndexFor(position) - 1;
+        segmentLast = -1;
         batches = null;
         records = Collections.emptyIterator();
     }
@@ -110,6 +112,7 @@ final class RecordCursor implements AutoCloseable {
                 continue;
             }
             FileChannelRecordBatch b = batches.next();
+            segmentLast = b.lastOffset();
             if (b.lastOffset() < position) continue;
             if (b.baseOffset() >= slice.end) {
                 finished = true;
@@ -136,6 +139,15 @@ final class RecordCursor implements AutoCloseable {
     }
 
     private boolean nextSegment() {
+        if (!log.dense && segmentLast >= 0 && segment + 1 < log.segmentCount() && segmentLast + 1 != log.base(segment + 1)) {
+            // A cleaned segment always ends where the next begins (batches emptied by the cleaner are kept
+            // for their last offset: docs/spec.md §3.9): a hole is a listing taken while the cleaner swapped
+            // a group in. Never skip it: open the log again at the offset reached (the core does the same).
+            throw new SegmentGoneException(log.dir + ": segment " + log.base(segment) + " ends at offset "
+                + segmentLast + " but the next one listed starts at " + log.base(segment + 1)
+                + ": segments were swapped in while in use");
+        }
+        segmentLast = -1;
         segment++;
         if (segment >= log.segmentCount() || log.base(segment) >= slice.end) return false;
         Segment seg = log.segment(segment);
