@@ -296,8 +296,12 @@ def _split_with_log(rng: PartitionRange, start: int, end: int, nbytes: int) -> i
 
 
 def open_readonly(root: str, topic: str, partition: int):
+    """The partition read-only, with its topic's recorded configuration: a topic recorded compacted
+    may have offset gaps before any clean of seglog's (a broker's folder), and readers must know."""
     from seglog.indexer.log import Log
-    return Log.open(partition_path(root, topic, partition), readonly=True)
+    from seglog.indexer.topics import load_topic
+    meta = load_topic(root, topic)
+    return Log.open(partition_path(root, topic, partition), meta.topic_config() if meta else None, readonly=True)
 
 
 def plan(opts: SourceOptions, bounds: ScanBounds, *, cores: int | None = None,

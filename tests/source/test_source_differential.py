@@ -460,6 +460,10 @@ def test_gap_rule_is_the_cores_two_facts(spark, cleaned_root, tmp_path):
     with Log.open(tmp_path / "cc-0", COMPACT, readonly=True) as log:
         assert [r.offset for r in log.read(None, ends[0])] == [r[1] for r in records[0]]
     assert jvm_rows(spark, tmp_path, "cc") == records[0]
+    # the Python fallback source opens partitions with the topic's recorded configuration too
+    from seglog.source.planning import open_readonly
+    with open_readonly(str(tmp_path), "cc", 0) as log:
+        assert [r.offset for r in log.read(None, ends[0])] == [r[1] for r in records[0]]
 
 
 # The log itself random too: keyed appends (updates, tombstones), rolls, clock ticks and cleans under
