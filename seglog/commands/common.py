@@ -91,6 +91,17 @@ def open_writable(part: Partition, lock_timeout: float | None):
     return Log.open(part.path, topic_config(part), lock_timeout=lock_timeout)
 
 
+def key_values(items: list[str], option: str = "--config") -> dict[str, str]:
+    """`KEY=VALUE` arguments of a repeatable option as a dict; anything else is a usage error."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{option} {item!r}: expected KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def non_negative_int(text: str) -> int:
     """argparse type: an int >= 0."""
     try:

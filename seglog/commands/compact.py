@@ -7,7 +7,7 @@ the active segment still hold). The topic's recorded configuration applies, with
 """
 from __future__ import annotations
 
-from seglog.commands.common import (EXIT_OK, UsageError, find_partitions, non_negative_int)
+from seglog.commands.common import EXIT_OK, UsageError, find_partitions, key_values, non_negative_int
 
 
 def add_parser(subparsers) -> None:
@@ -29,21 +29,11 @@ def add_parser(subparsers) -> None:
     p.set_defaults(run=run)
 
 
-def _overrides(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--config {item!r}: expected KEY=VALUE")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def run(args) -> int:
     from seglog.indexer import Log, LogRoot
 
     parts = find_partitions(args.root, args.topic, args.partition)
-    cfg = LogRoot(parts[0].root).topic_config(args.topic, overrides=_overrides(args.config))
+    cfg = LogRoot(parts[0].root).topic_config(args.topic, overrides=key_values(args.config))
     if not cfg.compacted:
         raise UsageError(f"topic {args.topic!r} has cleanup.policy={cfg['cleanup.policy']!r}: only a compacted "
                          f"topic is cleaned (record it with compact, or pass --config cleanup.policy=compact)")

@@ -9,7 +9,7 @@ committed, so Spark's `seglog` source replays the broker's data offline. Prints 
 """
 from __future__ import annotations
 
-from seglog.commands.common import EXIT_OK, UsageError
+from seglog.commands.common import EXIT_OK, key_values
 
 
 def add_parser(subparsers) -> None:
@@ -28,21 +28,11 @@ def add_parser(subparsers) -> None:
     p.set_defaults(run=run)
 
 
-def _config(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--config {item!r}: expected KEY=VALUE")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def run(args) -> int:
     from seglog.indexer.kafka_import import import_kafka
 
     # A refused import (a fault in the data, a topic already there) is a SeglogError: exit 1.
-    imported = import_kafka(args.source, args.root, topic=args.topic, link=args.link, config=_config(args.config))
+    imported = import_kafka(args.source, args.root, topic=args.topic, link=args.link, config=key_values(args.config))
     for p in imported:
         print(f"{p.topic}:{p.partition}: offsets {p.log_start_offset} to {p.log_end_offset} "
               f"({p.segments} segment(s)) from {p.source}")
