@@ -40,6 +40,22 @@ def broker_records(rng: random.Random, n: int, distinct_ts: int = 80, shift_ms: 
     return out
 
 
+def transaction_producers(broker, topic: str, rng: random.Random):
+    """A plain producer, two transactional ones (one to commit, one to leave open), and send(p, n):
+    n random records through p to partition 0 of `topic`, flushed."""
+    plain = producer(broker)
+    committed, open_ = (producer(broker, transactional_id=f"{topic}-{n}") for n in "co")
+    for p in (committed, open_):
+        p.init_transactions(60)
+
+    def send(p, n):
+        for r in broker_records(rng, n):
+            p.produce(topic, partition=0, key=r["key"], value=r["value"], timestamp=r["timestamp"])
+        assert p.flush(30) == 0
+
+    return plain, committed, open_, send
+
+
 def _rows(records):
     return [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for r in records]
 
@@ -185,15 +201,7 @@ def test_an_open_transaction_ends_a_read_committed_read(kafka_broker):
     topic = "read-open-txn"
     create_topic(kafka_broker, topic)
     rng = random.Random(3)
-    plain = producer(kafka_broker)
-    committed, open_ = (producer(kafka_broker, transactional_id=f"{topic}-{n}") for n in "co")
-    for p in (committed, open_):
-        p.init_transactions(60)
-
-    def send(p, n):
-        for r in broker_records(rng, n):
-            p.produce(topic, partition=0, key=r["key"], value=r["value"], timestamp=r["timestamp"])
-        assert p.flush(30) == 0
+    plain, committed, open_, send = transaction_producers(kafka_broker, topic, rng)
 
     committed.begin_transaction()
     send(committed, 20)

@@ -180,22 +180,13 @@ def test_read_committed_stream_holds_back_at_an_open_transaction(spark, kafka_br
     import random
     import shutil
 
-    from tests.indexer.test_kafka_broker_read import broker_records
+    from tests.indexer.test_kafka_broker_read import transaction_producers
     from tests.kafka_clients import create_topic as broker_topic
-    from tests.kafka_clients import producer
 
     topic = "stream-open-txn"
     broker_topic(kafka_broker, topic)
     rng = random.Random(4)
-    plain = producer(kafka_broker)
-    committed, open_ = (producer(kafka_broker, transactional_id=f"{topic}-{n}") for n in "co")
-    for p in (committed, open_):
-        p.init_transactions(60)
-
-    def send(p, n):
-        for r in broker_records(rng, n):
-            p.produce(topic, partition=0, key=r["key"], value=r["value"], timestamp=r["timestamp"])
-        assert p.flush(30) == 0
+    plain, committed, open_, send = transaction_producers(kafka_broker, topic, rng)
 
     def snapshot():
         shutil.rmtree(tmp_path / "root", ignore_errors=True)
