@@ -60,6 +60,13 @@ def summary_markdown(results: Path) -> str:
         rows.append(f"| per-batch time, 1,000-row batches | {mb['seglog_median_s']:.2f} s | Delta "
                     f"{mb['delta_median_s']:.2f} s | {mb['median']:.2f} ({mb['min']:.2f}-{mb['max']:.2f}) | <= 0.5 | "
                     f"{_ok(mb['median'], 0.5, False)} |")
+        mem = sk.get("peak_executor_memory")
+        if mem:
+            r = mem["peak_heap_after_gc_10x_over_1x"]
+            one = sorted(m["peak_heap_after_gc_mb"] for m in mem["runs"]["1x"])[len(mem["runs"]["1x"]) // 2]
+            rows.append(f"| sink peak executor heap, 10x rows ({mem['rows_10x']:,}) | x{r['median']:.2f} | "
+                        f"{one:.0f} MB at {mem['rows_1x']:,} rows | {r['median']:.2f} ({r['min']:.2f}-{r['max']:.2f}) "
+                        f"| flat (< 1.5) | {_ok(r['median'], 1.5, False)} |")
         meta.append(f"sink {sk['_meta']['load_avg'][0]:.1f}")
     rp = _load(results, "replay")
     if rp:

@@ -6,13 +6,13 @@ result is the median of the per-round ratios with their min and max. No figure c
 run or from runs of one system measured apart from the other's.
 
 - throughput: the same cached DataFrame (16-byte keys, 200-byte values, timestamps) of 1e6 rows
-  (1e7 without --quick when asked), written into 4 and into 32 log partitions; ratio = Delta's
+  and of 1e7 rows (200,000 with --quick), written into 4 and into 32 log partitions; ratio = Delta's
   time / seglog's time (seglog's throughput as a multiple of Delta's);
 - micro-batch: a cached 1,000-row DataFrame appended as consecutive batches to one log and to one
   Delta table; ratio = seglog's time / Delta's time;
 - skew: the largest write task's share of the rows (no shuffle: a task writes its own input rows);
-- peak executor memory (local mode: the one JVM's heap, peak reset after a GC) for one write of a
-  generated batch at 1x and at 10x rows, not cached, so that only the write holds memory;
+- peak executor memory for one write of a generated batch at 1x and at 10x rows (bench/executor_memory.py:
+  a fresh JVM per measurement, peak heap used after GC, rounds alternating the sizes);
 - where seglog's time goes: its per-phase timings (`SegmentLogSink.last_timings`).
 """
 from __future__ import annotations
@@ -47,29 +47,16 @@ def _compare(seglog, delta, rounds: int, seglog_over_delta: bool, warmup: int = 
                 seglog_median_s=statistics.median(times["seglog"]), delta_median_s=statistics.median(times["delta"]))
 
 
-def _peak_heap_mb(spark, fn) -> dict:
-    """Peak heap of the local JVM (driver and executors) while `fn` runs, after a GC and a reset."""
-    jvm = spark.sparkContext._jvm
-    mf = jvm.java.lang.management.ManagementFactory
-    jvm.java.lang.System.gc()
-    pools = [p for p in mf.getMemoryPoolMXBeans() if str(p.getType().toString()) == "Heap memory"]
-    for p in pools:
-        p.resetPeakUsage()
-    base = sum(p.getUsage().getUsed() for p in pools)
-    fn()
-    peak = sum(p.getPeakUsage().getUsed() for p in pools)
-    return {"baseline_mb": base / 2**20, "peak_mb": peak / 2**20, "peak_over_baseline_mb": (peak - base) / 2**20}
-
-
-def run(quick: bool = False, spark=None, big: bool = False) -> dict:
+def run(quick: bool = False, spark=None) -> dict:
     from seglog.sink import SegmentLogSink
     from seglog.sink.session import local_session
 
     own = spark is None
-    spark = spark or local_session("seglog-bench-sink", with_delta=True)
+    # room to cache the 1e7-row frame (about 2.3 GB) beside both writers' work
+    spark = spark or local_session("seglog-bench-sink", with_delta=True, driver_memory="12g")
     work = Path(tempfile.mkdtemp(prefix="seglog-bench-sink-"))
     rounds = 3 if quick else 5
-    sizes = [200_000] if quick else ([1_000_000, 10_000_000] if big else [1_000_000])
+    sizes = [200_000] if quick else [1_000_000, 10_000_000]
     out: dict = {"method": "warm-up, then interleaved rounds (seglog, Delta); median of per-round ratios, "
                            "with min and max", "rounds": rounds, "row_bytes": 16 + 200 + 8,
                  "input_tasks": 4, "throughput": {}, "targets": {"throughput_vs_delta": 1.5,
@@ -125,16 +112,10 @@ def run(quick: bool = False, spark=None, big: bool = False) -> dict:
         out["micro_batch_1000_rows"]["phases_s_last_round"] = dict(small_sink.last_timings)
         small.unpersist()
 
-        # peak memory at 1x and 10x rows (generated, not cached)
-        base_rows = 200_000 if quick else 1_000_000
-        mem = {}
-        for mult in (1, 10):
-            gen = _frame(spark, base_rows * mult, 4)
-            mem[f"{mult}x"] = dict(rows=base_rows * mult, **_peak_heap_mb(
-                spark, lambda: SegmentLogSink(fresh("mem"), topic="m", partitions=4)(gen, 0)))
-            shutil.rmtree(work, ignore_errors=True)
-            work.mkdir()
-        out["peak_heap"] = mem
+        # peak executor memory at 1x and 10x rows: fresh processes (bench/executor_memory.py)
+        from bench import executor_memory
+
+        out["peak_executor_memory"] = executor_memory.run(quick=quick)
         return out
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -145,4 +126,4 @@ def run(quick: bool = False, spark=None, big: bool = False) -> dict:
 if __name__ == "__main__":
     import json
 
-    print(json.dumps(run(quick="--quick" in sys.argv, big="--big" in sys.argv), indent=2))
+    print(json.dumps(run(quick="--quick" in sys.argv), indent=2))
