@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
+from seglog.indexer.compression import topic_codec
 from seglog.indexer.names import META_DIR
 from seglog.jvm import check_session
 from seglog.indexer.staged import StagedSegment
@@ -63,15 +64,19 @@ def stage_config(config, *, unbounded_time: bool = False) -> dict:
         "log_append_time": bool(config.log_append_time),
         "message.timestamp.before.max.ms": INT64_MAX if unbounded_time else cap(config["message.timestamp.before.max.ms"]),
         "message.timestamp.after.max.ms": INT64_MAX if unbounded_time else cap(config["message.timestamp.after.max.ms"]),
+        # the tasks compress each batch with the topic's codec, as Log.append_columns does
+        "codec": topic_codec(config["compression.type"]),
     }
 
 
-def run_staged_write(staged_df, staging: Path, slot_configs: list[dict]) -> list[dict]:
+def run_staged_write(staged_df, staging: Path, slot_configs: list[dict], now: int) -> list[dict]:
     """Run the write job; one report per input task: {task, attempt, outputs: [{slot, records,
-    bytes, segments: [{stem, size, records, batches}]}]}."""
+    bytes, segments: [{stem, size, records, batches}]}]}. `now` (ms) is the delivery's time, the
+    driver's: every task stamps LogAppendTime records and null timestamps with it, and checks
+    message.timestamp.before/after.max.ms against it."""
     spark = staged_df.sparkSession
     check_session(spark)   # a session without the connector jar: a typed error naming the jar
-    plan = json.dumps({"staging": str(staging), "slots": slot_configs})
+    plan = json.dumps({"staging": str(staging), "slots": slot_configs, "now": int(now)})
     jvm = spark.sparkContext._jvm
     reports = jvm.io.seglog.spark.write.StagedWrite.run(staged_df._jdf, plan)
     return [json.loads(r) for r in reports]

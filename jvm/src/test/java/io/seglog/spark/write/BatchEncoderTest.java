@@ -16,7 +16,7 @@ import org.apache.kafka.common.record.TimestampType;
 import org.apache.kafka.common.utils.Utils;
 import org.junit.jupiter.api.Test;
 
-/** Kafka's own record classes read what BatchEncoder writes: CRC, header fields, every record. */
+/** Kafka's own record classes read what BatchEncoder writes, in every codec: CRC, header fields, every record. */
 class BatchEncoderTest {
     private static byte[] bytes(Random rng, int max) {
         if (rng.nextInt(10) == 0) {
@@ -30,8 +30,16 @@ class BatchEncoderTest {
     @Test
     void kafkaReadsEveryBatchAndRecord() {
         Random rng = new Random(7);
-        for (boolean appendTime : new boolean[] {false, true}) {
-            BatchEncoder enc = new BatchEncoder(1 << 20, appendTime);
+        for (int codec = 0; codec <= 4; codec++) {
+            for (boolean appendTime : new boolean[] {false, true}) {
+                check(rng, codec, appendTime);
+            }
+        }
+    }
+
+    private static void check(Random rng, int codec, boolean appendTime) {
+        {
+            BatchEncoder enc = new BatchEncoder(1 << 20, appendTime, codec);
             List<byte[]> keys = new ArrayList<>();
             List<byte[]> values = new ArrayList<>();
             List<Long> stamps = new ArrayList<>();
@@ -61,6 +69,7 @@ class BatchEncoderTest {
             int n = 0;
             for (RecordBatch batch : records.batches()) {
                 batch.ensureValid();
+                assertEquals(codec, batch.compressionType().id);
                 assertEquals(1234, batch.baseOffset());
                 assertEquals(1234 + 499, batch.lastOffset());
                 assertEquals(appendTime ? TimestampType.LOG_APPEND_TIME : TimestampType.CREATE_TIME,
