@@ -83,7 +83,7 @@ public final class StagedWrite {
         // can never write into the folder of the attempt whose report is published
         long attemptId = ctx == null ? 0 : ctx.taskAttemptId();
         Path dir = Paths.get(plan.staging, "t" + task + "-" + attemptId);
-        // One "now" per delivery, the driver's (docs/spec.md §7): a LogAppendTime stamp, a null
+        // One "now" per delivery, the driver's (docs/internals.md, "jvm/"): a LogAppendTime stamp, a null
         // timestamp and the before/after.max.ms check are the same in every task and every retry.
         long now = plan.now;
         Map<Integer, SegmentStager> stagers = new TreeMap<>();
