@@ -60,6 +60,13 @@ def summary_markdown(results: Path) -> str:
         rows.append(f"| per-batch time, 1,000-row batches | {mb['seglog_median_s']:.2f} s | Delta "
                     f"{mb['delta_median_s']:.2f} s | {mb['median']:.2f} ({mb['min']:.2f}-{mb['max']:.2f}) | <= 0.5 | "
                     f"{_ok(mb['median'], 0.5, False)} |")
+        zc = sk.get("compressed_zstd_1e6x4")
+        if zc:
+            z, d, v = zc["seconds"][f"seglog_{zc['codec']}"], zc["seconds"]["delta"], zc["vs_delta"]
+            rows.append(f"| sink throughput, {zc['codec']} topic ({zc['rows']:,} rows, {zc['partitions']} partitions) | "
+                        f"{zc['rows'] / z['median_s'] / 1e3:.0f}k rows/s | Delta (snappy) "
+                        f"{zc['rows'] / d['median_s'] / 1e3:.0f}k rows/s | {v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f}) "
+                        f"| | |")
         meta.append(f"sink {sk['_meta']['load_avg'][0]:.1f}")
     rp = _load(results, "replay")
     if rp:
