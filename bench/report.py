@@ -67,6 +67,13 @@ def summary_markdown(results: Path) -> str:
             rows.append(f"| sink peak executor heap, 10x rows ({mem['rows_10x']:,}) | x{r['median']:.2f} | "
                         f"{one:.0f} MB at {mem['rows_1x']:,} rows | {r['median']:.2f} ({r['min']:.2f}-{r['max']:.2f}) "
                         f"| flat (< 1.5) | {_ok(r['median'], 1.5, False)} |")
+        zc = sk.get("compressed_zstd_1e6x4")
+        if zc:
+            z, d, v = zc["seconds"][f"seglog_{zc['codec']}"], zc["seconds"]["delta"], zc["vs_delta"]
+            rows.append(f"| sink throughput, {zc['codec']} topic ({zc['rows']:,} rows, {zc['partitions']} partitions) | "
+                        f"{zc['rows'] / z['median_s'] / 1e3:.0f}k rows/s | Delta (snappy) "
+                        f"{zc['rows'] / d['median_s'] / 1e3:.0f}k rows/s | {v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f}) "
+                        f"| | |")
         meta.append(f"sink {sk['_meta']['load_avg'][0]:.1f}")
     rp = _load(results, "replay")
     if rp:

@@ -13,14 +13,20 @@ run or from runs of one system measured apart from the other's.
 - skew: the largest write task's share of the rows (no shuffle: a task writes its own input rows);
 - peak executor memory for one write of a generated batch at 1x and at 10x rows (bench/executor_memory.py:
   a fresh JVM per measurement, peak heap used after GC, rounds alternating the sizes);
-- where seglog's time goes: its per-phase timings (`SegmentLogSink.last_timings`).
+- where seglog's time goes: its per-phase timings (`SegmentLogSink.last_timings`);
+- compressed: the same 1e6-row frame into a zstd topic (4 partitions; the tasks compress each batch,
+  staged segments renamed in) against Delta with its default codec (Parquet's snappy), with the
+  uncompressed topic as a third case in the same interleaved rounds; ratios are throughput multiples.
+  `python -m bench.sink --compressed` runs this case alone and merges it into bench/results/sink.json.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from bench import method
@@ -45,6 +51,56 @@ def _compare(seglog, delta, rounds: int, seglog_over_delta: bool, warmup: int = 
          else method.ratio(times["delta"], times["seglog"]))
     return dict(r, seglog_s=times["seglog"], delta_s=times["delta"],
                 seglog_median_s=statistics.median(times["seglog"]), delta_median_s=statistics.median(times["delta"]))
+
+
+def _bytes(folder: Path, suffix: str) -> int:
+    return sum(p.stat().st_size for p in folder.rglob(f"*{suffix}"))
+
+
+def compressed(spark, work: Path, rows: int, rounds: int, codec: str = "zstd") -> dict:
+    """A compressed topic vs Delta (its default codec) and vs the uncompressed topic, interleaved."""
+    from seglog.sink import SegmentLogSink
+
+    df = _frame(spark, rows, 4).cache()
+    df.count()
+    last: dict = {}
+
+    def writer(name: str, write):
+        def case() -> float:
+            target = work / f"{name}-{time.monotonic_ns()}"
+            t0 = time.perf_counter()
+            write(target)
+            took = time.perf_counter() - t0        # the write only: removing the output is not timed
+            last[name] = {"log_bytes": _bytes(target, ".log") or _bytes(target, ".parquet")}
+            shutil.rmtree(target, ignore_errors=True)
+            return took
+        return case
+
+    def seglog(cfg):
+        def write(target):
+            sink = SegmentLogSink(str(target), topic="bench", partitions=4, config=cfg)
+            sink(df, 0)
+            last["sink"] = sink
+        return write
+
+    try:
+        times = method.interleaved({
+            f"seglog_{codec}": writer(f"seglog_{codec}", seglog({"compression.type": codec})),
+            "delta": writer("delta", lambda target: df.write.format("delta").mode("append").save(str(target))),
+            "seglog_uncompressed": writer("seglog_uncompressed", seglog(None)),
+        }, rounds)
+    finally:
+        df.unpersist()
+    zs = times[f"seglog_{codec}"]
+    return {
+        "codec": codec, "rows": rows, "partitions": 4,
+        "vs_delta": method.ratio(times["delta"], zs),                      # throughput multiple of Delta's
+        "vs_uncompressed_topic": method.ratio(times["seglog_uncompressed"], zs),
+        "seconds": {k: method.summary(v) for k, v in times.items()},
+        "bytes_written": {k: v["log_bytes"] for k, v in last.items() if k != "sink"},
+        "segments_renamed_in_last_round": sum(r.get("adopted", 0) for r in last["sink"].last_results),
+        "phases_s_last_round": dict(last["sink"].last_timings),
+    }
 
 
 def run(quick: bool = False, spark=None) -> dict:
@@ -116,6 +172,7 @@ def run(quick: bool = False, spark=None) -> dict:
         from bench import executor_memory
 
         out["peak_executor_memory"] = executor_memory.run(quick=quick)
+        out["compressed_zstd_1e6x4"] = compressed(spark, work, 200_000 if quick else 1_000_000, rounds)
         return out
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -123,7 +180,35 @@ def run(quick: bool = False, spark=None) -> dict:
             spark.stop()
 
 
+def run_compressed_only() -> dict:
+    """The compressed case alone, merged into bench/results/sink.json with the machine's load."""
+    import json
+
+    from seglog.sink.session import local_session
+
+    started = time.time()
+    load_before = os.getloadavg()
+    spark = local_session("seglog-bench-sink", with_delta=True)
+    work = Path(tempfile.mkdtemp(prefix="seglog-bench-sink-"))
+    try:
+        result = compressed(spark, work, 1_000_000, 5)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        spark.stop()
+    result["_meta"] = {"load_avg_before": load_before, "load_avg_after": os.getloadavg(), "cpus": os.cpu_count(),
+                       "time": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "seconds": time.time() - started,
+                       "busy": max(load_before[0], os.getloadavg()[0]) > 3}
+    path = Path(__file__).resolve().parent / "results" / "sink.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data["compressed_zstd_1e6x4"] = result
+    path.write_text(json.dumps(data, indent=2, default=float))
+    return result
+
+
 if __name__ == "__main__":
     import json
 
-    print(json.dumps(run(quick="--quick" in sys.argv), indent=2))
+    if "--compressed" in sys.argv:
+        print(json.dumps(run_compressed_only(), indent=2, default=float))
+    else:
+        print(json.dumps(run(quick="--quick" in sys.argv), indent=2))

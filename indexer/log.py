@@ -22,8 +22,8 @@ import numpy as np
 from seglog.conf.topic_config import TopicConfig, validate_topic_config
 from seglog.indexer import checkpoint, recovery, retention
 from seglog.indexer.columns import EncodedBatches, compress_encoded, decode_to_arrow, encode_columns
-from seglog.indexer.batch_layout import PARTITION_LEADER_EPOCH_OFFSET
-from seglog.indexer.compression import topic_codec
+from seglog.indexer.batch_layout import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, PARTITION_LEADER_EPOCH_OFFSET
+from seglog.indexer.compression import expansion_headroom, topic_codec
 from seglog.indexer.leader_epochs import checkpoint_max_epoch
 from seglog.indexer.cleaner_checkpoint import may_have_gaps
 from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, MissingKeyError,
@@ -261,10 +261,8 @@ class Log:
                             now=now_ms(), max_batch_bytes=max_batch_bytes)
 
     def default_max_batch_bytes(self) -> int:
-        """Batches of at most 1 MiB (and max.message.bytes), and about half a segment, so that
-        tiny segments still roll between batches."""
-        cfg = self.config
-        return max(1, min(cfg["max.message.bytes"], 1 << 20, max(cfg["segment.bytes"] // 2, 512)))
+        """`batch_budget` of this log's configuration."""
+        return batch_budget(self.config)
 
     def _append(self, *, values, keys, timestamps, headers, now: int, max_batch_bytes) -> AppendInfo:
         self._check_writable()
@@ -298,15 +296,20 @@ class Log:
         return AppendInfo(base, int(enc.last_offsets[-1]), max_ts, now if log_append_time else -1,
                           len(sizes), int(enc.positions[-1]))
 
-    def _with_leader_epoch(self, enc: EncodedBatches) -> EncodedBatches:
-        """`enc` carrying the partition's current leader epoch. seglog's own folders hold epoch 0
-        (what the encoders write); a folder imported from a Kafka broker continues the broker's
-        epoch, so epochs never decrease (indexer/leader_epochs.py). The field is outside the CRC."""
+    def write_leader_epoch(self) -> int:
+        """The partition leader epoch every batch appended here carries. seglog's own folders hold
+        epoch 0 (what the encoders write); a folder imported from a Kafka broker continues the
+        broker's epoch (the checkpoint's largest, or the last batch's if larger), so epochs never
+        decrease and the leader-epoch-checkpoint needs no new entry (indexer/leader_epochs.py)."""
         if self._write_epoch is None:
             self._write_epoch = 0
             if self._segments.active.max_leader_epoch > 0:
                 self._write_epoch = max(0, checkpoint_max_epoch(self.path), self._last_batch_epoch())
-        if self._write_epoch == 0 or enc.num_batches == 0:
+        return self._write_epoch
+
+    def _with_leader_epoch(self, enc: EncodedBatches) -> EncodedBatches:
+        """`enc` carrying `write_leader_epoch()`. The field is outside the CRC."""
+        if self.write_leader_epoch() == 0 or enc.num_batches == 0:
             return enc
         data = bytearray(enc.data)
         epoch = struct.pack(">i", self._write_epoch)
@@ -338,25 +341,35 @@ class Log:
     # ------------------------------------------------------------------ batches and segments written elsewhere
     def append_encoded(self, enc: EncodedBatches, now: int | None = None) -> None:
         """Append batches encoded elsewhere (the sink's JVM writer, indexer/staged.py), their base
-        offsets already from `log_end_offset` on: the topic's codec and the partition's leader epoch
-        applied, then the roll and index rules of any append, so the bytes are those `append_columns`
-        writes for the same batches. The caller checked max.message.bytes and timestamps."""
+        offsets already from `log_end_offset` on: uncompressed ones get the topic's codec, batches
+        already in the topic's codec (the JVM writer compresses as compress_encoded does) are
+        kept as they are, never compressed twice; then the partition's leader epoch and the roll
+        and index rules of any append, so the bytes are those `append_columns` writes for the
+        same batches. The caller checked max.message.bytes and timestamps."""
         self._check_writable()
         if enc.num_batches == 0:
             return
         if int(enc.base_offsets[0]) != self.log_end_offset:
             raise InvalidRecordError(f"{self.path}: batches from offset {int(enc.base_offsets[0])} appended at "
                                      f"the log end {self.log_end_offset}")
-        enc = self._with_leader_epoch(compress_encoded(enc, topic_codec(self.config["compression.type"])))
+        codec = topic_codec(self.config["compression.type"])
+        given = np.unique(np.frombuffer(enc.data, dtype=np.uint8)[enc.positions[:-1] + ATTRIBUTES_OFFSET + 1]
+                          & COMPRESSION_CODEC_MASK)
+        if given.tolist() == [0]:
+            enc = compress_encoded(enc, codec)
+        elif given.tolist() != [codec]:
+            raise InvalidRecordError(f"{self.path}: batches compressed with codec(s) {given.tolist()} appended to a "
+                                     f"topic whose compression.type writes codec {codec}")
+        enc = self._with_leader_epoch(enc)
         self._dirty = True
         self._write_batches(enc, now_ms() if now is None else now)
 
-    def takes_whole_segments(self) -> bool:
-        """Whether `adopt_segments` may be used: uncompressed topic, leader epoch 0 (seglog's own
-        folders), so a segment written elsewhere needs no byte changed but its base offsets."""
+    def takes_whole_segments(self, codec: int) -> bool:
+        """Whether `adopt_segments` may take segments whose batches are in `codec`: the topic's own
+        (what `append_columns` would write). The leader epoch is no bar: the publisher writes
+        `write_leader_epoch()` into every batch (outside the CRC) before the rename."""
         self._check_writable()
-        return (topic_codec(self.config["compression.type"]) == 0
-                and self._segments.active.max_leader_epoch == 0)
+        return codec == topic_codec(self.config["compression.type"])
 
     def adopt_segments(self, segments: Sequence[tuple[Mapping[str, str], int]]) -> list[int]:
         """Put finished segments written elsewhere at the log end, by rename, in order: each item maps
@@ -772,6 +785,16 @@ class Log:
 
 # ---------------------------------------------------------------------- helpers
 _BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+def batch_budget(cfg: Mapping[str, Any]) -> int:
+    """The batching rule's budget (uncompressed bytes), the same for `Log` and the sink's JVM writer:
+    batches of at most 1 MiB and max.message.bytes, and about half a segment, so that tiny segments
+    still roll between batches; on a compressed topic max.message.bytes less the codec's worst-case
+    growth (indexer/compression.py), since the limit applies to the batch as written."""
+    limit = cfg["max.message.bytes"]
+    limit -= expansion_headroom(topic_codec(cfg["compression.type"]), limit)
+    return max(1, min(limit, 1 << 20, max(cfg["segment.bytes"] // 2, 512)))
 
 
 def _check_record(i: int, r: object) -> None:

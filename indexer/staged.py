@@ -8,11 +8,14 @@ and largest timestamp, record count). Its real base offset B is known only here,
 
 Two ways in, both giving valid segments (docs/spec.md §2):
 - copy: the batches, base offsets patched to B + relative, go through `Log`'s own append path (the
-  roll and index rules of any append, the topic's codec, the partition's leader epoch): the same
-  bytes as `Log.append_columns` of the same batches. For small outputs (micro-batches must not
-  leave tiny segments) and compressed topics.
-- rename (large outputs): each batch's base offset is patched in place (outside the CRC,
-  docs/format.md "Record batches"), the files fsynced, then `Log.adopt_segments` rolls (seals and
+  roll and index rules of any append, the partition's leader epoch; batches the JVM compressed
+  with the topic's codec are kept as they are, never compressed twice): the same bytes as
+  `Log.append_columns` of the same batches. For small outputs (micro-batches must not leave tiny
+  segments).
+- rename (large outputs, any codec, any leader epoch): each batch's base offset and partition
+  leader epoch (`Log.write_leader_epoch`: 0 in seglog's folders, the broker's current epoch in an
+  imported one) are patched in place, one write per batch (both outside the CRC, docs/format.md
+  "Record batches"), the files fsynced, then `Log.adopt_segments` rolls (seals and
   retires the active segment) and renames each segment's `.index`, `.timeindex` and, last, `.log`
   to `<B>.*` (a segment exists when its `.log` does); a run of them goes in together, sealed as
   the JVM left them, the last opened as the active segment. Index entries, relative to the
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from seglog.indexer.batch_layout import COMPRESSION_CODEC_MASK
 from seglog.indexer.columns import EncodedBatches
 from seglog.indexer.fsutil import fsync_dir
 from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
@@ -41,7 +45,8 @@ BATCH_META = np.dtype([("position", ">i8"), ("last", ">i8"), ("first_ts", ">i8")
 assert BATCH_META.itemsize == 36   # SegmentStager.BATCH_META_SIZE
 RENAME_MIN_BYTES = 1 << 20        # smaller staged segments are copied onto the active segment
 COPY_CHUNK_BYTES = 16 << 20       # the copy path reads at most this much of a staged .log at once
-_BASE = struct.Struct(">q")
+_BASE_LENGTH_EPOCH = struct.Struct(">qii")   # a batch's first 16 bytes: base offset, length, leader epoch
+_CODEC_BYTE = 22                               # attributes' low byte: the codec bits (docs/format.md)
 
 
 @dataclass(frozen=True)
@@ -57,29 +62,42 @@ class StagedSegment:
             raise ValueError(f"{self.stem}{BATCHES_SUFFIX}: {len(meta)} batches, the writer reported {self.batches}")
         return meta
 
+    def codec(self) -> int:
+        """The compression codec of its batches (the writer uses one for all: the topic's)."""
+        fd = os.open(self.stem + LOG_SUFFIX, os.O_RDONLY)
+        try:
+            attr = os.pread(fd, 1, _CODEC_BYTE)
+        finally:
+            os.close(fd)
+        if len(attr) != 1:
+            raise ValueError(f"{self.stem}{LOG_SUFFIX}: no batch header")
+        return attr[0] & COMPRESSION_CODEC_MASK
 
-def publish(log, staged: list[StagedSegment], *, rename_min_bytes: int = RENAME_MIN_BYTES) -> None:
+
+def publish(log, staged: list[StagedSegment], *, rename_min_bytes: int = RENAME_MIN_BYTES) -> int:
     """Append every staged segment, in order, at the end of `log` (open writable, its lock held).
     Runs of large ones are renamed in together (only the last is opened, as the active segment);
-    small ones are copied. The caller flushes the log (fsync) before committing."""
-    renamable = log.takes_whole_segments()
+    small ones are copied. Returns how many were renamed in. The caller flushes the log (fsync)
+    before committing."""
     run: list[StagedSegment] = []
-    renamed = False
+    adopted = 0
     for seg in staged:
         if seg.records == 0:
             continue
-        if renamable and seg.size >= rename_min_bytes:
+        if seg.size >= rename_min_bytes and log.takes_whole_segments(seg.codec()):
             run.append(seg)
             continue
         if run:
             _rename(log, run)
-            run, renamed = [], True
+            adopted += len(run)
+            run = []
         _copy(log, seg)
     if run:
         _rename(log, run)
-        renamed = True
-    if renamed:
+        adopted += len(run)
+    if adopted:
         fsync_dir(log.path)   # the renames are durable before the commit that makes them visible
+    return adopted
 
 
 def _copy(log, seg: StagedSegment) -> None:
@@ -118,16 +136,22 @@ def _patch_bases(data: bytearray, positions: np.ndarray, bases: np.ndarray) -> N
 
 
 def _rename(log, run: list[StagedSegment]) -> None:
-    """Patch each staged segment's batch base offsets in place, fsync its files, rename them all in."""
+    """Patch each staged segment's batch base offsets and leader epochs in place, fsync its files,
+    rename them all in. As `Log._with_leader_epoch` for appended batches: every batch carries the
+    partition's write epoch, so epochs never decrease and the leader-epoch-checkpoint stays valid
+    as it is (indexer/leader_epochs.py)."""
     base = log.log_end_offset
+    epoch = log.write_leader_epoch()
     for seg in run:
         meta = seg.meta()
         counts = meta["count"].astype(np.int64)
         bases = base + meta["last"].astype(np.int64) - counts + 1
+        positions = meta["position"].astype(np.int64)
+        lengths = np.append(positions[1:], seg.size) - positions - 12   # batchLength: after offset and length
         fd = os.open(seg.stem + LOG_SUFFIX, os.O_RDWR)
         try:
-            for pos, b in zip(meta["position"].tolist(), bases.tolist()):
-                os.pwrite(fd, _BASE.pack(b), pos)          # per batch, never per record
+            for pos, b, n in zip(positions.tolist(), bases.tolist(), lengths.tolist()):
+                os.pwrite(fd, _BASE_LENGTH_EPOCH.pack(b, n, epoch), pos)   # per batch, never per record
             os.fsync(fd)                                    # the real offsets durable before the rename
         finally:
             os.close(fd)

@@ -398,7 +398,7 @@ class SegmentLogSink:
         slot_configs = [stage_config(configs[t], unbounded_time=t in quarantine) for t, _ in slots]
         staging = staging_dir(self.root, writer, todo, batch_id, run_id)
         t0 = time.perf_counter()
-        reports = run_staged_write(staged, staging, slot_configs)
+        reports = run_staged_write(staged, staging, slot_configs, now)
         self.last_timings["stage_job_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         def publish_one(slot: int, segments) -> dict:
@@ -406,11 +406,12 @@ class SegmentLogSink:
             with Log.open(Path(self.root) / partition_dir_name(t, p), configs[t],
                           lock_timeout=self.lock_timeout) as log:
                 start = log.log_end_offset
-                publish(log, segments, rename_min_bytes=self.rename_min_bytes)
+                adopted = publish(log, segments, rename_min_bytes=self.rename_min_bytes)
                 log.flush()   # durable before the commit makes it visible
                 end = log.log_end_offset
             return {"topic": t, "partition": p, "start": start, "end": end,
                     "records": sum(s.records for s in segments), "bytes": sum(s.size for s in segments),
+                    "adopted": adopted,   # staged segments renamed in (the rest were copied)
                     "tasks": sum(1 for r in reports for o in r["outputs"] if o["slot"] == slot)}
 
         # Partitions are independent (each its own Log and lock): published in parallel threads,

@@ -99,8 +99,12 @@ def free_port() -> int:
 
 
 def _cluster_id() -> str:
-    """A Kafka Uuid: 16 random bytes, URL-safe base64 without padding (what `random-uuid` prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka Uuid: 16 random bytes, URL-safe base64 without padding (what `random-uuid` prints).
+    Never one starting with '-': kafka-storage's argument parser would take it for an option."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 class KafkaBroker:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +58,7 @@ def _stage(spark, tmp: Path, cfg_map: dict, recs, slots: int = 1):
     with Log.open(tmp / "cfg-0", cfg_map) as probe:
         cfg = probe.config
     shutil.rmtree(tmp / "cfg-0")
-    reports = run_staged_write(df, tmp / "staging", [stage_config(cfg)] * slots)
+    reports = run_staged_write(df, tmp / "staging", [stage_config(cfg)] * slots, int(time.time() * 1000))
     return staged_by_slot(reports)
 
 

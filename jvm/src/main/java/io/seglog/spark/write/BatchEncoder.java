@@ -1,17 +1,29 @@
 package io.seglog.spark.write;
 
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.zip.CRC32C;
+import org.apache.kafka.common.compress.Compression;
+import org.apache.kafka.common.record.CompressionType;
+import org.apache.kafka.common.record.RecordBatch;
+import org.apache.kafka.common.utils.ByteBufferOutputStream;
 
 /**
- * Kafka record batches, magic 2, uncompressed (docs/spec.md §2.2), encoded record by record into
- * one growing buffer: the same bytes as seglog's Python encoder for the same grouping (the
+ * Kafka record batches, magic 2 (docs/spec.md §2.2), encoded record by record into one growing
+ * buffer: uncompressed, the same bytes as seglog's Python encoder for the same grouping (the
  * differential test holds them to that). Offsets in a batch are relative to the staged segment
  * (base 0); the publisher adds the real base offset, which the CRC does not cover (docs/format.md).
  *
- * <p>Grouping rule: a batch takes records while its exact size stays within {@code maxBatchBytes};
- * a record that alone exceeds it is a batch on its own (then checked against max.message.bytes).
+ * <p>Grouping rule: a batch takes records while its exact uncompressed size stays within
+ * {@code maxBatchBytes}; a record that alone exceeds it is a batch on its own (then checked against
+ * max.message.bytes). As Log.append_columns then compress_encoded: the topic's codec compresses
+ * each finished batch's records section (everything after the 61-byte header) as one stream, with
+ * kafka-clients' own {@code Compression} at Kafka's default level (gzip 6, lz4 fast, zstd 3: what
+ * indexer/compression.py writes); the header stays uncompressed, its codec bits set and its CRC
+ * over the compressed bytes (docs/kafka.md, "Compression").
  */
 final class BatchEncoder {
     static final int HEADER_SIZE = 61;
@@ -21,14 +33,24 @@ final class BatchEncoder {
 
     private final int maxBatchBytes;
     private final boolean logAppendTime;
+    private final int codec;
+    private final Compression compression;   // null: uncompressed
     private ByteBuffer buf;
+    private ByteBuffer compressed;           // the compressed batch, reused (grown by Kafka's stream)
     private int count;            // records in the open batch
     private long baseTimestamp;   // first record's timestamp (the deltas' base)
     private long maxTimestamp;
 
     BatchEncoder(int maxBatchBytes, boolean logAppendTime) {
+        this(maxBatchBytes, logAppendTime, 0);
+    }
+
+    /** {@code codec}: Kafka's codec id (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd). */
+    BatchEncoder(int maxBatchBytes, boolean logAppendTime, int codec) {
         this.maxBatchBytes = maxBatchBytes;
         this.logAppendTime = logAppendTime;
+        this.codec = codec;
+        this.compression = codec == 0 ? null : Compression.of(CompressionType.forId(codec)).build();
         // small at first, grown to what the batches need (many partitions per task stay cheap)
         this.buf = ByteBuffer.allocate(Math.min(Math.max(maxBatchBytes, 1024), 64 << 10) + HEADER_SIZE);
         reset();
@@ -95,15 +117,16 @@ final class BatchEncoder {
         count++;
     }
 
-    /** Finish the open batch: the header (base offset {@code baseOffset}) and CRC; the batch's
-     *  bytes are {@code buffer()[0, size())} until the next append. */
+    /** Finish the open batch: the header (base offset {@code baseOffset}), compressed with the
+     *  topic's codec, and CRC. The returned buffer (position 0, limit the batch's size as written)
+     *  holds the batch until the next append; base offset and leader epoch may still be patched
+     *  in it (outside the CRC). */
     ByteBuffer finish(long baseOffset, int partitionLeaderEpoch) {
         int size = buf.position();
         buf.putLong(0, baseOffset);
-        buf.putInt(8, size - 12);
         buf.putInt(12, partitionLeaderEpoch);
         buf.put(16, (byte) 2);
-        buf.putShort(ATTRIBUTES_OFFSET, logAppendTime ? LOG_APPEND_TIME_ATTR : 0);
+        buf.putShort(ATTRIBUTES_OFFSET, (short) ((logAppendTime ? LOG_APPEND_TIME_ATTR : 0) | codec));
         buf.putInt(23, count - 1);
         buf.putLong(27, baseTimestamp);
         buf.putLong(35, maxTimestamp);
@@ -111,11 +134,31 @@ final class BatchEncoder {
         buf.putShort(51, (short) -1);
         buf.putInt(53, -1);
         buf.putInt(57, count);
+        ByteBuffer out = compression == null ? buf : compress(size);
+        size = compression == null ? size : out.position();
+        out.putInt(8, size - 12);
         CRC32C crc = new CRC32C();
-        crc.update(buf.array(), ATTRIBUTES_OFFSET, size - ATTRIBUTES_OFFSET);
-        buf.putInt(CRC_OFFSET, (int) crc.getValue());
-        ByteBuffer out = ByteBuffer.wrap(buf.array(), 0, size);
-        return out;
+        crc.update(out.array(), ATTRIBUTES_OFFSET, size - ATTRIBUTES_OFFSET);
+        out.putInt(CRC_OFFSET, (int) crc.getValue());
+        return ByteBuffer.wrap(out.array(), 0, size);
+    }
+
+    /** The header as it is, then the records section {@code buf[61, size)} through the codec's stream
+     *  (one stream per batch, as Kafka's MemoryRecordsBuilder); position = the compressed size. */
+    private ByteBuffer compress(int size) {
+        if (compressed == null || compressed.capacity() < HEADER_SIZE + 64) {
+            compressed = ByteBuffer.allocate(Math.max(HEADER_SIZE + 64, size / 2));
+        }
+        compressed.clear();
+        compressed.put(buf.array(), 0, HEADER_SIZE);
+        ByteBufferOutputStream stream = new ByteBufferOutputStream(compressed);
+        try (OutputStream os = compression.wrapForOutput(stream, RecordBatch.MAGIC_VALUE_V2)) {
+            os.write(buf.array(), HEADER_SIZE, size - HEADER_SIZE);
+        } catch (IOException e) {
+            throw new UncheckedIOException("seglog: compressing a record batch", e);
+        }
+        compressed = stream.buffer();   // Kafka's stream grows into a new buffer when it must
+        return compressed;
     }
 
     /** Start a new batch (after the finished one was written). */

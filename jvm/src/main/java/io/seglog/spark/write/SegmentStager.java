@@ -12,8 +12,8 @@ import java.util.List;
 /**
  * One log partition's records within one write task: encoded into batches and written as staged
  * segments ({@code <stem>.log}, {@code .index}, {@code .timeindex}, {@code .batches}) whose offsets
- * start at 0 in each segment. The publisher (indexer/staged.py) gives each segment its real base
- * offset B: a batch's base offset becomes B plus the staged one, and the indexes, relative to the
+ * start at 0 in each segment, compressed with the topic's codec (BatchEncoder). The publisher
+ * (indexer/staged.py) gives each segment its real base offset B: a batch's base offset becomes B plus the staged one, and the indexes, relative to the
  * segment's base and to positions in the file, stay as they are.
  *
  * <p>Invariants (the same rules as indexer/segment.py, so a staged segment is what seglog's Python
@@ -82,7 +82,7 @@ final class SegmentStager {
         this.prefix = prefix;
         this.cfg = cfg;
         this.now = now;
-        this.encoder = new BatchEncoder(cfg.maxBatchBytes, cfg.logAppendTime);
+        this.encoder = new BatchEncoder(cfg.maxBatchBytes, cfg.logAppendTime, cfg.codec);
     }
 
     long records() {
@@ -132,7 +132,10 @@ final class SegmentStager {
         if (count == 0) {
             return;
         }
-        int batchSize = encoder.size();
+        // Sizes as written (compressed with the topic's codec): max.message.bytes, the roll and the
+        // index rules all see the batch's bytes on disk, as Log._append after compress_encoded.
+        ByteBuffer out = encoder.finish(0, 0);
+        int batchSize = out.remaining();
         if (batchSize > cfg.maxMessageBytes) {
             throw new IllegalArgumentException("seglog RecordTooLargeError: a record encodes to a batch of "
                     + batchSize + " bytes, more than max.message.bytes=" + cfg.maxMessageBytes);
@@ -145,7 +148,7 @@ final class SegmentStager {
             }
             openSegment();
         }
-        ByteBuffer out = encoder.finish(nextRel, 0);
+        out.putLong(0, nextRel);   // the base offset, relative to the staged segment (outside the CRC)
         long position = size;
         while (out.hasRemaining()) {
             log.write(out);

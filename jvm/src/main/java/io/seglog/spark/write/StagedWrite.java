@@ -37,10 +37,12 @@ public final class StagedWrite {
         private static final long serialVersionUID = 1L;
         final String staging;
         final StageConfig[] slots;
+        final long now;   // the driver's time for the delivery (ms): one append time for every task
 
-        Plan(String staging, StageConfig[] slots) {
+        Plan(String staging, StageConfig[] slots, long now) {
             this.staging = staging;
             this.slots = slots;
+            this.now = now;
         }
     }
 
@@ -54,9 +56,9 @@ public final class StagedWrite {
                     s.get("index.interval.bytes").asLong(), s.get("segment.ms").asLong(),
                     s.get("max.message.bytes").asInt(), s.get("max_batch_bytes").asInt(),
                     s.get("log_append_time").asBoolean(), s.get("message.timestamp.before.max.ms").asLong(),
-                    s.get("message.timestamp.after.max.ms").asLong());
+                    s.get("message.timestamp.after.max.ms").asLong(), s.get("codec").asInt());
         }
-        return new Plan(root.get("staging").asText(), configs);
+        return new Plan(root.get("staging").asText(), configs, root.get("now").asLong());
     }
 
     /**
@@ -81,7 +83,9 @@ public final class StagedWrite {
         // can never write into the folder of the attempt whose report is published
         long attemptId = ctx == null ? 0 : ctx.taskAttemptId();
         Path dir = Paths.get(plan.staging, "t" + task + "-" + attemptId);
-        long now = System.currentTimeMillis();
+        // One "now" per delivery, the driver's (docs/internals.md, "jvm/"): a LogAppendTime stamp, a null
+        // timestamp and the before/after.max.ms check are the same in every task and every retry.
+        long now = plan.now;
         Map<Integer, SegmentStager> stagers = new TreeMap<>();
         boolean ok = false;
         try {
@@ -100,7 +104,7 @@ public final class StagedWrite {
                 StageConfig cfg = plan.slots[slot];
                 SegmentStager stager = stagers.get(slot);
                 if (stager == null) {
-                    stager = new SegmentStager(dir, "s" + slot, cfg, now);
+                    stager = new SegmentStager(dir, "s" + slot, cfg, System.currentTimeMillis());
                     stagers.put(slot, stager);
                 }
                 byte[] value = row.isNullAt(4) ? null : row.getBinary(4);
