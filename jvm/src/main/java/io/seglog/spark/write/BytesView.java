@@ -10,6 +10,8 @@ import org.apache.spark.unsafe.Platform;
  * One view per task, re-pointed at each row's field; valid until the row iterator moves on.
  */
 final class BytesView {
+    private static final int REUSED_MAX = 256;    // arrays up to this length are reused (keys)
+    private byte[][] reused;                       // by length, made on first use
     private Object base;
     private long offset;
     private int length = -1;   // -1: null
@@ -50,6 +52,28 @@ final class BytesView {
     /** The byte count (-1: null). */
     int length() {
         return length;
+    }
+
+    /** The bytes as an array (null for a null field): for lengths up to 256, one array per length
+     *  reused across rows, so it is valid only until the next call (a key: partitioned, then encoded). */
+    byte[] array() {
+        if (length < 0) {
+            return null;
+        }
+        byte[] out;
+        if (length <= REUSED_MAX) {
+            if (reused == null) {
+                reused = new byte[REUSED_MAX + 1][];
+            }
+            out = reused[length];
+            if (out == null) {
+                out = reused[length] = new byte[length];
+            }
+        } else {
+            out = new byte[length];
+        }
+        copyTo(out, 0);
+        return out;
     }
 
     /** Copy the bytes into {@code dst} at {@code at} (the caller made room). */

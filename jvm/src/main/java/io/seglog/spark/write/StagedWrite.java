@@ -88,12 +88,13 @@ public final class StagedWrite {
         // timestamp and the before/after.max.ms check are the same in every task and every retry.
         long now = plan.now;
         SegmentStager[] stagers = new SegmentStager[plan.slots.length];   // by slot: no map lookup per row
+        BytesView keyView = new BytesView();
         BytesView value = new BytesView();
         boolean ok = false;
         try (BackgroundSync sync = new BackgroundSync()) {
             while (it.hasNext()) {
                 InternalRow row = it.next();
-                byte[] key = row.isNullAt(3) ? null : row.getBinary(3);
+                byte[] key = keyView.at(row, 3).array();   // reused array: used up within this row
                 int partition;
                 if (!row.isNullAt(2)) {
                     partition = row.getInt(2);
