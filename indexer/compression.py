@@ -42,6 +42,15 @@ _GZIP_WBITS = 16 + zlib.MAX_WBITS               # zlib's gzip container
 _MAX_INFLATED = (1 << 31) - 1 - BATCH_HEADER_SIZE   # an inflated batch must still fit an int32 length
 
 
+def expansion_headroom(codec: int, limit: int) -> int:
+    """Bytes a batch of at most `limit` bytes may grow by when `codec` compresses incompressible
+    records: framing and stored blocks (gzip ~5 B per 64 KiB, xerial snappy ~8 B per 32 KiB, lz4
+    4 B per 64 KiB block, zstd 3 B per 128 KiB), bounded generously by limit/64 + 64; 0 uncompressed.
+    Batches are grouped this much below max.message.bytes, so records that each fit are never
+    refused because their compressed batch outgrew the limit."""
+    return 0 if codec == NONE else (limit >> 6) + 64
+
+
 def topic_codec(compression_type: str) -> int:
     """The codec seglog writes for a topic's compression.type: `producer` keeps what the producer
     gave, and seglog's own writer gives uncompressed batches; `uncompressed` likewise."""

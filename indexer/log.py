@@ -23,7 +23,7 @@ from seglog.conf.topic_config import TopicConfig, validate_topic_config
 from seglog.indexer import checkpoint, recovery, retention
 from seglog.indexer.columns import EncodedBatches, compress_encoded, decode_to_arrow, encode_columns
 from seglog.indexer.batch_layout import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, PARTITION_LEADER_EPOCH_OFFSET
-from seglog.indexer.compression import topic_codec
+from seglog.indexer.compression import expansion_headroom, topic_codec
 from seglog.indexer.leader_epochs import checkpoint_max_epoch
 from seglog.indexer.cleaner_checkpoint import may_have_gaps
 from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, MissingKeyError,
@@ -261,10 +261,8 @@ class Log:
                             now=now_ms(), max_batch_bytes=max_batch_bytes)
 
     def default_max_batch_bytes(self) -> int:
-        """Batches of at most 1 MiB (and max.message.bytes), and about half a segment, so that
-        tiny segments still roll between batches."""
-        cfg = self.config
-        return max(1, min(cfg["max.message.bytes"], 1 << 20, max(cfg["segment.bytes"] // 2, 512)))
+        """`batch_budget` of this log's configuration."""
+        return batch_budget(self.config)
 
     def _append(self, *, values, keys, timestamps, headers, now: int, max_batch_bytes) -> AppendInfo:
         self._check_writable()
@@ -787,6 +785,16 @@ class Log:
 
 # ---------------------------------------------------------------------- helpers
 _BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+def batch_budget(cfg: Mapping[str, Any]) -> int:
+    """The batching rule's budget (uncompressed bytes), the same for `Log` and the sink's JVM writer:
+    batches of at most 1 MiB and max.message.bytes, and about half a segment, so that tiny segments
+    still roll between batches; on a compressed topic max.message.bytes less the codec's worst-case
+    growth (indexer/compression.py), since the limit applies to the batch as written."""
+    limit = cfg["max.message.bytes"]
+    limit -= expansion_headroom(topic_codec(cfg["compression.type"]), limit)
+    return max(1, min(limit, 1 << 20, max(cfg["segment.bytes"] // 2, 512)))
 
 
 def _check_record(i: int, r: object) -> None:

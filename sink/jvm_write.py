@@ -15,9 +15,9 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Mapping
 
 from seglog.indexer.compression import topic_codec
+from seglog.indexer.log import batch_budget
 from seglog.indexer.names import META_DIR
 from seglog.jvm import check_session
 from seglog.indexer.staged import RENAME_MIN_BYTES, StagedSegment
@@ -45,11 +45,6 @@ def staging_dir(root: str | os.PathLike, writer_id: str, topics, batch_id: int, 
     return writer_staging(root, writer_id, topics) / f"{batch_id}-{run_id}"
 
 
-def max_batch_bytes(config: Mapping[str, Any]) -> int:
-    """Log.default_max_batch_bytes's rule: at most 1 MiB and max.message.bytes, about half a segment."""
-    return max(1, min(config["max.message.bytes"], 1 << 20, max(config["segment.bytes"] // 2, 512)))
-
-
 def stage_config(config, *, unbounded_time: bool = False) -> dict:
     """One slot's rules for the JVM writer, from a validated TopicConfig (`unbounded_time`: the
     quarantine routing already moved out-of-range rows, so tasks must not refuse borderline ones)."""
@@ -60,7 +55,7 @@ def stage_config(config, *, unbounded_time: bool = False) -> dict:
         "index.interval.bytes": int(config["index.interval.bytes"]),
         "segment.ms": cap(config["segment.ms"]),
         "max.message.bytes": int(config["max.message.bytes"]),
-        "max_batch_bytes": max_batch_bytes(config),
+        "max_batch_bytes": batch_budget(config),   # the one batching rule, Log's
         "log_append_time": bool(config.log_append_time),
         "message.timestamp.before.max.ms": INT64_MAX if unbounded_time else cap(config["message.timestamp.before.max.ms"]),
         "message.timestamp.after.max.ms": INT64_MAX if unbounded_time else cap(config["message.timestamp.after.max.ms"]),
