@@ -20,7 +20,7 @@ from seglog.indexer.compression import topic_codec
 from seglog.indexer.log import batch_budget
 from seglog.indexer.names import META_DIR
 from seglog.jvm import check_session
-from seglog.indexer.staged import StagedSegment
+from seglog.indexer.staged import RENAME_MIN_BYTES, StagedSegment
 
 INT64_MAX = (1 << 63) - 1
 # The write job's input columns, by position: the row's topic's first slot, its partition count, its
@@ -64,14 +64,17 @@ def stage_config(config, *, unbounded_time: bool = False) -> dict:
     }
 
 
-def run_staged_write(staged_df, staging: Path, slot_configs: list[dict], now: int) -> list[dict]:
+def run_staged_write(staged_df, staging: Path, slot_configs: list[dict], now: int,
+                     rename_min_bytes: int = RENAME_MIN_BYTES) -> list[dict]:
     """Run the write job; one report per input task: {task, attempt, outputs: [{slot, records,
     bytes, segments: [{stem, size, records, batches}]}]}. `now` (ms) is the delivery's time, the
     driver's: every task stamps LogAppendTime records and null timestamps with it, and checks
-    message.timestamp.before/after.max.ms against it."""
+    message.timestamp.before/after.max.ms against it. Staged segments of `rename_min_bytes` or more
+    (those the publisher renames in) are written back to disk by their task as it runs."""
     spark = staged_df.sparkSession
     check_session(spark)   # a session without the connector jar: a typed error naming the jar
-    plan = json.dumps({"staging": str(staging), "slots": slot_configs, "now": int(now)})
+    plan = json.dumps({"staging": str(staging), "slots": slot_configs, "now": int(now),
+                       "rename_min_bytes": int(rename_min_bytes)})
     jvm = spark.sparkContext._jvm
     reports = jvm.io.seglog.spark.write.StagedWrite.run(staged_df._jdf, plan)
     return [json.loads(r) for r in reports]

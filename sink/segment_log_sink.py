@@ -398,7 +398,7 @@ class SegmentLogSink:
         slot_configs = [stage_config(configs[t], unbounded_time=t in quarantine) for t, _ in slots]
         staging = staging_dir(self.root, writer, todo, batch_id, run_id)
         t0 = time.perf_counter()
-        reports = run_staged_write(staged, staging, slot_configs, now)
+        reports = run_staged_write(staged, staging, slot_configs, now, self.rename_min_bytes)
         self.last_timings["stage_job_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         def publish_one(slot: int, segments) -> dict:

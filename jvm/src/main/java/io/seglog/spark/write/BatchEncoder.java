@@ -81,7 +81,7 @@ final class BatchEncoder {
     }
 
     /** Encoded size of a record (with its length varint) if appended to the open batch. */
-    int recordSize(long timestamp, byte[] key, byte[] value, byte[][] hKeys, byte[][] hValues) {
+    int recordSize(long timestamp, byte[] key, BytesView value, byte[][] hKeys, byte[][] hValues) {
         long tsDelta = count == 0 ? 0 : timestamp - baseTimestamp;
         int body = bodySize(tsDelta, count, key, value, hKeys, hValues);
         return body + varintSize(zigzag32(body));
@@ -92,7 +92,7 @@ final class BatchEncoder {
         return count == 0 || buf.position() + recordSize <= maxBatchBytes;
     }
 
-    void append(long timestamp, byte[] key, byte[] value, byte[][] hKeys, byte[][] hValues, int recordSize) {
+    void append(long timestamp, byte[] key, BytesView value, byte[][] hKeys, byte[][] hValues, int recordSize) {
         if (count == 0) {
             baseTimestamp = timestamp;
         }
@@ -104,7 +104,7 @@ final class BatchEncoder {
         writeVarlong(zigzag64(tsDelta));
         writeVarint(zigzag32(count));
         writeBytes(key);
-        writeBytes(value);
+        writeBytes(value);   // copied once, from where the row holds it
         int n = hKeys == null ? 0 : hKeys.length;
         writeVarint(zigzag32(n));
         for (int i = 0; i < n; i++) {
@@ -180,6 +180,18 @@ final class BatchEncoder {
         buf = bigger;
     }
 
+    private void writeBytes(BytesView b) {
+        if (b.isNull()) {
+            writeVarint(zigzag32(-1));
+        } else {
+            int n = b.length();
+            writeVarint(zigzag32(n));
+            int at = buf.position();
+            b.copyTo(buf.array(), buf.arrayOffset() + at);
+            buf.position(at + n);
+        }
+    }
+
     private void writeBytes(byte[] b) {
         if (b == null) {
             writeVarint(zigzag32(-1));
@@ -205,9 +217,10 @@ final class BatchEncoder {
         buf.put((byte) u);
     }
 
-    static int bodySize(long tsDelta, int offsetDelta, byte[] key, byte[] value, byte[][] hKeys, byte[][] hValues) {
+    static int bodySize(long tsDelta, int offsetDelta, byte[] key, BytesView value, byte[][] hKeys, byte[][] hValues) {
+        int v = value.length();
         int size = 1 + varlongSize(zigzag64(tsDelta)) + varintSize(zigzag32(offsetDelta))
-                + bytesSize(key) + bytesSize(value);
+                + bytesSize(key) + (v < 0 ? 1 : varintSize(zigzag32(v)) + v);
         int n = hKeys == null ? 0 : hKeys.length;
         size += varintSize(zigzag32(n));
         for (int i = 0; i < n; i++) {

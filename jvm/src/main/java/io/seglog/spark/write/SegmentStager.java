@@ -28,8 +28,10 @@ import java.util.List;
  *   grew; never the all-zero entry while the segment is written (docs/format.md "Time index").</li>
  * <li>Every staged segment is sealed when finished (seal entry, trimmed indexes), so whichever
  *   segment follows it at publish time, it is a valid sealed segment (docs/spec.md §2.5).</li>
- * <li>No fsync here: a staged file is either copied (its copy is fsynced by the Log's flush) or
- *   patched and renamed by the driver, which fsyncs it after patching and before the commit.</li>
+ * <li>Durability: a staged file is either copied (its copy is fsynced by the Log's flush) or
+ *   patched and renamed by the driver, which fsyncs it after patching and before the commit. The
+ *   bytes of a large one are written back while the task runs ({@link BackgroundSync}), so that
+ *   fsync finds only the patched pages dirty.</li>
  * </ul>
  */
 final class SegmentStager {
@@ -54,6 +56,8 @@ final class SegmentStager {
     private final String prefix;
     private final StageConfig cfg;
     private final long now;
+    private final BackgroundSync sync;   // the task's: writes staged bytes back while it encodes
+    private final long durableMinBytes;  // a finished segment this large is forced (it will be renamed in)
     private final BatchEncoder encoder;
     private final List<Staged> finished = new ArrayList<>();
     private long records;
@@ -77,11 +81,13 @@ final class SegmentStager {
     private int[] timeRel = new int[32];
     private int timeCount;
 
-    SegmentStager(Path dir, String prefix, StageConfig cfg, long now) {
+    SegmentStager(Path dir, String prefix, StageConfig cfg, long now, BackgroundSync sync, long durableMinBytes) {
         this.dir = dir;
         this.prefix = prefix;
         this.cfg = cfg;
         this.now = now;
+        this.sync = sync;
+        this.durableMinBytes = durableMinBytes;
         this.encoder = new BatchEncoder(cfg.maxBatchBytes, cfg.logAppendTime, cfg.codec);
     }
 
@@ -98,7 +104,7 @@ final class SegmentStager {
     }
 
     /** One record; {@code timestamp} in ms (-1: none), already resolved (null = now, LogAppendTime). */
-    void add(long timestamp, byte[] key, byte[] value, byte[][] hKeys, byte[][] hValues) throws IOException {
+    void add(long timestamp, byte[] key, BytesView value, byte[][] hKeys, byte[][] hValues) throws IOException {
         int rs = encoder.recordSize(timestamp, key, value, hKeys, hValues);
         if (!encoder.fits(rs)) {
             flushBatch();
@@ -153,6 +159,7 @@ final class SegmentStager {
         while (out.hasRemaining()) {
             log.write(out);
         }
+        sync.wrote(log, batchSize);
         long lastRel = nextRel + count - 1;
         indexBatch(lastRel, position, batchSize, batchFirst, batchMax);
         if (meta.remaining() < BATCH_META_SIZE) {
@@ -255,7 +262,8 @@ final class SegmentStager {
         if (maxTs >= 0) {
             maybeAppendTime(maxTs, offsetOfMax, true);
         }
-        log.close();
+        // a segment the driver renames in must be durable; a small one is copied (its copy is fsynced)
+        sync.close(log, size >= durableMinBytes);
         log = null;
         ByteBuffer idx = ByteBuffer.allocate(offCount * 8);
         for (int i = 0; i < offCount; i++) {

@@ -10,8 +10,6 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -38,11 +36,13 @@ public final class StagedWrite {
         final String staging;
         final StageConfig[] slots;
         final long now;   // the driver's time for the delivery (ms): one append time for every task
+        final long renameMinBytes;   // staged segments this large are renamed in: made durable by the task
 
-        Plan(String staging, StageConfig[] slots, long now) {
+        Plan(String staging, StageConfig[] slots, long now, long renameMinBytes) {
             this.staging = staging;
             this.slots = slots;
             this.now = now;
+            this.renameMinBytes = renameMinBytes;
         }
     }
 
@@ -58,7 +58,8 @@ public final class StagedWrite {
                     s.get("log_append_time").asBoolean(), s.get("message.timestamp.before.max.ms").asLong(),
                     s.get("message.timestamp.after.max.ms").asLong(), s.get("codec").asInt());
         }
-        return new Plan(root.get("staging").asText(), configs, root.get("now").asLong());
+        return new Plan(root.get("staging").asText(), configs, root.get("now").asLong(),
+                root.get("rename_min_bytes").asLong());
     }
 
     /**
@@ -86,12 +87,14 @@ public final class StagedWrite {
         // One "now" per delivery, the driver's (docs/internals.md, "jvm/"): a LogAppendTime stamp, a null
         // timestamp and the before/after.max.ms check are the same in every task and every retry.
         long now = plan.now;
-        Map<Integer, SegmentStager> stagers = new TreeMap<>();
+        SegmentStager[] stagers = new SegmentStager[plan.slots.length];   // by slot: no map lookup per row
+        BytesView keyView = new BytesView();
+        BytesView value = new BytesView();
         boolean ok = false;
-        try {
+        try (BackgroundSync sync = new BackgroundSync()) {
             while (it.hasNext()) {
                 InternalRow row = it.next();
-                byte[] key = row.isNullAt(3) ? null : row.getBinary(3);
+                byte[] key = keyView.at(row, 3).array();   // reused array: used up within this row
                 int partition;
                 if (!row.isNullAt(2)) {
                     partition = row.getInt(2);
@@ -102,12 +105,13 @@ public final class StagedWrite {
                 }
                 int slot = row.getInt(0) + partition;
                 StageConfig cfg = plan.slots[slot];
-                SegmentStager stager = stagers.get(slot);
+                SegmentStager stager = stagers[slot];
                 if (stager == null) {
-                    stager = new SegmentStager(dir, "s" + slot, cfg, System.currentTimeMillis());
-                    stagers.put(slot, stager);
+                    stager = new SegmentStager(dir, "s" + slot, cfg, System.currentTimeMillis(), sync,
+                            plan.renameMinBytes);
+                    stagers[slot] = stager;
                 }
-                byte[] value = row.isNullAt(4) ? null : row.getBinary(4);
+                value.at(row, 4);
                 long ts;
                 if (cfg.logAppendTime) {
                     ts = now;
@@ -140,14 +144,19 @@ public final class StagedWrite {
                 }
                 stager.add(ts, key, value, hKeys, hValues);
             }
-            for (SegmentStager s : stagers.values()) {
-                s.finish();
+            for (SegmentStager s : stagers) {
+                if (s != null) {
+                    s.finish();
+                }
             }
+            sync.finish();   // every staged segment to be renamed in is on disk when the task reports it
             ok = true;
         } finally {
-            if (!ok) {
-                for (SegmentStager s : stagers.values()) {
-                    s.abort();
+            if (!ok) {   // (the sync thread is stopped by now: try-with-resources closes before finally)
+                for (SegmentStager s : stagers) {
+                    if (s != null) {
+                        s.abort();
+                    }
                 }
             }
         }
@@ -164,17 +173,20 @@ public final class StagedWrite {
         }
     }
 
-    private static String report(int task, int attempt, Map<Integer, SegmentStager> stagers) {
+    private static String report(int task, int attempt, SegmentStager[] stagers) {
         StringBuilder sb = new StringBuilder();
         sb.append("{\"task\":").append(task).append(",\"attempt\":").append(attempt).append(",\"outputs\":[");
         boolean first = true;
-        for (Map.Entry<Integer, SegmentStager> e : stagers.entrySet()) {
-            SegmentStager s = e.getValue();
+        for (int slot = 0; slot < stagers.length; slot++) {
+            SegmentStager s = stagers[slot];
+            if (s == null) {
+                continue;
+            }
             if (!first) {
                 sb.append(',');
             }
             first = false;
-            sb.append("{\"slot\":").append(e.getKey()).append(",\"records\":").append(s.records())
+            sb.append("{\"slot\":").append(slot).append(",\"records\":").append(s.records())
                     .append(",\"bytes\":").append(s.bytes()).append(",\"segments\":[");
             List<SegmentStager.Staged> segs = new ArrayList<>(s.segments());
             for (int i = 0; i < segs.size(); i++) {

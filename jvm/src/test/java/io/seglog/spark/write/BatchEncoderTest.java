@@ -56,7 +56,8 @@ class BatchEncoderTest {
                 hKeys[j] = BatchEncoder.utf8("h" + j);
                 hValues[j] = bytes(rng, 10);
             }
-            enc.append(ts, k, v, hKeys, hValues, enc.recordSize(ts, k, v, hKeys, hValues));
+            BytesView vv = BytesView.of(v);
+            enc.append(ts, k, vv, hKeys, hValues, enc.recordSize(ts, k, vv, hKeys, hValues));
             keys.add(k);
             values.add(v);
             stamps.add(ts);
