@@ -74,9 +74,10 @@ def swap_next_offset(d: Path, base: int) -> int:
     return nxt
 
 
-def complete(d: Path, base: int, rename_deleted) -> list[int]:
-    """Steps 3 and 4 for the committed swap at `base`; returns the old bases set aside."""
-    end = swap_next_offset(d, base)
+def complete(d: Path, base: int, rename_deleted, end: int | None = None) -> list[int]:
+    """Steps 3 and 4 for the committed swap at `base`; returns the old bases set aside. `end`, the
+    swap's next offset, when the caller just wrote it (recovery reads it from the `.log.swap`)."""
+    end = swap_next_offset(d, base) if end is None else end
     replaced = [b for b in log_bases(d) if base <= b < end]
     for b in sorted(replaced, reverse=True):   # from the top: a crash leaves the group's lower part
         rename_deleted(d, b)

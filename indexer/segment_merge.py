@@ -220,7 +220,7 @@ def _merge_group(log, group: list[MergeFacts], dense: bool) -> None:
     # 2-4. The cleaner's swap: `.swap` (the commit point), the group to `.deleted`, the swap in place.
     clean_swap.commit(d, base)
     from seglog.indexer.recovery import rename_deleted
-    clean_swap.complete(d, base, rename_deleted)
+    clean_swap.complete(d, base, rename_deleted, end)     # end: checked above against the merged batches
 
 
 def _index(seg: LogSegment) -> None:
