@@ -291,3 +291,40 @@ def test_a_reader_racing_the_swap_reads_everything_or_is_told_to_reopen(tmp_path
     stale.close()
     with Log.open(path, readonly=True) as reader:
         assert _read(reader) == before
+
+
+def test_a_compacted_partition_merges_on_either_side_of_the_cleaner_checkpoint(tmp_path):
+    """Offsets keep their identity and no merged segment straddles the cleaner checkpoint, so the
+    cleaner's next clean gives exactly what it gives without the merge."""
+    from seglog.indexer.cleaner_checkpoint import cleaner_offset
+
+    cfg = {"cleanup.policy": "compact", "segment.bytes": 4096, "index.interval.bytes": 100,
+           "delete.retention.ms": 3_600_000, "segment.index.bytes": 4096}
+    now = 2_000_000_000_000
+    results = []
+    for merge in (False, True):
+        path = tmp_path / f"m{merge}" / "c-0"
+        with Log.open(path, cfg) as log:
+            for i in range(30):
+                log.append([Record(key=b"k%d" % ((i * 5 + j) % 11), value=b"v%d-%d" % (i, j) * 8, timestamp=T0 + i)
+                            for j in range(4)])
+                log.roll()
+            log.clean(now, force=True)
+            checkpoint = cleaner_offset(path)
+            for i in range(30, 50):
+                log.append([Record(key=b"k%d" % (i % 13), value=b"w%d" % i * 8, timestamp=T0 + i) for _ in range(3)])
+                log.roll()
+            if merge:
+                # Without the break at the checkpoint, the plan would merge across it.
+                unbroken = plan(segment_merge.segment_facts(log), log.config, end=segment_merge.merge_end(log))
+                assert any(g[0].base < checkpoint < g[-1].next_offset for g in unbroken)
+                res = segment_merge.merge_log(log)
+                assert res.groups
+                bases = log.segment_bases()
+                ends = {g[0]: bases[bases.index(g[0]) + 1] for g in res.groups}
+                assert any(b >= checkpoint for b in ends)
+                assert all(e <= checkpoint or b >= checkpoint for b, e in ends.items()), (checkpoint, ends)
+                assert cleaner_offset(path) == checkpoint and log.verify() == []
+            log.clean(now, force=True)
+            results.append(_read(log))
+    assert results[0] == results[1]
