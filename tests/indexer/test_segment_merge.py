@@ -7,6 +7,8 @@ import os
 import shutil
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from seglog.indexer import Log, Record, clean_swap, recovery, segment_merge
 from seglog.indexer.segment_merge import MergeFacts, plan
@@ -328,3 +330,53 @@ def test_a_compacted_partition_merges_on_either_side_of_the_cleaner_checkpoint(t
             log.clean(now, force=True)
             results.append(_read(log))
     assert results[0] == results[1]
+
+
+@st.composite
+def _segment_runs(draw):
+    n = draw(st.integers(0, 14))
+    facts, base = [], draw(st.integers(0, 2**33))
+    for _ in range(n):
+        span = draw(st.sampled_from([1, 5, 100, 2**30, 2**31]))
+        first = T0 + draw(st.integers(0, 500))
+        facts.append(MergeFacts(base, base + span, draw(st.integers(1, 2500)), first, first + draw(st.integers(0, 300)),
+                                draw(st.integers(0, 40)), draw(st.integers(0, 40)), draw(st.booleans() | st.just(True))))
+        base += span
+    return facts
+
+
+@given(facts=_segment_runs(), end_at=st.integers(0, 15), small=st.sampled_from([-1, 0, 300, 1500]),
+       segment_ms=st.sampled_from([50, 200, 10**9]), index_bytes=st.sampled_from([64, 500, 4096]),
+       break_at=st.integers(0, 15))
+@settings(max_examples=300, deadline=None)
+def test_the_plan_against_its_rules(facts, end_at, small, segment_ms, index_bytes, break_at):
+    """Every group obeys every rule (brute force over its members), and the greedy plan leaves no
+    mergeable neighbour out that a rule would have let in."""
+    cfg = _cfg(**{"segment.merge.small.bytes": small, "segment.ms": segment_ms, "segment.index.bytes": index_bytes})
+    end = facts[end_at].base if end_at < len(facts) else 2**40
+    breaks = (facts[break_at].base,) if break_at < len(facts) else ()
+    groups = plan(facts, cfg, end=end, breaks=breaks)
+    threshold = cfg["segment.bytes"] // 2 if small < 0 else small
+
+    def fits(g):
+        n = len(g)
+        return (all(f.mergeable and f.next_offset <= end for f in g)
+                and all(a.next_offset == b.base for a, b in zip(g, g[1:]))
+                and not any(f.base in breaks for f in g[1:])
+                and sum(f.size for f in g) <= cfg["segment.bytes"]
+                and g[-1].next_offset - 1 - g[0].base <= 2**31 - 1
+                and (sum(f.index_entries for f in g) + n) * 8 <= index_bytes
+                and (sum(f.time_index_entries for f in g) + n + 1) * 12 <= index_bytes
+                and max(f.largest_timestamp for f in g) - g[0].first_timestamp <= segment_ms)
+
+    seen = set()
+    for g in groups:
+        assert len(g) >= 2 and fits(g) and any(f.size < threshold for f in g)
+        assert not seen & {f.base for f in g}
+        seen |= {f.base for f in g}
+        # Greedy: the segment after the group could not have joined it.
+        i = facts.index(g[-1])
+        if i + 1 < len(facts):
+            assert not fits(g + [facts[i + 1]])
+    if threshold <= 0:
+        assert groups == []
