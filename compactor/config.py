@@ -61,7 +61,7 @@ SCHEDULE_RULES: Mapping[str, _IntRule] = MappingProxyType({
     # seglog's own (docs/spec.md §3.10): how often small sealed segments are merged, and at most how
     # many merged segments one partition's pass writes (a pass holds the partition's lock meanwhile).
     "merge.interval.ms": _IntRule(60_000, 10, INT32_MAX, "merge small sealed segments (seglog's own)"),
-    "merge.max.groups.per.pass": _IntRule(16, 1, 1_000_000, "merged segments written per partition per pass"),
+    "merge.max.groups.per.pass": _IntRule(4, 1, 1_000_000, "merged segments written per partition per pass"),
     # A job waits this long for a partition the sink is writing, then skips it until the next pass.
     "partition.lock.timeout.ms": _IntRule(500, 0, 600_000, "wait for a partition's lock"),
     # A sidecar that is not the leader retries the leader lock this often.

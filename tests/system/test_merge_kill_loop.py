@@ -102,6 +102,7 @@ def test_sidecar_killed_mid_merge(tmp_path):
             mid_merge += any(leftovers(d) for d in dirs)
         proc.wait()
         check(root)
+    append_round(root, rng)                 # work for the last pass, whatever the last kill interrupted
     before = check(root)
     done = subprocess.run([sys.executable, "-m", "seglog", "compactor", "run", "--once", "--config", str(config)],
                           capture_output=True, text=True, timeout=300)
@@ -110,7 +111,7 @@ def test_sidecar_killed_mid_merge(tmp_path):
     print(f"kill loop (sidecar merging): {kills} kills in {rounds} rounds, {mid_merge} left merge files behind; "
           f"segments {before} -> {after}")
     assert kills >= KILLS // 2 and mid_merge >= 1
-    assert after < before or before == PARTITIONS
+    assert after < before
     for d in dirs:          # nothing left to merge: the pass finished the work the kills interrupted
         with Log.open(d, CONFIG) as log:
             assert segment_merge.current_plan(log) == []
