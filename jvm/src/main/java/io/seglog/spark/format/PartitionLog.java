@@ -83,10 +83,6 @@ public final class PartitionLog implements Closeable {
             + "listing may lack its group; open the log again");
     }
 
-    static long[] listBases(Path dir) {
-        return listBases(dir, null);
-    }
-
     static long[] listBases(Path dir, List<Long> swaps) {
         List<Long> found = new ArrayList<>();
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
