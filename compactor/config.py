@@ -58,6 +58,10 @@ SCHEDULE_RULES: Mapping[str, _IntRule] = MappingProxyType({
     "clean.interval.ms": _IntRule(15_000, 10, INT32_MAX, "compact partitions of compacted topics when due"),
     "log.cleaner.dedupe.buffer.size": _IntRule(128 << 20, 1024, INT32_MAX,
                                                "bytes the cleaner's key -> latest offset map may take"),
+    # seglog's own (docs/spec.md §3.10): how often small sealed segments are merged, and at most how
+    # many merged segments one partition's pass writes (a pass holds the partition's lock meanwhile).
+    "merge.interval.ms": _IntRule(60_000, 10, INT32_MAX, "merge small sealed segments (seglog's own)"),
+    "merge.max.groups.per.pass": _IntRule(4, 1, 1_000_000, "merged segments written per partition per pass"),
     # A job waits this long for a partition the sink is writing, then skips it until the next pass.
     "partition.lock.timeout.ms": _IntRule(500, 0, 600_000, "wait for a partition's lock"),
     # A sidecar that is not the leader retries the leader lock this often.
@@ -76,6 +80,8 @@ class Schedule:
     delete_check_interval_ms: int
     clean_interval_ms: int
     log_cleaner_dedupe_buffer_size: int
+    merge_interval_ms: int
+    merge_max_groups_per_pass: int
     partition_lock_timeout_ms: int
     leader_retry_interval_ms: int
 

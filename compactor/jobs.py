@@ -1,4 +1,5 @@
-"""The sidecar's jobs (docs/spec.md §9): recover, roll idle segments, seal, retention, purge ``.deleted`` files.
+"""The sidecar's jobs (docs/spec.md §9): recover, roll idle segments, seal, clean, merge small segments,
+retention, purge ``.deleted`` files.
 
 Every job walks the partitions of the root and, for each, opens the partition's writable Log with a
 short ``lock_timeout``: opening takes the partition's lock (docs/spec.md §4) and runs recovery (docs/spec.md §3.8). A
@@ -25,7 +26,9 @@ from seglog.errors import PartitionLockedError, SeglogError
 
 # The order of a full pass: a roll makes the idle active segment inactive, sealing then writes its
 # final time index entry, and retention reads sealed segments' largest timestamps from their files.
-PASS_ORDER = ("roll", "seal", "clean", "retention", "purge")
+# Merging follows sealing (it takes sealed segments only) and precedes retention (which then judges
+# the merged segments).
+PASS_ORDER = ("roll", "seal", "clean", "merge", "retention", "purge")
 
 
 @dataclass
@@ -82,7 +85,7 @@ class Jobs:
 
     # -- one job over every partition --------------------------------------------------------
     def run(self, job: str) -> JobResult:
-        """Run one job ('recover', 'roll', 'seal', 'retention', 'purge') over every partition."""
+        """Run one job ('recover', 'roll', 'seal', 'clean', 'merge', 'retention', 'purge') over every partition."""
         return self._over_partitions(job, (job,))
 
     def full_pass(self) -> JobResult:
@@ -170,6 +173,8 @@ class Jobs:
                 elif step == "clean":
                     if cfg.compacted:
                         self._clean(log, name, now, did)
+                elif step == "merge":
+                    self._merge(log, name, did)
                 elif step == "retention":
                     res = log.apply_retention(now)
                     deleted = list(res.deleted_bases)
@@ -207,6 +212,19 @@ class Jobs:
               dirty_bytes=res.dirty_bytes_cleaned, bytes_read=res.bytes_read, bytes_written=res.bytes_written,
               records_removed=res.records_removed, first_dirty_offset=res.first_dirty_after,
               map_entries=res.map_entries, duration_ms=round(res.duration_ms, 1))
+
+    def _merge(self, log, name: str, did: dict[str, Any]) -> None:
+        """Merge small sealed segments (docs/spec.md §3.10: indexer/segment_merge.py does the work)."""
+        from seglog.indexer.segment_merge import merge_log
+
+        res = merge_log(log, max_groups=self.config.schedule.merge_max_groups_per_pass)
+        if not res.groups:
+            return
+        did["merged"] = res.groups
+        self.metrics.segments_merged.inc(res.segments_merged)
+        self.metrics.bytes_merged.inc(res.bytes_merged)
+        event("segments.merged", partition=name, groups=res.groups, segments=res.segments_merged,
+              bytes=res.bytes_merged, duration_ms=round(res.duration_ms, 1))
 
     def _observe_readonly(self, root, topic: str, partition: int, cfg: TopicConfig | None) -> None:
         """A partition the sink holds: refresh its metrics from a read-only view (no lock, no writes)."""

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-JOBS = ("recover", "roll", "seal", "clean", "retention", "purge")
+JOBS = ("recover", "roll", "seal", "clean", "merge", "retention", "purge")
 
 # Jobs are file operations over many partitions: milliseconds to minutes.
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, float("inf"))
@@ -120,6 +120,10 @@ class Metrics:
                                        "Records the cleaner removed (superseded, expired tombstones)", registry=r)
         self.clean_duration = Histogram("seglog_compactor_clean_duration_seconds", "Duration of one partition's clean",
                                         registry=r, buckets=_DURATION_BUCKETS)
+        self.segments_merged = Counter("seglog_compactor_segments_merged",
+                                       "Small sealed segments replaced by merged ones", registry=r)
+        self.bytes_merged = Counter("seglog_compactor_merged_bytes", "Bytes of log copied into merged segments",
+                                    registry=r)
         self.recovered = Counter("seglog_compactor_partitions_recovered",
                                  "Partitions whose recovery repaired something", registry=r)
         self.leader = Gauge("seglog_compactor_leader", "1 while this sidecar holds the root's leader lock",

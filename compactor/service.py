@@ -46,6 +46,7 @@ _SCHEDULE = (
     ("retention", "retention_check_interval_ms"),
     ("purge", "delete_check_interval_ms"),
     ("clean", "clean_interval_ms"),
+    ("merge", "merge_interval_ms"),
 )
 # --once waits at least this long for a partition the sink is writing before giving up on it.
 _ONCE_LOCK_TIMEOUT_MS = 5_000

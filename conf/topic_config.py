@@ -92,6 +92,9 @@ RULES: Mapping[str, _Rule] = MappingProxyType({
     "max.compaction.lag.ms": _Rule(int, 1, INT64_MAX),
     "delete.retention.ms": _Rule(int, 0, INT64_MAX),
     "compression.type": _Rule(str, choices=COMPRESSION_TYPES),
+    # seglog's own (docs/spec.md §3.10): a sealed segment below this many bytes is "small" and the
+    # sidecar may merge it with its neighbours; -1 is half of segment.bytes, 0 never merges.
+    "segment.merge.small.bytes": _Rule(int, -1, INT32_MAX),
 })
 
 

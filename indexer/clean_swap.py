@@ -49,16 +49,35 @@ def commit(d: Path, base: int) -> None:
     fsync_dir(d)
 
 
+_CHUNK = 8 << 20     # bytes read at a time: a merged segment may be as large as segment.bytes
+
+
 def swap_next_offset(d: Path, base: int) -> int:
-    """The offset after the last batch of `<base>.log.swap` (complete and fsynced: step 1 made it so)."""
-    data = _file(d, base, LOG_SUFFIX, SWAP_SUFFIX).read_bytes()
-    scan = scan_batches(data, 0, len(data), check_crc=False)
-    return scan.next_offset if scan.next_offset is not None else base
+    """The offset after the last batch of `<base>.log.swap` (complete and fsynced: step 1 made it so),
+    walking its batch headers a chunk at a time (memory bounded by the chunk or the largest batch)."""
+    nxt, pos = base, 0
+    with open(_file(d, base, LOG_SUFFIX, SWAP_SUFFIX), "rb", buffering=0) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        want = _CHUNK
+        while pos < size:
+            data = os.pread(fh.fileno(), want, pos)
+            scan = scan_batches(data, 0, len(data), check_crc=False)
+            if scan.next_offset is not None:
+                nxt = scan.next_offset
+            if scan.valid_end == 0:
+                if len(data) < 12 or want >= size - pos:
+                    break            # a torn tail: cannot be (step 1 fsynced whole batches), never read past it
+                want = 12 + int.from_bytes(data[8:12], "big")    # one batch larger than the chunk
+                continue
+            pos += scan.valid_end
+            want = _CHUNK
+    return nxt
 
 
-def complete(d: Path, base: int, rename_deleted) -> list[int]:
-    """Steps 3 and 4 for the committed swap at `base`; returns the old bases set aside."""
-    end = swap_next_offset(d, base)
+def complete(d: Path, base: int, rename_deleted, end: int | None = None) -> list[int]:
+    """Steps 3 and 4 for the committed swap at `base`; returns the old bases set aside. `end`, the
+    swap's next offset, when the caller just wrote it (recovery reads it from the `.log.swap`)."""
+    end = swap_next_offset(d, base) if end is None else end
     replaced = [b for b in log_bases(d) if base <= b < end]
     for b in sorted(replaced, reverse=True):   # from the top: a crash leaves the group's lower part
         rename_deleted(d, b)

@@ -30,7 +30,7 @@ from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedErro
                             OffsetOutOfRangeError, ReadOnlyLogError, RecordTooLargeError, SegmentDeletedError,
                             TimestampOutOfRangeError)
 from seglog.indexer.locks import partition_lock
-from seglog.indexer.names import DELETED_SUFFIX, log_bases, parse_partition_dir
+from seglog.indexer.names import DELETED_SUFFIX, log_bases, log_bases_and_swaps, parse_partition_dir
 from seglog.indexer.records import (CONTROL_FLAG_MASK, INT64_MAX, NO_TIMESTAMP, Record, decode_batch,
                                      first_offset_at_or_after)
 from seglog.indexer.transactions import (DEFAULT_ISOLATION_LEVEL, TransactionFates, check_isolation_level,
@@ -114,24 +114,33 @@ class Log:
         # in two steps (indexer/recovery.py): a reader that falls between them sees the log start
         # beyond the end. That passes within milliseconds; a state that stays is damage, and reads
         # report it (_bounds).
+        # Likewise a listing taken while a clean or merge swaps its segment in (a `.log.swap` is
+        # there) may lack the group, even at the log start: wait for the swap; one that stays (its
+        # sidecar died, recovery finishes it) is reported, never read as records gone.
+        swapping: list[int] = []
         for wait in _SETTLE_WAITS:
             if wait:
                 time.sleep(wait)
                 self._segments.close_all()
-            self._load_readonly_once()
-            if self._log_start <= self.log_end_offset:
+            swapping = self._load_readonly_once()
+            if self._log_start <= self.log_end_offset and not swapping:
                 return
+        if swapping:
+            self._segments.close_all()
+            raise SegmentDeletedError(
+                f"{self.path}: segment {min(swapping)} is being swapped in (a .log.swap, docs/spec.md §3.9) and "
+                f"the listing may lack its group; open the log again (a writable open finishes the swap)")
 
-    def _load_readonly_once(self) -> None:
+    def _load_readonly_once(self) -> list[int]:
         # Readers take no lock: between the listing and the open, the sidecar may roll and then
         # rename the last segment to .deleted. List again; a folder that keeps changing under us is
         # reported as the data loss it is, never as a raw FileNotFoundError.
         # The checkpoint is read BEFORE the listing: retention only raises it, and it deletes the
         # segments before it raises it, so a start read first never passes the end listed after.
         checkpointed = self._checkpointed_start()
-        bases, active = [], None
+        bases, active, swaps = [], None, []
         for attempt in range(_LISTING_ATTEMPTS):
-            bases = self._segment_files()
+            bases, swaps = log_bases_and_swaps(self.path)
             if not bases:
                 break
             try:
@@ -145,6 +154,7 @@ class Log:
             active.load_state(tolerate_torn_tail=True)
         self._segments.load(bases, active)
         self._log_start = max(checkpointed, bases[0] if bases else 0)
+        return swaps
 
     def _load_writable(self) -> None:
         self.recovery_report = recovery.recover(self.path, self.config, self.topic, self.partition)
@@ -494,6 +504,12 @@ class Log:
                         last_seen = int(scan.last_offsets[-1])
                         if last_seen >= end - 1:
                             return
+            if self.readonly and last_seen is not None and i + 1 < len(bases) and last_seen >= bases[i + 1]:
+                # A merged or cleaned segment opened under a listing taken before its swap: it holds
+                # the offsets of segments listed after it. Never read them twice (docs/spec.md §3.10).
+                raise SegmentDeletedError(
+                    f"{self.path}: segment {seg.base_offset} reaches offset {last_seen} past the next one listed "
+                    f"({bases[i + 1]}): segments were swapped in while in use; open the log again")
             if (self.readonly and not self._segments.dense and last_seen is not None and i + 1 < len(bases)
                     and last_seen + 1 != bases[i + 1]):
                 # A cleaned segment always ends where the next begins (docs/spec.md §3.9): a hole

@@ -73,9 +73,18 @@ def parse_segment_file(name: str) -> tuple[int, str, str] | None:
 def log_bases(dir_path: str | os.PathLike) -> list[int]:
     """Base offsets of the segments in a partition folder, sorted: a segment exists when its .log
     does (index files alone, or `.deleted` ones, are not segments)."""
-    bases = []
+    return log_bases_and_swaps(dir_path)[0]
+
+
+def log_bases_and_swaps(dir_path: str | os.PathLike) -> tuple[list[int], list[int]]:
+    """`log_bases`, and from the same listing the bases of `.log.swap` files: a clean or merge being
+    swapped in (docs/spec.md §3.9), whose group a listing taken now may lack in part or whole."""
+    bases, swaps = [], []
     for name in os.listdir(dir_path):
         parsed = parse_segment_file(name)
-        if parsed and parsed[1] == "log" and not parsed[2]:
-            bases.append(parsed[0])
-    return sorted(bases)
+        if parsed and parsed[1] == "log":
+            if not parsed[2]:
+                bases.append(parsed[0])
+            elif parsed[2] == SWAP_SUFFIX:
+                swaps.append(parsed[0])
+    return sorted(bases), swaps

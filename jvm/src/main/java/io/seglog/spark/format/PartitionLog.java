@@ -24,6 +24,9 @@ import org.apache.kafka.common.record.Record;
  */
 public final class PartitionLog implements Closeable {
     private static final Pattern SEGMENT = Pattern.compile("(\\d{20})\\.log");
+    private static final Pattern SWAP = Pattern.compile("(\\d{20})\\.log\\.swap");
+    /** Milliseconds a listing waits for a clean's or merge's swap to finish (docs/spec.md §3.10). */
+    private static final long[] SETTLE_WAITS_MS = {1, 2, 10, 50, 100, 200};
 
     public final Path dir;
     public final String topic;
@@ -51,15 +54,47 @@ public final class PartitionLog implements Closeable {
         // The gap rule first: the cleaner names the partition in its checkpoint before it swaps anything
         // in, so a listing taken after this read cannot hold cleaned segments of a partition judged dense.
         boolean dense = !OffsetGaps.mayHaveGaps(root, topic, partition);
-        return new PartitionLog(dir, topic, partition, dense, listBases(dir), checkpointed);
+        return new PartitionLog(dir, topic, partition, dense, settledBases(dir), checkpointed);
     }
 
-    static long[] listBases(Path dir) {
+    /**
+     * The bases of a listing taken while no clean or merge is swapping a segment in: with a
+     * {@code .log.swap} present the listing may lack the group (even at the log start, which would read
+     * as records gone), so it waits for the swap; one that stays (its sidecar died; recovery on the next
+     * writable open finishes it) is a {@link SegmentGoneException}, never a shorter log.
+     */
+    static long[] settledBases(Path dir) {
+        List<Long> swaps = new ArrayList<>();
+        for (long wait : SETTLE_WAITS_MS) {
+            swaps.clear();
+            long[] bases = listBases(dir, swaps);
+            if (swaps.isEmpty()) return bases;
+            try {
+                Thread.sleep(wait);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        swaps.clear();
+        long[] bases = listBases(dir, swaps);
+        if (swaps.isEmpty()) return bases;
+        throw new SegmentGoneException(dir + ": segment " + swaps.get(0) + " is being swapped in (a .log.swap): the "
+            + "listing may lack its group; open the log again");
+    }
+
+    static long[] listBases(Path dir, List<Long> swaps) {
         List<Long> found = new ArrayList<>();
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
             for (Path p : ds) {
-                Matcher m = SEGMENT.matcher(p.getFileName().toString());
-                if (m.matches()) found.add(Long.parseLong(m.group(1)));
+                String name = p.getFileName().toString();
+                Matcher m = SEGMENT.matcher(name);
+                if (m.matches()) {
+                    found.add(Long.parseLong(m.group(1)));
+                } else if (swaps != null) {
+                    Matcher s = SWAP.matcher(name);
+                    if (s.matches()) swaps.add(Long.parseLong(s.group(1)));
+                }
             }
         } catch (NoSuchFileException e) {
             throw new DataLossException("seglog source: " + dir + ": the partition folder is gone");

@@ -139,6 +139,13 @@ final class RecordCursor implements AutoCloseable {
     }
 
     private boolean nextSegment() {
+        if (segmentLast >= 0 && segment + 1 < log.segmentCount() && segmentLast >= log.base(segment + 1)) {
+            // A merged or cleaned segment opened under a listing taken before its swap holds the offsets of
+            // segments listed after it (docs/spec.md §3.10): never read them twice, open the log again.
+            throw new SegmentGoneException(log.dir + ": segment " + log.base(segment) + " reaches offset "
+                + segmentLast + " past the next one listed, " + log.base(segment + 1)
+                + ": segments were swapped in while in use");
+        }
         if (!log.dense && segmentLast >= 0 && segment + 1 < log.segmentCount() && segmentLast + 1 != log.base(segment + 1)) {
             // A cleaned segment always ends where the next begins (batches emptied by the cleaner are kept
             // for their last offset: docs/spec.md §3.9): a hole is a listing taken while the cleaner swapped
