@@ -4,7 +4,10 @@
 2. every case warmed up (run and discarded) before anything is timed;
 3. interleaved rounds: each round runs every case once (A, B, A, B, ...; the order alternates from round
    to round so that drift in the machine's load falls on both sides alike);
-4. a comparison is the median of the per-round ratios, reported with their min and max.
+4. a comparison is the median of the per-round ratios, reported with their min and max;
+5. a comparison of writers may settle the machine before every run, untimed (`settle`, e.g. `os.sync`):
+   each run then starts with no dirty pages left by the other case, so neither pays for the other's
+   deferred writeback (a writer that fsyncs still pays for its own, one that does not still does not).
 
 A case is a callable; it returns None (the call is timed) or the seconds it measured itself (when it
 has set-up to leave out of the figure).
@@ -24,16 +27,24 @@ def _time(case: Case) -> float:
     return float(measured) if measured is not None else time.perf_counter() - t0
 
 
-def interleaved(cases: dict[str, Case], rounds: int, warmup: int = 1) -> dict[str, list[float]]:
-    """Seconds per round for each case, after `warmup` discarded runs of every case."""
+def interleaved(cases: dict[str, Case], rounds: int, warmup: int = 1,
+                settle: Callable[[], None] | None = None) -> dict[str, list[float]]:
+    """Seconds per round for each case, after `warmup` discarded runs of every case; `settle` runs,
+    untimed, before every run."""
     names = list(cases)
+
+    def run(name: str) -> float:
+        if settle is not None:
+            settle()
+        return _time(cases[name])
+
     for _ in range(warmup):
         for name in names:
-            _time(cases[name])
+            run(name)
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(rounds):
         for name in (names if r % 2 == 0 else reversed(names)):
-            times[name].append(_time(cases[name]))
+            times[name].append(run(name))
     return times
 
 

@@ -46,7 +46,8 @@ def _frame(spark, rows: int, partitions: int):
 def _compare(seglog, delta, rounds: int, seglog_over_delta: bool, warmup: int = 1) -> dict:
     """bench/method.py's interleaved rounds; the ratio Delta/seglog (throughput multiple) or
     seglog/Delta (time multiple), median with min and max."""
-    times = method.interleaved({"seglog": seglog, "delta": delta}, rounds, warmup=warmup)
+    # os.sync before every run (untimed): no run pays for the writeback of pages the other left dirty
+    times = method.interleaved({"seglog": seglog, "delta": delta}, rounds, warmup=warmup, settle=os.sync)
     r = (method.ratio(times["seglog"], times["delta"]) if seglog_over_delta
          else method.ratio(times["delta"], times["seglog"]))
     return dict(r, seglog_s=times["seglog"], delta_s=times["delta"],
@@ -88,7 +89,7 @@ def compressed(spark, work: Path, rows: int, rounds: int, codec: str = "zstd") -
             f"seglog_{codec}": writer(f"seglog_{codec}", seglog({"compression.type": codec})),
             "delta": writer("delta", lambda target: df.write.format("delta").mode("append").save(str(target))),
             "seglog_uncompressed": writer("seglog_uncompressed", seglog(None)),
-        }, rounds)
+        }, rounds, settle=os.sync)
     finally:
         df.unpersist()
     zs = times[f"seglog_{codec}"]
@@ -113,8 +114,8 @@ def run(quick: bool = False, spark=None) -> dict:
     work = Path(tempfile.mkdtemp(prefix="seglog-bench-sink-"))
     rounds = 3 if quick else 5
     sizes = [200_000] if quick else [1_000_000, 10_000_000]
-    out: dict = {"method": "warm-up, then interleaved rounds (seglog, Delta); median of per-round ratios, "
-                           "with min and max", "rounds": rounds, "row_bytes": 16 + 200 + 8,
+    out: dict = {"method": "warm-up, then interleaved rounds (seglog, Delta), os.sync() untimed before every "
+                           "run; median of per-round ratios, with min and max", "rounds": rounds, "row_bytes": 16 + 200 + 8,
                  "input_tasks": 4, "throughput": {}, "targets": {"throughput_vs_delta": 1.5,
                                                                  "micro_batch_vs_delta": 0.5}}
     n = [0]

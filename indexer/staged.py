@@ -55,6 +55,7 @@ class StagedSegment:
     size: int          # bytes of its .log
     records: int
     batches: int
+    durable: bool = False   # the writer forced its .log and both indexes before reporting it
 
     def meta(self) -> np.ndarray:
         meta = np.fromfile(self.stem + BATCHES_SUFFIX, dtype=BATCH_META)
@@ -155,7 +156,9 @@ def _rename(log, run: list[StagedSegment]) -> None:
             os.fsync(fd)                                    # the real offsets durable before the rename
         finally:
             os.close(fd)
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):   # sealed: trusted by readers once renamed in
+        # sealed: trusted by readers once renamed in, so durable first (the writer's own force counts:
+        # its task failed if a force did)
+        for suffix in () if seg.durable else (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             fd = os.open(seg.stem + suffix, os.O_RDONLY)
             try:
                 os.fsync(fd)

@@ -86,5 +86,5 @@ def staged_by_slot(reports: list[dict]) -> dict[int, list[StagedSegment]]:
     for report in sorted(reports, key=lambda r: r["task"]):
         for o in report["outputs"]:
             out.setdefault(o["slot"], []).extend(
-                StagedSegment(s["stem"], s["size"], s["records"], s["batches"]) for s in o["segments"])
+                StagedSegment(s["stem"], s["size"], s["records"], s["batches"], bool(s.get("durable"))) for s in o["segments"])
     return out

@@ -42,7 +42,7 @@ def _records(seed: int, n: int):
     return keys, values, ts, headers
 
 
-def _stage(spark, tmp: Path, cfg_map: dict, recs, slots: int = 1):
+def _stage(spark, tmp: Path, cfg_map: dict, recs, slots: int = 1, rename_min_bytes: int | None = None):
     keys, values, ts, headers = recs
     n = len(values)
     from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType, StructField,
@@ -58,8 +58,19 @@ def _stage(spark, tmp: Path, cfg_map: dict, recs, slots: int = 1):
     with Log.open(tmp / "cfg-0", cfg_map) as probe:
         cfg = probe.config
     shutil.rmtree(tmp / "cfg-0")
-    reports = run_staged_write(df, tmp / "staging", [stage_config(cfg)] * slots, int(time.time() * 1000))
+    more = {} if rename_min_bytes is None else {"rename_min_bytes": rename_min_bytes}
+    reports = run_staged_write(df, tmp / "staging", [stage_config(cfg)] * slots, int(time.time() * 1000), **more)
     return staged_by_slot(reports)
+
+
+def test_segments_to_be_renamed_in_are_reported_durable_and_others_not(spark, tmp_path):
+    """The task forces (and reports `durable`) exactly the staged segments the publisher would rename
+    in; `publish` then skips their index fsyncs, so a wrong flag would leave indexes unsynced."""
+    recs = _records(7, 3000)
+    staged = _stage(spark, tmp_path, {"segment.bytes": 64 << 10}, recs, rename_min_bytes=40 << 10)[0]
+    sizes = [(s.size, s.durable) for s in staged]
+    assert any(d for _, d in sizes) and any(not d for _, d in sizes), sizes   # both kinds in this input
+    assert all(d == (size >= 40 << 10) for size, d in sizes), sizes
 
 
 def _files(folder: Path) -> dict[str, bytes]:

@@ -24,7 +24,7 @@ import java.util.concurrent.Future;
  * task asked to close it. Used from the task's thread only (the sync thread sees only its jobs).
  */
 final class BackgroundSync implements AutoCloseable {
-    static final long SYNC_EVERY = 32L << 20;
+    static final long SYNC_EVERY = 8L << 20;   // small: the forces left for the task's end stay short
 
     private final ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "seglog-staged-sync");

@@ -43,12 +43,14 @@ final class SegmentStager {
         final long size;
         final long records;
         final int batches;
+        final boolean durable;   // all its files forced by the task (BackgroundSync) before it reported
 
-        Staged(String stem, long size, long records, int batches) {
+        Staged(String stem, long size, long records, int batches, boolean durable) {
             this.stem = stem;
             this.size = size;
             this.records = records;
             this.batches = batches;
+            this.durable = durable;
         }
     }
 
@@ -263,29 +265,40 @@ final class SegmentStager {
             maybeAppendTime(maxTs, offsetOfMax, true);
         }
         // a segment the driver renames in must be durable; a small one is copied (its copy is fsynced)
-        sync.close(log, size >= durableMinBytes);
+        boolean durable = size >= durableMinBytes;
+        sync.close(log, durable);
         log = null;
         ByteBuffer idx = ByteBuffer.allocate(offCount * 8);
         for (int i = 0; i < offCount; i++) {
             idx.putInt(offEntries[2 * i]).putInt(offEntries[2 * i + 1]);
         }
-        writeFile(file(".index"), idx);
+        writeFile(file(".index"), idx, durable);
         ByteBuffer tidx = ByteBuffer.allocate(timeCount * 12);
         for (int i = 0; i < timeCount; i++) {
             tidx.putLong(timeTs[i]).putInt(timeRel[i]);
         }
-        writeFile(file(".timeindex"), tidx);
-        writeFile(file(".batches"), meta);
+        writeFile(file(".timeindex"), tidx, durable);
+        writeFile(file(".batches"), meta, false);   // read by the driver only, never renamed in
         String stem = file("").toString();
-        finished.add(new Staged(stem, size, nextRel, batches));
+        finished.add(new Staged(stem, size, nextRel, batches, durable));
     }
 
-    private static void writeFile(Path path, ByteBuffer data) throws IOException {
+    /** Write a whole small file; {@code durable}: forced and closed by the sync thread. */
+    private void writeFile(Path path, ByteBuffer data, boolean durable) throws IOException {
         data.flip();
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+        FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+        try {
             while (data.hasRemaining()) {
                 ch.write(data);
             }
+        } catch (IOException e) {
+            ch.close();
+            throw e;
+        }
+        if (durable) {
+            sync.close(ch, true);
+        } else {
+            ch.close();
         }
     }
 }

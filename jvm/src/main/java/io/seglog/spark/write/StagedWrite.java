@@ -195,7 +195,8 @@ public final class StagedWrite {
                     sb.append(',');
                 }
                 sb.append("{\"stem\":\"").append(jsonEscape(g.stem)).append("\",\"size\":").append(g.size)
-                        .append(",\"records\":").append(g.records).append(",\"batches\":").append(g.batches).append('}');
+                        .append(",\"records\":").append(g.records).append(",\"batches\":").append(g.batches)
+                        .append(",\"durable\":").append(g.durable).append('}');
             }
             sb.append("]}");
         }
