@@ -3,10 +3,9 @@ package io.seglog.spark.write;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.util.ArrayList;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -16,8 +15,7 @@ import java.util.concurrent.Future;
  * Writes a task's staged segments back to disk while the task goes on encoding (docs/internals.md,
  * "jvm/"). The sink fsyncs every record before its commit; left to the driver's publish, that fsync
  * waits for the whole batch's bytes after the last row is encoded, with the CPU idle. Here, each time
- * the task has written {@link #SYNC_EVERY} more bytes, the files holding {@link #FORCE_MIN} or more
- * unforced bytes are forced on this
+ * the task has written {@link #SYNC_EVERY} more bytes, the files written since are forced on this
  * task's own sync thread; a finished segment worth renaming is forced, then closed, on that thread;
  * {@link #finish} waits for all of it. The driver still fsyncs after it patches base offsets
  * (indexer/staged.py), and then finds only the patched pages dirty.
@@ -27,33 +25,24 @@ import java.util.concurrent.Future;
  */
 final class BackgroundSync implements AutoCloseable {
     static final long SYNC_EVERY = 8L << 20;   // small: the forces left for the task's end stay short
-    // A file is forced once it holds this much unforced: with many log partitions per task, forcing
-    // every file at every trigger would be thousands of tiny fsyncs (each a journal commit).
-    static final long FORCE_MIN = 1L << 20;
 
     private final ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
         Thread t = new Thread(r, "seglog-staged-sync");
         t.setDaemon(true);
         return t;
     });
-    private final Map<FileChannel, Long> dirty = new LinkedHashMap<>();   // unforced bytes per file
+    private final Set<FileChannel> dirty = new LinkedHashSet<>();
     private final List<Future<?>> pending = new ArrayList<>();
     private final List<FileChannel> closing = new ArrayList<>();   // closed by close() if never reached
     private long sinceSync;
 
     /** The task wrote {@code bytes} more to {@code ch}. */
     void wrote(FileChannel ch, long bytes) {
-        dirty.merge(ch, bytes, Long::sum);
+        dirty.add(ch);
         sinceSync += bytes;
         if (sinceSync >= SYNC_EVERY) {
-            List<FileChannel> channels = new ArrayList<>();
-            for (Iterator<Map.Entry<FileChannel, Long>> it = dirty.entrySet().iterator(); it.hasNext(); ) {
-                Map.Entry<FileChannel, Long> e = it.next();
-                if (e.getValue() >= FORCE_MIN) {
-                    channels.add(e.getKey());
-                    it.remove();
-                }
-            }
+            List<FileChannel> channels = new ArrayList<>(dirty);
+            dirty.clear();
             sinceSync = 0;
             pending.add(thread.submit(() -> {
                 for (FileChannel c : channels) {
