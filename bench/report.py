@@ -53,8 +53,10 @@ def summary_markdown(results: Path) -> str:
     if sk:
         for case, r in sk["throughput"].items():
             rows_n, parts = case.split("x")
+            floor = (f", {r['disk_floor']['median']:.2f}x the time to write and fsync its bytes raw"
+                     if "disk_floor" in r else "")
             rows.append(f"| sink throughput ({int(rows_n):,} rows, {parts} partitions) | "
-                        f"{r['seglog_rows_per_s'] / 1e3:.0f}k rows/s | Delta {r['delta_rows_per_s'] / 1e3:.0f}k rows/s | "
+                        f"{r['seglog_rows_per_s'] / 1e3:.0f}k rows/s{floor} | Delta {r['delta_rows_per_s'] / 1e3:.0f}k rows/s | "
                         f"{r['median']:.2f} ({r['min']:.2f}-{r['max']:.2f}) | >= 1.5 | {_ok(r['median'], 1.5)} |")
         mb = sk["micro_batch_1000_rows"]
         rows.append(f"| per-batch time, 1,000-row batches | {mb['seglog_median_s']:.2f} s | Delta "

@@ -13,7 +13,9 @@ run or from runs of one system measured apart from the other's.
 - skew: the largest write task's share of the rows (no shuffle: a task writes its own input rows);
 - peak executor memory for one write of a generated batch at 1x and at 10x rows (bench/executor_memory.py:
   a fresh JVM per measurement, peak heap used after GC, rounds alternating the sizes);
-- where seglog's time goes: its per-phase timings (`SegmentLogSink.last_timings`);
+- where seglog's time goes: its per-phase timings (`SegmentLogSink.last_timings`), and the disk's floor:
+  a third case in the same rounds writes the same bytes raw and fsyncs them (two writers, an fsync
+  every 8 MiB), the least any writer that makes a batch durable before its commit can take;
 - compressed: the same 1e6-row frame into a zstd topic (4 partitions; the tasks compress each batch,
   staged segments renamed in) against Delta with its default codec (Parquet's snappy), with the
   uncompressed topic as a third case in the same interleaved rounds; ratios are throughput multiples.
@@ -43,15 +45,52 @@ def _frame(spark, rows: int, partitions: int):
                     F.timestamp_millis(F.lit(TS) + F.col("id")).alias("timestamp")))
 
 
-def _compare(seglog, delta, rounds: int, seglog_over_delta: bool, warmup: int = 1) -> dict:
+def _compare(seglog, delta, rounds: int, seglog_over_delta: bool, warmup: int = 1, disk=None) -> dict:
     """bench/method.py's interleaved rounds; the ratio Delta/seglog (throughput multiple) or
-    seglog/Delta (time multiple), median with min and max."""
+    seglog/Delta (time multiple), median with min and max. `disk`: a third case, the same bytes
+    written durably with no encoding (the disk's floor for a writer that fsyncs before it commits)."""
+    cases = {"seglog": seglog, "delta": delta}
+    if disk is not None:
+        cases["disk"] = disk
     # os.sync before every run (untimed): no run pays for the writeback of pages the other left dirty
-    times = method.interleaved({"seglog": seglog, "delta": delta}, rounds, warmup=warmup, settle=os.sync)
+    times = method.interleaved(cases, rounds, warmup=warmup, settle=os.sync)
     r = (method.ratio(times["seglog"], times["delta"]) if seglog_over_delta
          else method.ratio(times["delta"], times["seglog"]))
-    return dict(r, seglog_s=times["seglog"], delta_s=times["delta"],
-                seglog_median_s=statistics.median(times["seglog"]), delta_median_s=statistics.median(times["delta"]))
+    out = dict(r, seglog_s=times["seglog"], delta_s=times["delta"],
+               seglog_median_s=statistics.median(times["seglog"]), delta_median_s=statistics.median(times["delta"]))
+    if disk is not None:
+        out["disk_floor"] = dict(method.ratio(times["seglog"], times["disk"]), disk_s=times["disk"],
+                                 what="seglog's time / the time to write and fsync its .log bytes raw")
+    return out
+
+
+def durable_write(folder: Path, nbytes: int, writers: int = 2, fsync_every: int = 8 << 20) -> None:
+    """`nbytes` written by `writers` threads into one file each, 1 MiB at a time, fsynced every
+    `fsync_every` bytes and at the end: what the disk needs to make a batch of that size durable."""
+    import threading
+
+    chunk = os.urandom(1 << 20)
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def write(i: int) -> None:
+        fd = os.open(folder / f"raw-{i}", os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+        try:
+            done = since = 0
+            while done < nbytes // writers:
+                since += os.write(fd, chunk)
+                done += len(chunk)
+                if since >= fsync_every:
+                    os.fsync(fd)
+                    since = 0
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 def _bytes(folder: Path, suffix: str) -> int:
@@ -132,14 +171,20 @@ def run(quick: bool = False, spark=None) -> dict:
                 last = {}
 
                 def seglog():
-                    sink = SegmentLogSink(fresh("seglog"), topic="bench", partitions=partitions)
+                    target = fresh("seglog")
+                    sink = SegmentLogSink(target, topic="bench", partitions=partitions)
                     sink(df, 0)
                     last["sink"] = sink
+                    last["bytes"] = _bytes(Path(target), ".log")
 
                 def delta():
                     df.write.format("delta").mode("append").save(fresh("delta"))
 
-                r = _compare(seglog, delta, rounds, seglog_over_delta=False)
+                def disk():   # the warm-up ran seglog first, so its byte count is known
+                    durable_write(Path(fresh("raw")), last["bytes"])
+
+                r = _compare(seglog, delta, rounds, seglog_over_delta=False, disk=disk)
+                r["seglog_log_bytes"] = last["bytes"]
                 sink = last["sink"]
                 r["seglog_rows_per_s"] = rows / r["seglog_median_s"]
                 r["delta_rows_per_s"] = rows / r["delta_median_s"]
