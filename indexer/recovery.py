@@ -197,12 +197,7 @@ def rebuild_indexes(seg: LogSegment, report: list[str]) -> None:
     seg.bytes_since_index_entry = 0
     if not len(scan.positions):
         return
-    first = parse_header(seg.pread(0, BATCH_HEADER_SIZE), 0)
-    first_ts = first.base_timestamp if first.base_timestamp >= 0 else first.max_timestamp
-    sizes = scan.sizes.tolist()
-    for k, (last_offset, pos, max_ts) in enumerate(zip(scan.last_offsets.tolist(), scan.positions.tolist(),
-                                                       scan.max_timestamps.tolist())):
-        seg.index_batch(last_offset, pos, sizes[k], first_ts if k == 0 else -1, max_ts)
+    seg.index_scanned(scan)
     seg.offset_index.flush()
     seg.time_index.flush()
 

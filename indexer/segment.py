@@ -251,6 +251,19 @@ class LogSegment:
             self.bytes_since_index_entry = 0
         self.bytes_since_index_entry += size
 
+    def index_scanned(self, scan) -> None:
+        """Both indexes of the batches a scan of this segment found (`scan_batches` from position 0),
+        each through `index_batch`, the segment's first timestamp from its first batch: how recovery
+        rebuilds a segment's indexes and how a merge builds the merged one's."""
+        if not len(scan.positions):
+            return
+        first = parse_header(self.pread(0, BATCH_HEADER_SIZE), 0)
+        first_ts = first.base_timestamp if first.base_timestamp >= 0 else first.max_timestamp
+        sizes = scan.sizes.tolist()
+        for k, (last_offset, pos, max_ts) in enumerate(zip(scan.last_offsets.tolist(), scan.positions.tolist(),
+                                                           scan.max_timestamps.tolist())):
+            self.index_batch(last_offset, pos, sizes[k], first_ts if k == 0 else -1, max_ts)
+
     # ------------------------------------------------------------------ the roll rule
     def fits(self, batch_bytes: int, last_offset: int, max_timestamp: int, now: int) -> bool:
         """Kafka's roll rule for the next batch (docs/spec.md §3.2). An empty segment takes anything."""

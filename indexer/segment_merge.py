@@ -232,10 +232,5 @@ def _index(seg: LogSegment) -> None:
                               f"({scan.error or 'short'}): not swapped in")
     if not len(scan.positions):
         raise CompactionError(f"{seg.log_path}: the merged segment holds no batch")
-    first = parse_header(seg.pread(0, BATCH_HEADER_SIZE), 0)
-    first_ts = first.base_timestamp if first.base_timestamp >= 0 else first.max_timestamp
-    sizes = scan.sizes.tolist()
-    for k, (last_offset, pos, max_ts) in enumerate(zip(scan.last_offsets.tolist(), scan.positions.tolist(),
-                                                       scan.max_timestamps.tolist())):
-        seg.index_batch(last_offset, pos, sizes[k], first_ts if k == 0 else -1, max_ts)
+    seg.index_scanned(scan)
     seg.next_offset = int(scan.last_offsets[-1]) + 1

@@ -15,31 +15,11 @@ import shutil
 import pytest
 
 from seglog.indexer import Log, Record, clean_swap, recovery
+from tests.crashing_os import Crash, CrashingOs
 
 CFG = {"cleanup.policy": "compact", "segment.bytes": 1024, "index.interval.bytes": 64,
        "delete.retention.ms": 3_600_000, "segment.index.bytes": 4096}
 NOW = 2_000_000_000_000
-
-
-class Crash(Exception):
-    pass
-
-
-class _CrashingOs:
-    """`os` as the swap code sees it, failing the n-th os.replace."""
-
-    def __init__(self, n: int):
-        self.n = n
-        self.calls = 0
-
-    def replace(self, a, b):
-        if self.calls == self.n:
-            raise Crash(f"crash before rename {self.n}: {a} -> {b}")
-        self.calls += 1
-        return os.replace(a, b)
-
-    def __getattr__(self, name):
-        return getattr(os, name)
 
 
 def _fill(path):
@@ -60,7 +40,7 @@ def _drop(log: Log) -> None:
 def _count_renames(tmp_path, monkeypatch) -> int:
     path = tmp_path / "count" / "state-0"
     _fill(path)
-    fake = _CrashingOs(10 ** 9)
+    fake = CrashingOs(10 ** 9)
     monkeypatch.setattr(clean_swap, "os", fake)
     monkeypatch.setattr(recovery, "os", fake)
     with Log.open(path, CFG) as log:
@@ -77,7 +57,7 @@ def test_a_crash_at_any_rename_of_a_clean_is_repaired(tmp_path, monkeypatch):
         base = tmp_path / f"n{n}"
         path = base / "state-0"
         before = _fill(path)
-        fake = _CrashingOs(n)
+        fake = CrashingOs(n)
         monkeypatch.setattr(clean_swap, "os", fake)
         monkeypatch.setattr(recovery, "os", fake)
         log = Log.open(path, CFG)

@@ -13,30 +13,10 @@ from hypothesis import strategies as st
 from seglog.indexer import Log, Record, clean_swap, recovery, segment_merge
 from seglog.indexer.segment_merge import MergeFacts, plan
 from seglog.conf.topic_config import validate_topic_config
+from tests.crashing_os import Crash, CrashingOs
 
 T0 = 1_700_000_000_000
 CFG = {"segment.bytes": 4096, "index.interval.bytes": 100, "segment.index.bytes": 4096}
-
-
-class Crash(Exception):
-    pass
-
-
-class _CrashingOs:
-    """`os` as the swap code sees it, failing the n-th os.replace."""
-
-    def __init__(self, n: int):
-        self.n = n
-        self.calls = 0
-
-    def replace(self, a, b):
-        if self.calls == self.n:
-            raise Crash(f"crash before rename {self.n}: {a} -> {b}")
-        self.calls += 1
-        return os.replace(a, b)
-
-    def __getattr__(self, name):
-        return getattr(os, name)
 
 
 def _fill(path, segments=12, cfg=CFG):
@@ -169,7 +149,7 @@ SMALL_CFG = {**CFG, "segment.bytes": 1500}    # two groups: a crash lands in the
 def _count_renames(tmp_path, monkeypatch):
     path = tmp_path / "count" / "t-0"
     _fill(path, cfg=SMALL_CFG)
-    fake = _CrashingOs(10 ** 9)
+    fake = CrashingOs(10 ** 9)
     monkeypatch.setattr(clean_swap, "os", fake)
     monkeypatch.setattr(recovery, "os", fake)
     with Log.open(path, SMALL_CFG) as log:
@@ -186,7 +166,7 @@ def test_a_crash_at_any_rename_of_a_merge_loses_nothing(tmp_path, monkeypatch):
         base = tmp_path / f"n{n}"
         path = base / "t-0"
         before = _fill(path, cfg=SMALL_CFG)
-        fake = _CrashingOs(n)
+        fake = CrashingOs(n)
         monkeypatch.setattr(clean_swap, "os", fake)
         monkeypatch.setattr(recovery, "os", fake)
         log = Log.open(path, SMALL_CFG)
@@ -233,7 +213,7 @@ def test_a_crash_before_the_commit_point_changes_nothing(tmp_path, monkeypatch, 
     assert not any(f.endswith(".cleaned") for f in os.listdir(path))
 
 
-class _PausingOs(_CrashingOs):
+class _PausingOs(CrashingOs):
     """`os` as the swap code sees it, running `hook` before every os.replace (a reader between renames)."""
 
     def __init__(self, hook):
