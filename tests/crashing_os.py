@@ -24,3 +24,29 @@ class CrashingOs:
 
     def __getattr__(self, name):
         return getattr(os, name)
+
+
+def abandon(log) -> None:
+    """What a killed process leaves of an open writable Log: nothing closed cleanly, its lock gone."""
+    log._segments.close_all()
+    log._closed = True
+    log._lock.release()
+
+
+def run_crashing_at(monkeypatch, n: int, path, cfg, work) -> bool:
+    """Open `path` writable, run `work(log)` with the n-th rename of the swap failing (in clean_swap
+    and in recovery), and leave what a killed process leaves. Returns whether the crash happened."""
+    from seglog.indexer import Log, clean_swap, recovery
+
+    fake = CrashingOs(n)
+    monkeypatch.setattr(clean_swap, "os", fake)
+    monkeypatch.setattr(recovery, "os", fake)
+    log = Log.open(path, cfg)
+    try:
+        work(log)
+        crashed = False
+    except Crash:
+        crashed = True
+    abandon(log)
+    monkeypatch.undo()
+    return crashed

@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from seglog.indexer import Log, Record, clean_swap, recovery
-from tests.crashing_os import Crash, CrashingOs
+from tests.crashing_os import CrashingOs, run_crashing_at
 
 CFG = {"cleanup.policy": "compact", "segment.bytes": 1024, "index.interval.bytes": 64,
        "delete.retention.ms": 3_600_000, "segment.index.bytes": 4096}
@@ -28,13 +28,6 @@ def _fill(path):
             log.append([Record(key=b"k%d" % ((i * 7 + j) % 9), value=None if (i + j) % 17 == 0 else b"v%d-%d" % (i, j),
                                timestamp=1_000_000 + i) for j in range(6)])
         return [(r.offset, r.key, r.value, r.timestamp) for r in log.read()]
-
-
-def _drop(log: Log) -> None:
-    """What a killed process leaves: nothing closed cleanly, the lock gone with the process."""
-    log._segments.close_all()
-    log._closed = True
-    log._lock.release()
 
 
 def _count_renames(tmp_path, monkeypatch) -> int:
@@ -57,17 +50,7 @@ def test_a_crash_at_any_rename_of_a_clean_is_repaired(tmp_path, monkeypatch):
         base = tmp_path / f"n{n}"
         path = base / "state-0"
         before = _fill(path)
-        fake = CrashingOs(n)
-        monkeypatch.setattr(clean_swap, "os", fake)
-        monkeypatch.setattr(recovery, "os", fake)
-        log = Log.open(path, CFG)
-        try:
-            log.clean(NOW, force=True)
-            crashed = False
-        except Crash:
-            crashed = True
-        _drop(log)
-        monkeypatch.undo()
+        crashed = run_crashing_at(monkeypatch, n, path, CFG, lambda log: log.clean(NOW, force=True))
         assert crashed == (n < total)
         with Log.open(path, CFG) as log:
             got = [(r.offset, r.key, r.value, r.timestamp) for r in log.read()]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from seglog.indexer import Log, Record, clean_swap, recovery, segment_merge
 from seglog.indexer.segment_merge import MergeFacts, plan
 from seglog.conf.topic_config import validate_topic_config
-from tests.crashing_os import Crash, CrashingOs
+from tests.crashing_os import Crash, CrashingOs, abandon, run_crashing_at
 
 T0 = 1_700_000_000_000
 CFG = {"segment.bytes": 4096, "index.interval.bytes": 100, "segment.index.bytes": 4096}
@@ -31,13 +31,6 @@ def _fill(path, segments=12, cfg=CFG):
 
 def _read(log):
     return [(r.offset, r.key, r.value, r.timestamp) for r in log.read()]
-
-
-def _drop(log: Log) -> None:
-    """What a killed process leaves: nothing closed cleanly, the lock gone with the process."""
-    log._segments.close_all()
-    log._closed = True
-    log._lock.release()
 
 
 def _facts(sizes, *, first=None, largest=None, mergeable=None):
@@ -166,17 +159,7 @@ def test_a_crash_at_any_rename_of_a_merge_loses_nothing(tmp_path, monkeypatch):
         base = tmp_path / f"n{n}"
         path = base / "t-0"
         before = _fill(path, cfg=SMALL_CFG)
-        fake = CrashingOs(n)
-        monkeypatch.setattr(clean_swap, "os", fake)
-        monkeypatch.setattr(recovery, "os", fake)
-        log = Log.open(path, SMALL_CFG)
-        try:
-            segment_merge.merge_log(log)
-            crashed = False
-        except Crash:
-            crashed = True
-        _drop(log)
-        monkeypatch.undo()
+        crashed = run_crashing_at(monkeypatch, n, path, SMALL_CFG, segment_merge.merge_log)
         assert crashed == (n < total)
         with Log.open(path, SMALL_CFG) as log:
             assert _read(log) == before, f"crash at rename {n}: a record lost, changed or read twice"
@@ -205,7 +188,7 @@ def test_a_crash_before_the_commit_point_changes_nothing(tmp_path, monkeypatch, 
     bases = log.segment_bases()
     with pytest.raises(Crash):
         segment_merge.merge_log(log)
-    _drop(log)
+    abandon(log)
     monkeypatch.undo()
     assert any(f.endswith(".cleaned") for f in os.listdir(path))
     with Log.open(path, CFG) as log:
