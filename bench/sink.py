@@ -10,7 +10,8 @@ run or from runs of one system measured apart from the other's.
   time / seglog's time (seglog's throughput as a multiple of Delta's);
 - micro-batch: a cached 1,000-row DataFrame appended as consecutive batches to one log and to one
   Delta table; ratio = seglog's time / Delta's time;
-- skew: the largest write task's share of the rows (no shuffle: a task writes its own input rows);
+- skew: the largest write task's share of the rows (no shuffle: input partitions grouped into at most
+  one write task per core, each writing its own rows);
 - peak executor memory for one write of a generated batch at 1x and at 10x rows (bench/executor_memory.py:
   a fresh JVM per measurement, peak heap used after GC, rounds alternating the sizes);
 - where seglog's time goes: its per-phase timings (`SegmentLogSink.last_timings`), and the disk's floor:

@@ -392,6 +392,13 @@ class SegmentLogSink:
             "CAST(NULL AS ARRAY<STRUCT<key: STRING, value: BINARY>>) AS headers").where("_base IS NOT NULL")
         if self.tasks:
             staged = staged.repartition(self.tasks)
+        else:
+            # At most one write task per core (docs/internals.md, "jvm/"): input partitions beyond the
+            # cores are grouped into tasks, with no shuffle (a coalesce never adds tasks). Each task
+            # writes one staged segment per log partition, so fewer tasks mean fewer, larger segments
+            # (renamed in rather than copied by the driver) and no second wave of tasks waiting on
+            # the disk. spark.default.parallelism sets the count (defaultParallelism returns it).
+            staged = staged.coalesce(max(1, df.sparkSession.sparkContext.defaultParallelism))
         configs = {t: metas[t].topic_config() for t in todo}
         # Out-of-range rows of a quarantined topic were rerouted in SQL against the driver's `now`:
         # the tasks must not refuse a borderline row that the routing kept.

@@ -336,18 +336,25 @@ def test_timestamp_ntz_is_read_in_the_session_time_zone(spark, tmp_path):
     assert rec.timestamp == int(dt.datetime(2024, 1, 1, 5, 0, tzinfo=dt.timezone.utc).timestamp() * 1000)
 
 
-def test_no_shuffle_every_input_task_writes_its_rows_in_task_order(spark, tmp_path):
-    """The write has no shuffle: each input task stages its own rows for every log partition (no
-    skew: a partition's rows come from every task), and each partition holds them in task order,
-    then in input order, with dense offsets."""
+def test_no_shuffle_input_partitions_grouped_into_one_task_per_core(spark, tmp_path):
+    """The write has no shuffle: input partitions beyond the cores (local[2]: 2) are grouped into
+    write tasks by a coalesce; each task stages its own rows for every log partition (no skew: a
+    partition's rows come from every task), and each partition holds them in task order, then in
+    input order, with dense offsets. Fewer input partitions than cores stay as they are."""
     root = str(tmp_path)
+    cores = spark.sparkContext.defaultParallelism
+    assert cores == 2
+    one = SegmentLogSink(str(tmp_path / "one"), topic="ev", partitions=3)
+    one(spark.range(0, 100, numPartitions=1).selectExpr("CAST(CAST(id AS STRING) AS BINARY) AS key",
+                                                       "CAST('v' AS BINARY) AS value"), 0)
+    assert one.last_task_rows == [100]                         # a coalesce never adds tasks
     df = spark.range(0, 4000, numPartitions=4).selectExpr(
         "CAST(CAST(id AS STRING) AS BINARY) AS key", "CAST(concat('value-', id) AS BINARY) AS value")
     sink = SegmentLogSink(root, topic="ev", partitions=3)
     sink(df, 0)
-    assert sorted(sink.last_task_rows) == [1000] * 4          # the largest task's share: 1/4
+    assert sorted(sink.last_task_rows) == [2000] * cores      # the largest task's share: 1/2
     assert sorted(r["partition"] for r in sink.last_results) == [0, 1, 2]
-    assert all(r["tasks"] == 4 for r in sink.last_results)     # every partition written by every task
+    assert all(r["tasks"] == cores for r in sink.last_results)  # every partition written by every task
     got = read_topic(root, "ev", 3)
     for p in range(3):
         ids = [int(r.key) for r in got[p]]
