@@ -266,60 +266,76 @@ def scan_batches(buf, start: int, end: int | None = None, *, check_crc: bool = T
     view = memoryview(buf)
     if view.ndim != 1 or view.itemsize != 1:
         view = view.cast("B")
+    crc = _crc32c.crc32c
+    try:
+        return walk_batches(lambda pos: (view, pos), start, end,
+                            (lambda pos, size: crc(view[pos + ATTRIBUTES_OFFSET:pos + size])) if check_crc else None,
+                            prev_last_offset=prev_last_offset, dense=dense, min_leader_epoch=min_leader_epoch,
+                            max_leader_epoch=max_leader_epoch)
+    finally:
+        view.release()
+
+
+def walk_batches(header_at, start: int, end: int, crc_at=None, *, prev_last_offset: int | None = None,
+                 dense: bool = False, min_leader_epoch: int | None = None,
+                 max_leader_epoch: int | None = None) -> ScanResult:
+    """`scan_batches`' walk over batches that lie in [start, end), whatever holds their bytes:
+    `header_at(pos)` gives (a buffer, the index of the batch header at `pos` in it), or None when
+    fewer than a header's bytes are there; `crc_at(pos, size)` (None: CRCs not checked) gives the
+    CRC-32C of the batch's bytes from its attributes on. Without CRCs only the headers are read, so
+    a reader that only needs them (the largest timestamp after an index entry) can walk a segment
+    in O(batches), as Kafka's broker does when it loads a segment."""
     positions: list[int] = []
     headers: list[BatchHeader] = []
     pos = start
     error: str | None = None
     last = prev_last_offset
     unpack = HEADER_STRUCT.unpack_from
-    crc = _crc32c.crc32c
-    try:
-        while pos < end:
-            if pos + BATCH_HEADER_SIZE > end:
-                error = (f"torn batch header at position {pos}: {end - pos} bytes left, "
-                         f"a header needs {BATCH_HEADER_SIZE}")
+    while pos < end:
+        at = header_at(pos) if pos + BATCH_HEADER_SIZE <= end else None
+        if at is None:
+            error = (f"torn batch header at position {pos}: {end - pos} bytes left, "
+                     f"a header needs {BATCH_HEADER_SIZE}")
+            break
+        header = BatchHeader._make(unpack(*at))
+        problem = header_problem(header)
+        if problem is not None:
+            error = f"corrupt batch header at position {pos}: {problem}"
+            break
+        size = header.batch_length + LOG_OVERHEAD
+        if pos + size > end:
+            error = (f"batch at position {pos} (offset {header.base_offset}) has length {size}, "
+                     f"past the end at {end}")
+            break
+        if last is not None and header.base_offset <= last:
+            error = (f"batch at position {pos}: base offset {header.base_offset} does not "
+                     f"increase past the previous last offset {last}")
+            break
+        if dense and last is not None and header.base_offset != last + 1:
+            error = (f"batch at position {pos}: base offset {header.base_offset} leaves a gap "
+                     f"after the previous last offset {last}")
+            break
+        epoch = header.partition_leader_epoch
+        if min_leader_epoch is not None and epoch < min_leader_epoch:
+            error = (f"batch at position {pos} (offset {header.base_offset}): partition leader "
+                     f"epoch {epoch} below the previous batch's {min_leader_epoch} (epochs never decrease)")
+            break
+        if max_leader_epoch is not None and epoch > max_leader_epoch:
+            error = (f"batch at position {pos} (offset {header.base_offset}): partition leader "
+                     f"epoch {epoch} above {max_leader_epoch}, the largest this partition can hold")
+            break
+        if crc_at is not None:
+            actual = crc_at(pos, size)
+            if actual != header.crc:
+                error = (f"CRC mismatch in batch at position {pos} (offset {header.base_offset}): "
+                         f"stored {header.crc:#010x}, computed {actual:#010x}")
                 break
-            header = BatchHeader._make(unpack(view, pos))
-            problem = header_problem(header)
-            if problem is not None:
-                error = f"corrupt batch header at position {pos}: {problem}"
-                break
-            size = header.batch_length + LOG_OVERHEAD
-            if pos + size > end:
-                error = (f"batch at position {pos} (offset {header.base_offset}) has length {size}, "
-                         f"past the end at {end}")
-                break
-            if last is not None and header.base_offset <= last:
-                error = (f"batch at position {pos}: base offset {header.base_offset} does not "
-                         f"increase past the previous last offset {last}")
-                break
-            if dense and last is not None and header.base_offset != last + 1:
-                error = (f"batch at position {pos}: base offset {header.base_offset} leaves a gap "
-                         f"after the previous last offset {last}")
-                break
-            epoch = header.partition_leader_epoch
-            if min_leader_epoch is not None and epoch < min_leader_epoch:
-                error = (f"batch at position {pos} (offset {header.base_offset}): partition leader "
-                         f"epoch {epoch} below the previous batch's {min_leader_epoch} (epochs never decrease)")
-                break
-            if max_leader_epoch is not None and epoch > max_leader_epoch:
-                error = (f"batch at position {pos} (offset {header.base_offset}): partition leader "
-                         f"epoch {epoch} above {max_leader_epoch}, the largest this partition can hold")
-                break
-            if check_crc:
-                actual = crc(view[pos + ATTRIBUTES_OFFSET:pos + size])
-                if actual != header.crc:
-                    error = (f"CRC mismatch in batch at position {pos} (offset {header.base_offset}): "
-                             f"stored {header.crc:#010x}, computed {actual:#010x}")
-                    break
-            positions.append(pos)
-            headers.append(header)
-            last = header.base_offset + header.last_offset_delta
-            if min_leader_epoch is not None:
-                min_leader_epoch = epoch
-            pos += size
-    finally:
-        view.release()
+        positions.append(pos)
+        headers.append(header)
+        last = header.base_offset + header.last_offset_delta
+        if min_leader_epoch is not None:
+            min_leader_epoch = epoch
+        pos += size
     return ScanResult(np.asarray(positions, dtype=np.int64), headers, pos, error)
 
 

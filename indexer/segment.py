@@ -27,12 +27,13 @@ from seglog.errors import CorruptRecordError, ReadOnlyLogError
 from seglog.indexer.leader_epochs import max_leader_epoch
 from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from seglog.indexer.offset_index import OffsetIndex
-from seglog.indexer.records import BATCH_HEADER_SIZE, INT32_MAX, NO_TIMESTAMP, parse_header, scan_batches
+from seglog.indexer.records import BATCH_HEADER_SIZE, INT32_MAX, NO_TIMESTAMP, parse_header, scan_batches, walk_batches
 from seglog.indexer.time_index import TimeIndex
 
 _TIME_ENTRY = struct.Struct(">qi")
 _OFFSET_ENTRY = struct.Struct(">ii")
 READ_CHUNK = 4 << 20   # bytes read at a time when scanning or decoding
+HEADER_WINDOW = 16 << 10   # bytes read at a time when walking batch headers only
 FIRST_CHUNK = 64 << 10  # the first read after a seek
 
 
@@ -211,6 +212,12 @@ class LogSegment:
         does not cover."""
         extra = {"prev_last_offset": self.base_offset - 1, "dense": self.dense, "min_leader_epoch": 0,
                  "max_leader_epoch": self.max_leader_epoch} if strict and start == 0 else {}
+        if not check_crc:
+            # Headers only: O(batches), not O(bytes). The range after the last time index entry can
+            # be most of the segment (timestamps that stop growing, as in a backfill), and every
+            # open of the log scans it (load_state).
+            end = min(end, self.file_size())   # as a chunked read of a shorter file would see it
+            return walk_batches(_HeaderWindow(self, end), start, end, **extra)
         if end - start <= READ_CHUNK:
             buf = self.pread(start, end - start)
             result = scan_batches(buf, 0, len(buf), check_crc=check_crc, **extra)
@@ -490,6 +497,22 @@ def _shift(result, start: int):
         result.positions = result.positions + start
         result.valid_end += start
     return result
+
+
+class _HeaderWindow:
+    """`walk_batches`' header reader over a segment's file: HEADER_WINDOW bytes per read, so small
+    batches share a read and a large batch's body is never read."""
+
+    def __init__(self, segment: LogSegment, end: int):
+        self._segment, self._end = segment, end
+        self._buf, self._at = b"", 0
+
+    def __call__(self, pos: int):
+        if not (self._at <= pos and pos + BATCH_HEADER_SIZE <= self._at + len(self._buf)):
+            self._buf, self._at = self._segment.pread(pos, min(HEADER_WINDOW, self._end - pos)), pos
+            if len(self._buf) < BATCH_HEADER_SIZE:
+                return None
+        return self._buf, pos - self._at
 
 
 def _scan_chunked(segment: LogSegment, start: int, end: int, check_crc: bool, extra: dict):
