@@ -1,4 +1,4 @@
-"""LogSegment.scan without CRCs walks batch headers only (indexer/segment.py, _HeaderWindow): it must
+"""LogSegment.scan without CRCs walks batch headers only (indexer/segment.py, _HeaderWindow, 16 KiB reads): it must
 find what scan_batches finds over the same bytes read whole, for any batch sizes (smaller and larger
 than the read window, headers straddling it), any start and end, torn tails and damaged headers."""
 from __future__ import annotations
@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from seglog.indexer import Log
 from seglog.indexer.records import scan_batches
-from seglog.indexer.segment import HEADER_WINDOW
 
 CONFIG = {"segment.bytes": 1 << 30, "max.message.bytes": 1 << 21}
 
