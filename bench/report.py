@@ -76,6 +76,13 @@ def summary_markdown(results: Path) -> str:
                         f"{zc['rows'] / z['median_s'] / 1e3:.0f}k rows/s | Delta (snappy) "
                         f"{zc['rows'] / d['median_s'] / 1e3:.0f}k rows/s | {v['median']:.2f} ({v['min']:.2f}-{v['max']:.2f}) "
                         f"| | |")
+        gl = sk.get("grown_log_200kx32")
+        if gl:
+            g, r = gl["seconds"], gl["grown_over_young"]
+            rows.append(f"| sink batch into a log grown by {gl['grown_by_batches']} batches ({gl['rows']:,} rows, "
+                        f"{gl['partitions']} partitions, timestamps that stopped growing) | {g['grown']['median_s']:.2f} s "
+                        f"| into a log of 1 batch {g['young']['median_s']:.2f} s | x{r['median']:.2f} ({r['min']:.2f}-{r['max']:.2f}) "
+                        f"| flat | |")
         meta.append(f"sink {sk['_meta']['load_avg'][0]:.1f}")
     rp = _load(results, "replay")
     if rp:

@@ -21,7 +21,9 @@ run or from runs of one system measured apart from the other's.
 - compressed: the same 1e6-row frame into a zstd topic (4 partitions; the tasks compress each batch,
   staged segments renamed in) against Delta with its default codec (Parquet's snappy), with the
   uncompressed topic as a third case in the same interleaved rounds; ratios are throughput multiples.
-  `python -m bench.sink --compressed` runs this case alone and merges it into bench/results/sink.json.
+  `python -m bench.sink --compressed` runs this case alone and merges it into bench/results/sink.json;
+- a grown log: a 200,000-row batch into a log grown by 40 batches of the same rows (timestamps that
+  stopped growing) against the same batch into a log of one batch (`--grown` alone); flat is 1.
 """
 from __future__ import annotations
 
@@ -229,6 +231,7 @@ def run(quick: bool = False, spark=None) -> dict:
 
         out["peak_executor_memory"] = executor_memory.run(quick=quick)
         out["compressed_zstd_1e6x4"] = compressed(spark, work, 200_000 if quick else 1_000_000, rounds)
+        out["grown_log_200kx32"] = grown_log(spark, work, 200_000, 10 if quick else 40, rounds)
         return out
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -236,8 +239,48 @@ def run(quick: bool = False, spark=None) -> dict:
             spark.stop()
 
 
-def run_compressed_only() -> dict:
-    """The compressed case alone, merged into bench/results/sink.json with the machine's load."""
+def grown_log(spark, work: Path, rows: int, grown_by: int, rounds: int, partitions: int = 32) -> dict:
+    """One sink batch into a log already grown by `grown_by` batches of the same rows (timestamps
+    that stopped growing: the last time index entry stays in the first batch), against the same
+    batch into a log of one batch, interleaved; ratio = grown / young (flat is 1). Every batch opens
+    each partition twice (the roll-back check and the publish): an open that read the active segment
+    after its last time index entry would grow with the log."""
+    from seglog.sink import SegmentLogSink
+
+    df = _frame(spark, rows, 4).cache()
+    df.count()
+    grown = SegmentLogSink(str(work / "grown"), topic="bench", partitions=partitions)
+    for batch_id in range(grown_by):
+        grown(df, batch_id)
+    batch = [grown_by]
+    n = [0]
+
+    def into_grown():
+        grown(df, batch[0])
+        batch[0] += 1
+
+    def into_young() -> float:
+        n[0] += 1
+        young = SegmentLogSink(str(work / f"young-{n[0]}"), topic="bench", partitions=partitions)
+        young(df, 0)   # its first batch, untimed
+        os.sync()
+        t0 = time.perf_counter()
+        young(df, 1)
+        return time.perf_counter() - t0
+
+    try:
+        times = method.interleaved({"grown": into_grown, "young": into_young}, rounds, warmup=3, settle=os.sync)
+    finally:
+        df.unpersist()
+    return {"rows": rows, "partitions": partitions, "grown_by_batches": grown_by,
+            "grown_over_young": method.ratio(times["grown"], times["young"]),
+            "seconds": {k: method.summary(v) for k, v in times.items()},
+            "phases_s_last_grown_batch": dict(grown.last_timings)}
+
+
+def run_only(key: str, measure) -> dict:
+    """One case alone (`measure(spark, work)`), merged into bench/results/sink.json under `key`
+    with the machine's load."""
     import json
 
     from seglog.sink.session import local_session
@@ -247,7 +290,7 @@ def run_compressed_only() -> dict:
     spark = local_session("seglog-bench-sink", with_delta=True)
     work = Path(tempfile.mkdtemp(prefix="seglog-bench-sink-"))
     try:
-        result = compressed(spark, work, 1_000_000, 5)
+        result = measure(spark, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         spark.stop()
@@ -256,7 +299,7 @@ def run_compressed_only() -> dict:
                        "busy": max(load_before[0], os.getloadavg()[0]) > 3}
     path = Path(__file__).resolve().parent / "results" / "sink.json"
     data = json.loads(path.read_text()) if path.exists() else {}
-    data["compressed_zstd_1e6x4"] = result
+    data[key] = result
     path.write_text(json.dumps(data, indent=2, default=float))
     return result
 
@@ -265,6 +308,10 @@ if __name__ == "__main__":
     import json
 
     if "--compressed" in sys.argv:
-        print(json.dumps(run_compressed_only(), indent=2, default=float))
+        print(json.dumps(run_only("compressed_zstd_1e6x4", lambda spark, work: compressed(spark, work, 1_000_000, 5)),
+                         indent=2, default=float))
+    elif "--grown" in sys.argv:
+        print(json.dumps(run_only("grown_log_200kx32", lambda spark, work: grown_log(spark, work, 200_000, 40, 5)),
+                         indent=2, default=float))
     else:
         print(json.dumps(run(quick="--quick" in sys.argv), indent=2))
