@@ -220,9 +220,9 @@ class LogSegment:
             return walk_batches(_HeaderWindow(self, end), start, end, **extra)
         if end - start <= READ_CHUNK:
             buf = self.pread(start, end - start)
-            result = scan_batches(buf, 0, len(buf), check_crc=check_crc, **extra)
+            result = scan_batches(buf, 0, len(buf), **extra)
             return _shift(result, start)
-        return _scan_chunked(self, start, end, check_crc, extra)
+        return _scan_chunked(self, start, end, extra)
 
     def append(self, enc, first: int, last: int) -> None:
         """Append batches first..last-1 of an EncodedBatches, growing both indexes."""
@@ -515,8 +515,8 @@ class _HeaderWindow:
         return self._buf, pos - self._at
 
 
-def _scan_chunked(segment: LogSegment, start: int, end: int, check_crc: bool, extra: dict):
-    """scan_batches over a long range, chunk by chunk, merged into one ScanResult. A chunk's end
+def _scan_chunked(segment: LogSegment, start: int, end: int, extra: dict):
+    """scan_batches with CRCs over a long range, chunk by chunk, merged into one ScanResult. A chunk's end
     cutting a batch is not an error: the next chunk starts at that batch."""
     parts = []
     pos, error = start, None
@@ -525,7 +525,7 @@ def _scan_chunked(segment: LogSegment, start: int, end: int, check_crc: bool, ex
         if parts and extra:
             extra = dict(extra, prev_last_offset=parts[-1].headers[-1].last_offset,
                          min_leader_epoch=parts[-1].headers[-1].partition_leader_epoch)
-        result = scan_batches(buf, 0, len(buf), check_crc=check_crc, **extra)
+        result = scan_batches(buf, 0, len(buf), **extra)
         if result.valid_end == 0 and len(buf) >= BATCH_HEADER_SIZE:
             try:  # a single batch larger than the chunk
                 size = parse_header(buf, 0).size
@@ -533,7 +533,7 @@ def _scan_chunked(segment: LogSegment, start: int, end: int, check_crc: bool, ex
                 size = 0
             if len(buf) < size <= end - pos:
                 buf = segment.pread(pos, size)
-                result = scan_batches(buf, 0, len(buf), check_crc=check_crc, **extra)
+                result = scan_batches(buf, 0, len(buf), **extra)
         if result.valid_end == 0:
             error = result.error or f"no whole batch at position {pos}"
             break
