@@ -56,7 +56,9 @@ def delta_jars() -> list[str]:
 
 
 def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool = False,
-                  driver_memory: str = "4g", extra_conf: dict[str, str] | None = None):
+                  driver_memory: str = "4g", jvm_options: str = "", extra_conf: dict[str, str] | None = None):
+    """`jvm_options`: more options for the driver JVM (e.g. the tests' `-XX:ErrorFile`), after the
+    log settings."""
     from pyspark.sql import SparkSession
 
     # Python workers must run this interpreter, or they will not find pyarrow or seglog.
@@ -78,7 +80,8 @@ def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool 
         .config("spark.python.worker.reuse", "true")
         # Workers fork from a daemon that has loaded seglog and its compiled codec already.
         .config("spark.python.daemon.module", "seglog.worker_daemon")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_cached_file('log4j2.properties', _LOG4J2)}")
+        .config("spark.driver.extraJavaOptions",
+                f"-Dlog4j2.configurationFile=file:{_cached_file('log4j2.properties', _LOG4J2)} {jvm_options}".strip())
     )
     # seglog's connector jar (the JVM reader and writer) first, then Delta's when asked for.
     builder = builder.config("spark.jars", with_jar(",".join(delta_jars()) if with_delta else None))

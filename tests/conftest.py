@@ -12,15 +12,73 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
+# The session's Spark JVM, watched after every test phase (pytest_runtest_makereport below).
+_JVM: dict = {}
+
+
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     from seglog.sink.session import local_session
     from seglog.source import register
 
-    session = local_session("seglog-tests", with_delta=True)
+    crash_dir = tmp_path_factory.mktemp("spark-jvm")
+    session = local_session("seglog-tests", with_delta=True,
+                            jvm_options=f"-XX:ErrorFile={crash_dir}/hs_err_pid%p.log")
     register(session)  # the seglog data source, for this session
+    _JVM.update(session=session, crash_dir=crash_dir)
     yield session
-    session.stop()
+    dead = _JVM.get("reported")
+    _JVM.clear()
+    if not dead:              # a dead JVM was reported where it died; stopping it would only raise again
+        session.stop()
+
+
+# Exit codes of a dead driver JVM, as a reader of the report needs them.
+_JVM_EXITS = {
+    0: "exit 0: the JVM saw its stdin pipe from this Python process close (PySpark's gateway exits on EOF) "
+       "or something called System.exit(0)",
+    50: "exit 50: Spark's handler for an uncaught fatal error in a thread (see the captured stderr)",
+    52: "exit 52: OutOfMemoryError in a task (Spark exits the JVM)",
+    134: "exit 134: the JVM aborted (a crash; its hs_err file follows when it wrote one)",
+}
+
+
+def _spark_jvm_death() -> str | None:
+    """Why the session's JVM is gone, once; None while it runs (or before the session exists)."""
+    session = _JVM.get("session")
+    if session is None or _JVM.get("reported"):
+        return None
+    proc = getattr(session.sparkContext._gateway, "proc", None)
+    code = None if proc is None else proc.poll()
+    if code is None:
+        return None
+    _JVM["reported"] = True
+    why = _JVM_EXITS.get(code, f"killed by signal {-code}" if code < 0 else f"exit {code}")
+    lines = [f"the Spark JVM (pid {proc.pid}) is gone: {why}"]
+    meminfo = Path("/proc/meminfo")
+    if meminfo.exists():
+        lines.append("memory: " + ", ".join(" ".join(line.split()) for line in meminfo.read_text().splitlines()[:3]))
+    for crash in sorted(_JVM["crash_dir"].glob("hs_err_pid*.log")):
+        lines += [f"--- {crash} (first 80 lines)", *crash.read_text(errors="replace").splitlines()[:80]]
+    return "\n".join(lines)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A dead Spark JVM fails every later Spark test with a bare ConnectionRefusedError, far from its
+    cause: the test during which it died fails here with the JVM's exit code (and crash file), and the
+    run stops, so the report ends with the reason."""
+    outcome = yield
+    death = _spark_jvm_death()
+    if death is None:
+        return
+    report = outcome.get_result()
+    if report.passed:
+        report.outcome = "failed"
+        report.longrepr = death
+    else:
+        report.sections.append(("Spark JVM", death))
+    item.session.shouldstop = "the session's Spark JVM died during " + item.nodeid
 
 
 @pytest.fixture(scope="session")
