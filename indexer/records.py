@@ -246,7 +246,8 @@ class ScanResult:
 
 def scan_batches(buf, start: int, end: int | None = None, *, check_crc: bool = True,
                  prev_last_offset: int | None = None, dense: bool = False,
-                 min_leader_epoch: int | None = None, max_leader_epoch: int | None = None) -> ScanResult:
+                 min_leader_epoch: int | None = None, max_leader_epoch: int | None = None,
+                 origin: int = 0) -> ScanResult:
     """Walk the batches of `buf` from `start` while they fit before `end` (default: len(buf)).
 
     Stops at the first fault and says what and where it is: a torn header, a length past `end`, a
@@ -259,17 +260,20 @@ def scan_batches(buf, start: int, end: int | None = None, *, check_crc: bool = T
     `dense=True` (each base offset must be exactly the previous last offset + 1: no compaction) and
     the leader epoch bounds: epochs never decrease from batch to batch (a new leader only raises
     them), start at `min_leader_epoch` or above, and stay at or below `max_leader_epoch` (0 for a
-    folder seglog wrote, which only ever writes 0; any epoch for a Kafka broker's folder)."""
-    if end is None:
-        end = len(buf)
-    end = min(end, len(buf))
+    folder seglog wrote, which only ever writes 0; any epoch for a Kafka broker's folder).
+
+    `origin`: the file position of buf[0], for a buffer read from the middle of a file. `start`,
+    `end`, the result's positions and valid_end, and the positions its error names are then file
+    positions, so an error says where the fault lies in the file, not in the chunk read."""
+    end = origin + len(buf) if end is None else min(end, origin + len(buf))
     view = memoryview(buf)
     if view.ndim != 1 or view.itemsize != 1:
         view = view.cast("B")
     crc = _crc32c.crc32c
     try:
-        return walk_batches(lambda pos: (view, pos), start, end,
-                            (lambda pos, size: crc(view[pos + ATTRIBUTES_OFFSET:pos + size])) if check_crc else None,
+        return walk_batches(lambda pos: (view, pos - origin), start, end,
+                            (lambda pos, size: crc(view[pos - origin + ATTRIBUTES_OFFSET:pos - origin + size]))
+                            if check_crc else None,
                             prev_last_offset=prev_last_offset, dense=dense, min_leader_epoch=min_leader_epoch,
                             max_leader_epoch=max_leader_epoch)
     finally:

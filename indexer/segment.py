@@ -220,8 +220,7 @@ class LogSegment:
             return walk_batches(_HeaderWindow(self, end), start, end, **extra)
         if end - start <= READ_CHUNK:
             buf = self.pread(start, end - start)
-            result = scan_batches(buf, 0, len(buf), **extra)
-            return _shift(result, start)
+            return scan_batches(buf, start, origin=start, **extra)
         return _scan_chunked(self, start, end, extra)
 
     def append(self, enc, first: int, last: int) -> None:
@@ -463,20 +462,27 @@ def read_checked(seg: "LogSegment", pos: int, prev_last: int):
                     cut = size > rest and pos + good + size <= end and scan.error is not None \
                         and "past the end" in scan.error
             if not cut:
-                raise CorruptRecordError(f"{seg.log_path}: {scan.error} (chunk at file position {pos})")
+                raise CorruptRecordError(f"{seg.log_path}: {_fault(seg, buf, pos, prev_last, epochs)}")
             if good == 0:  # one batch larger than the chunk: read it whole
                 size = parse_header(buf, 0).size
                 buf = seg.pread(pos, size)
                 scan = scan_batches(buf, 0, len(buf), check_crc=True, prev_last_offset=prev_last, dense=seg.dense,
                                     **epochs)
                 if scan.error or scan.valid_end != size:
-                    raise CorruptRecordError(f"{seg.log_path}: {scan.error} (batch at file position {pos})")
+                    raise CorruptRecordError(f"{seg.log_path}: {_fault(seg, buf, pos, prev_last, epochs)}")
                 good = size
         if len(scan.positions):
             prev_last = scan.headers[-1].last_offset
             epochs["min_leader_epoch"] = scan.headers[-1].partition_leader_epoch
         yield pos, (buf if good == len(buf) else memoryview(buf)[:good]), scan
         pos += good
+
+
+def _fault(seg: "LogSegment", buf, pos: int, prev_last: int, epochs: dict) -> str:
+    """What read_checked's failed check found, with file positions (its chunks are scanned in chunk
+    positions, the yielded buffers' own): a second scan, on the failure path only."""
+    scan = scan_batches(buf, pos, check_crc=True, prev_last_offset=prev_last, dense=seg.dense, origin=pos, **epochs)
+    return scan.error or f"no whole batch at file position {pos}"
 
 
 def largest_with_offset(entry, tail, base_offset: int) -> tuple[int, int]:
@@ -490,13 +496,6 @@ def largest_with_offset(entry, tail, base_offset: int) -> tuple[int, int]:
         if int(maxes[i]) > max_ts:
             max_ts, offset = int(maxes[i]), int(tail.last_offsets[i])
     return max_ts, offset
-
-
-def _shift(result, start: int):
-    if start:
-        result.positions = result.positions + start
-        result.valid_end += start
-    return result
 
 
 class _HeaderWindow:
@@ -525,20 +524,20 @@ def _scan_chunked(segment: LogSegment, start: int, end: int, extra: dict):
         if parts and extra:
             extra = dict(extra, prev_last_offset=parts[-1].headers[-1].last_offset,
                          min_leader_epoch=parts[-1].headers[-1].partition_leader_epoch)
-        result = scan_batches(buf, 0, len(buf), **extra)
-        if result.valid_end == 0 and len(buf) >= BATCH_HEADER_SIZE:
+        result = scan_batches(buf, pos, origin=pos, **extra)
+        if result.valid_end == pos and len(buf) >= BATCH_HEADER_SIZE:
             try:  # a single batch larger than the chunk
                 size = parse_header(buf, 0).size
             except CorruptRecordError:
                 size = 0
             if len(buf) < size <= end - pos:
                 buf = segment.pread(pos, size)
-                result = scan_batches(buf, 0, len(buf), **extra)
-        if result.valid_end == 0:
+                result = scan_batches(buf, pos, origin=pos, **extra)
+        if result.valid_end == pos:
             error = result.error or f"no whole batch at position {pos}"
             break
-        parts.append(_shift(result, pos))
-        pos = parts[-1].valid_end
+        parts.append(result)
+        pos = result.valid_end
     return _merge(parts, error, start)
 
 
