@@ -165,16 +165,12 @@ class LogSegment:
         tail (KIP-33, broker start-up). A writer's log was recovered first; a reader tolerates a
         tail that a concurrent writer is still writing.
 
-        The largest timestamp is the last time index entry's, plus every batch from the position
-        of that entry's offset on (as Kafka loads it). Starting the scan at the last offset index
-        entry instead would miss batches between the two after a truncation that dropped time
-        index entries but kept offset index entries (their timestamps were never indexed)."""
+        The scan starts at the last offset index entry's batch (`_time_index_covered`): the
+        largest timestamp is the last time index entry's or a later batch's. So an open reads a
+        few batch headers however far back that entry lies (timestamps that stopped growing)."""
         last = self.offset_index.last_entry()
-        entry = self.time_index.last_entry()
-        start = last[1] if last else 0
-        if entry is not None:
-            start = min(start, self.offset_index.lookup(entry[1])[1])
-        tail = self.scan(start, self.size, check_crc=False)
+        entry = self._time_index_covered()
+        tail = self.scan(last[1] if last else 0, self.size, check_crc=False)
         if tail.error:
             if not tolerate_torn_tail:
                 raise CorruptRecordError(f"{self.log_path}: {tail.error}")
@@ -378,8 +374,28 @@ class LogSegment:
         entry = self.time_index.last_entry()
         if entry is not None and self.indexes_trimmed():
             return entry   # trimmed: the seal entry is last (written before the trim)
-        _, pos = self.offset_index.lookup(entry[1]) if entry else (None, 0)
-        return largest_with_offset(entry, self.scan(pos, self.size, check_crc=False), self.base_offset)
+        last = self.offset_index.last_entry()
+        return largest_with_offset(self._time_index_covered(), self.scan(last[1] if last else 0, self.size,
+                                                                         check_crc=False), self.base_offset)
+
+    def _time_index_covered(self) -> tuple[int, int] | None:
+        """(largest timestamp, its offset) of every batch up to the last offset index entry's, from
+        the time index alone; None when those batches hold no timestamp.
+
+        Invariant (index_batch, truncate_indexes): an offset index entry is written together with
+        a time index entry for the largest timestamp so far if it grew, and a truncation keeps
+        exactly the time index entries written with a kept offset index entry. So the last time
+        index entry covers the batches up to the last offset index entry's, and a walk for the
+        largest timestamp starts there. One entry is never written to a preallocated file, (0, base)
+        (docs/format.md "Time index"): an empty time index whose first batch is that entry's holds it."""
+        entry = self.time_index.last_entry()
+        if entry is None and self.offset_index.last_entry() is not None:
+            head = self.pread(0, BATCH_HEADER_SIZE)   # short only if a writer cut the file meanwhile
+            if len(head) == BATCH_HEADER_SIZE:
+                first = parse_header(head, 0)
+                if first.max_timestamp == 0 and first.last_offset == self.base_offset:
+                    entry = (0, self.base_offset)
+        return entry
 
     @property
     def closed(self) -> bool:
