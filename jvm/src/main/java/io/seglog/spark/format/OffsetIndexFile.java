@@ -32,24 +32,19 @@ public final class OffsetIndexFile {
     /** The index of the segment based at {@code base}; a missing file reads as no entries (scan from 0). */
     public static OffsetIndexFile open(Path path, long base) throws IOException {
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
-            IndexMap.Mapped mapped = IndexMap.map(ch, ENTRY);   // retried if a writer trims the file meanwhile
-            int slots = mapped.slots(ENTRY);
-            if (slots == 0) {
-                return new OffsetIndexFile(base, ByteBuffer.allocate(0), 0, mapped.fileSize() == 0);
-            }
-            int n = countEntries(mapped.map(), slots);
-            return new OffsetIndexFile(base, mapped.map(), n, n == slots && mapped.fileSize() == (long) slots * ENTRY);
+            IndexMap.Mapped mapped = IndexMap.map(ch, ENTRY, OffsetIndexFile::countEntries);
+            return new OffsetIndexFile(base, mapped.map(), mapped.entries(), mapped.trimmed(ENTRY));
         } catch (NoSuchFileException e) {
             return new OffsetIndexFile(base, ByteBuffer.allocate(0), 0, false);
         }
     }
 
     /** Entries are the prefix of slots with a position above zero (the tail is zeros). */
-    private static int countEntries(ByteBuffer map, int slots) {
+    private static int countEntries(IndexMap.Slots file, int slots) throws IOException {
         int lo = 0, hi = slots;
         while (lo < hi) {
             int mid = (lo + hi) >>> 1;
-            if (map.getInt(mid * ENTRY + 4) > 0) lo = mid + 1; else hi = mid;
+            if (file.read(mid).getInt(4) > 0) lo = mid + 1; else hi = mid;
         }
         return lo;
     }

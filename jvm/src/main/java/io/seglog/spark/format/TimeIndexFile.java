@@ -32,29 +32,25 @@ public final class TimeIndexFile {
 
     public static TimeIndexFile open(Path path, long base) throws IOException {
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
-            IndexMap.Mapped mapped = IndexMap.map(ch, ENTRY);   // retried if a writer trims the file meanwhile
-            int slots = mapped.slots(ENTRY);
-            if (slots == 0) {
-                return new TimeIndexFile(base, ByteBuffer.allocate(0), 0, mapped.fileSize() == 0);
-            }
-            int n = countEntries(mapped.map(), slots);
-            return new TimeIndexFile(base, mapped.map(), n, n == slots && mapped.fileSize() == (long) slots * ENTRY);
+            IndexMap.Mapped mapped = IndexMap.map(ch, ENTRY, TimeIndexFile::countEntries);
+            return new TimeIndexFile(base, mapped.map(), mapped.entries(), mapped.trimmed(ENTRY));
         } catch (NoSuchFileException e) {
             return new TimeIndexFile(base, ByteBuffer.allocate(0), 0, false);
         }
     }
 
-    private static boolean isZero(ByteBuffer map, int i) {
-        return map.getLong(i * ENTRY) == 0 && map.getInt(i * ENTRY + 8) == 0;
+    private static boolean isZero(IndexMap.Slots file, int i) throws IOException {
+        ByteBuffer slot = file.read(i);
+        return slot.getLong(0) == 0 && slot.getInt(8) == 0;
     }
 
-    private static int countEntries(ByteBuffer map, int slots) {
-        boolean firstIsEntry = !isZero(map, 0) || slots == 1 || !isZero(map, 1);
+    private static int countEntries(IndexMap.Slots file, int slots) throws IOException {
+        boolean firstIsEntry = !isZero(file, 0) || slots == 1 || !isZero(file, 1);
         if (!firstIsEntry) return 0;
         int lo = 1, hi = slots;                   // first all-zero slot after the first
         while (lo < hi) {
             int mid = (lo + hi) >>> 1;
-            if (!isZero(map, mid)) lo = mid + 1; else hi = mid;
+            if (!isZero(file, mid)) lo = mid + 1; else hi = mid;
         }
         return lo;
     }
