@@ -8,7 +8,8 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
 /**
- * A segment's offset index ({@code .index}, docs/format.md "Offset index"), memory mapped read-only.
+ * A segment's offset index ({@code .index}, docs/format.md "Offset index"),
+ * read into the heap (IndexEntries: a writer may trim the file under a lock-free reader).
  * Entries are 8 bytes: (offset - base as int32, byte position of a batch as int32); the key is the
  * batch's last offset, the value where the batch starts. Entries strictly increase in both fields
  * and every real entry has a position above zero, so a preallocated zero-filled tail (an active or
@@ -18,13 +19,13 @@ public final class OffsetIndexFile {
     static final int ENTRY = 8;
 
     private final long base;
-    private final ByteBuffer map;
+    private final ByteBuffer buf;
     private final int entries;
     private final boolean trimmed;   // the file holds its entries and nothing else (no zero tail)
 
-    private OffsetIndexFile(long base, ByteBuffer map, int entries, boolean trimmed) {
+    private OffsetIndexFile(long base, ByteBuffer buf, int entries, boolean trimmed) {
         this.base = base;
-        this.map = map;
+        this.buf = buf;
         this.entries = entries;
         this.trimmed = trimmed;
     }
@@ -32,15 +33,15 @@ public final class OffsetIndexFile {
     /** The index of the segment based at {@code base}; a missing file reads as no entries (scan from 0). */
     public static OffsetIndexFile open(Path path, long base) throws IOException {
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
-            IndexMap.Mapped mapped = IndexMap.map(ch, ENTRY, OffsetIndexFile::countEntries);
-            return new OffsetIndexFile(base, mapped.map(), mapped.entries(), mapped.trimmed(ENTRY));
+            IndexEntries.Read read = IndexEntries.read(ch, ENTRY, OffsetIndexFile::countEntries);
+            return new OffsetIndexFile(base, read.buf(), read.entries(), read.trimmed(ENTRY));
         } catch (NoSuchFileException e) {
             return new OffsetIndexFile(base, ByteBuffer.allocate(0), 0, false);
         }
     }
 
     /** Entries are the prefix of slots with a position above zero (the tail is zeros). */
-    private static int countEntries(IndexMap.Slots file, int slots) throws IOException {
+    private static int countEntries(IndexEntries.Slots file, int slots) throws IOException {
         int lo = 0, hi = slots;
         while (lo < hi) {
             int mid = (lo + hi) >>> 1;
@@ -59,11 +60,11 @@ public final class OffsetIndexFile {
     }
 
     public long offsetAt(int i) {
-        return base + map.getInt(i * ENTRY);
+        return base + buf.getInt(i * ENTRY);
     }
 
     public int positionAt(int i) {
-        return map.getInt(i * ENTRY + 4);
+        return buf.getInt(i * ENTRY + 4);
     }
 
     /** The last entry whose offset is at most {@code target}, or -1 (then the scan starts at 0). */
@@ -73,7 +74,7 @@ public final class OffsetIndexFile {
         int lo = 0, hi = entries;                 // first entry with key > rel
         while (lo < hi) {
             int mid = (lo + hi) >>> 1;
-            if (map.getInt(mid * ENTRY) <= rel) lo = mid + 1; else hi = mid;
+            if (buf.getInt(mid * ENTRY) <= rel) lo = mid + 1; else hi = mid;
         }
         return lo - 1;
     }

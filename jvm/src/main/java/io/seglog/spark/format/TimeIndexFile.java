@@ -8,7 +8,8 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
 /**
- * A segment's time index ({@code .timeindex}, docs/format.md "Time index"), memory mapped read-only.
+ * A segment's time index ({@code .timeindex}, docs/format.md "Time index"),
+ * read into the heap (IndexEntries: a writer may trim the file under a lock-free reader).
  * Entries are 12 bytes: (timestamp ms as int64, offset - base as int32). An entry (T, O) promises that
  * every record of the segment at or below O has a timestamp of at most T. Entries strictly increase,
  * so the zero-filled tail of a preallocated file is the first all-zero slot after the first; the
@@ -19,32 +20,32 @@ public final class TimeIndexFile {
     static final int ENTRY = 12;
 
     private final long base;
-    private final ByteBuffer map;
+    private final ByteBuffer buf;
     private final int entries;
     private final boolean trimmed;   // the file holds its entries and nothing else (no zero tail)
 
-    private TimeIndexFile(long base, ByteBuffer map, int entries, boolean trimmed) {
+    private TimeIndexFile(long base, ByteBuffer buf, int entries, boolean trimmed) {
         this.base = base;
-        this.map = map;
+        this.buf = buf;
         this.entries = entries;
         this.trimmed = trimmed;
     }
 
     public static TimeIndexFile open(Path path, long base) throws IOException {
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
-            IndexMap.Mapped mapped = IndexMap.map(ch, ENTRY, TimeIndexFile::countEntries);
-            return new TimeIndexFile(base, mapped.map(), mapped.entries(), mapped.trimmed(ENTRY));
+            IndexEntries.Read read = IndexEntries.read(ch, ENTRY, TimeIndexFile::countEntries);
+            return new TimeIndexFile(base, read.buf(), read.entries(), read.trimmed(ENTRY));
         } catch (NoSuchFileException e) {
             return new TimeIndexFile(base, ByteBuffer.allocate(0), 0, false);
         }
     }
 
-    private static boolean isZero(IndexMap.Slots file, int i) throws IOException {
+    private static boolean isZero(IndexEntries.Slots file, int i) throws IOException {
         ByteBuffer slot = file.read(i);
         return slot.getLong(0) == 0 && slot.getInt(8) == 0;
     }
 
-    private static int countEntries(IndexMap.Slots file, int slots) throws IOException {
+    private static int countEntries(IndexEntries.Slots file, int slots) throws IOException {
         boolean firstIsEntry = !isZero(file, 0) || slots == 1 || !isZero(file, 1);
         if (!firstIsEntry) return 0;
         int lo = 1, hi = slots;                   // first all-zero slot after the first
@@ -65,11 +66,11 @@ public final class TimeIndexFile {
     }
 
     public long timestampAt(int i) {
-        return map.getLong(i * ENTRY);
+        return buf.getLong(i * ENTRY);
     }
 
     public long offsetAt(int i) {
-        return base + map.getInt(i * ENTRY + 8);
+        return base + buf.getInt(i * ENTRY + 8);
     }
 
     /** The last entry whose timestamp is strictly below {@code ts}, or -1: every record at or below its

@@ -59,6 +59,57 @@ class IndexTrimRaceTest {
         });
     }
 
+    @Test
+    void offsetIndexOpensWhileEntriesAreDroppedAndTrimmed(@TempDir Path dir) throws Exception {
+        // A truncation zeroes entries from the last one backwards, then a seal trims the file: every
+        // open sees a whole prefix of the entries, never a zeroed one, never a fault.
+        Path file = dir.resolve("00000000000000001000.index");
+        ByteBuffer entries = ByteBuffer.allocate(ENTRIES * OffsetIndexFile.ENTRY);
+        for (int i = 0; i < ENTRIES; i++) {
+            entries.putInt(10 * i + 9).putInt(4096 * (i + 1));
+        }
+        entries.flip();
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
+            ch.write(entries.duplicate(), 0);
+        }
+        int kept = ENTRIES / 3;
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicReference<Throwable> writerFailure = new AtomicReference<>();
+        Thread writer = new Thread(() -> {
+            ByteBuffer zero = ByteBuffer.allocate(OffsetIndexFile.ENTRY);
+            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+                while (!stop.get()) {
+                    for (int i = ENTRIES - 1; i >= kept; i--) {          // truncation: zeroed backwards
+                        ch.write(zero.clear(), (long) i * OffsetIndexFile.ENTRY);
+                    }
+                    ch.truncate((long) kept * OffsetIndexFile.ENTRY);   // then sealed: trimmed
+                    ch.write(entries.duplicate(), 0);                     // appended again
+                }
+            } catch (Throwable t) {
+                writerFailure.set(t);
+            }
+        });
+        writer.start();
+        int opens = 0;
+        try {
+            long end = System.nanoTime() + RUN_NANOS;
+            while (System.nanoTime() < end) {
+                OffsetIndexFile index = OffsetIndexFile.open(file, 1000);
+                assertTrue(index.entries() >= kept && index.entries() <= ENTRIES, "entries: " + index.entries());
+                for (int i = 0; i < index.entries(); i++) {
+                    assertEquals(1000 + 10 * i + 9, index.offsetAt(i));
+                    assertEquals(4096 * (i + 1), index.positionAt(i));
+                }
+                opens++;
+            }
+        } finally {
+            stop.set(true);
+            writer.join();
+        }
+        assertEquals(null, writerFailure.get());
+        assertTrue(opens > 100, "opens: " + opens);
+    }
+
     interface Check {
         void run() throws Exception;
     }
