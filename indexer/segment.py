@@ -502,9 +502,10 @@ def _fault(seg: "LogSegment", buf, pos: int, prev_last: int, epochs: dict) -> st
 
 
 def largest_with_offset(entry, tail, base_offset: int) -> tuple[int, int]:
-    """(largest timestamp, last offset of the first batch holding it) from the last time index
-    entry and a scan of the batches from that entry's batch on (a later batch counts only with a
-    strictly larger timestamp, as the entry's batch was the first to reach its own)."""
+    """(largest timestamp, last offset of the first batch holding it) from the time index's cover
+    (`LogSegment._time_index_covered`) and a scan of the batches from the last offset index entry's
+    on (a scanned batch counts only with a strictly larger timestamp: the entry names the first batch
+    that reached its own)."""
     max_ts, offset = entry if entry is not None else (NO_TIMESTAMP, base_offset - 1)
     if len(tail.positions):
         maxes = tail.max_timestamps
