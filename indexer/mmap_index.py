@@ -1,4 +1,4 @@
-"""A fixed-entry-size index file, memory mapped and searched by binary search (docs/spec.md §2.3, 2.4).
+"""A fixed-entry-size index file, searched by binary search (docs/spec.md §2.3, 2.4); a writer's is memory mapped.
 
 The base of `OffsetIndex` (.index) and `TimeIndex` (.timeindex). The file is a run of entries of
 ENTRY_SIZE bytes, big-endian, with no header. While a segment is active its index files are
@@ -15,16 +15,22 @@ Invariants kept here:
 - Dropped entries (truncation) are zeroed from the last one backwards, so at any instant the file is
   [valid entries][entries being dropped, still ordered][zeros]: never a hole a binary search could
   fall into.
-- The file is never read whole into the Python heap: searches read single entries from the map;
-  `entries_view()` is a numpy view over the map (no copy).
-- Counting entries reads through `os.pread`, never the map, so a reader whose writer shrank the file
-  (trim) gets short reads instead of SIGBUS; the map is only touched below the counted entries,
-  which a writer never removes from the file except by truncation.
+- The file is never read whole into the Python heap: searches read single entries;
+  a writer's `entries_view()` is a numpy view over its map (no copy), a reader's a copy.
+- Only the writer maps the file. A read-only index reads every entry with `os.pread`: another
+  process's writer may truncate (zero entries, then seal and trim the file below them) at any time,
+  and a map touched past the file's new end raises SIGBUS, which kills the process. A pread there is
+  a short read, taken as zeros; a reader racing a truncation may so see zeroed entries (harmless:
+  a floor of (base, 0) means "scan from the segment's start"), never a signal
+  (docs/reliability.md). The writer holds the partition's lock, so nothing shrinks its file under
+  its map.
+- Counting entries reads through `os.pread`, never the map.
 - The map and the file descriptor survive a rename of the file (`rename_to`).
 """
 from __future__ import annotations
 
 import errno
+import functools
 import mmap
 import os
 import struct
@@ -244,14 +250,13 @@ class MmapIndex:
                 old.close()
             except BufferError:
                 pass  # numpy views from entries_view() still use it; it is unmapped when they go
-        access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
         for attempt in range(_REMAP_ATTEMPTS):
             length = _round_down(os.fstat(self._fd).st_size if size is None else size, self.ENTRY_SIZE)
             self._slots = length // self.ENTRY_SIZE
-            if not length:
-                return
+            if not length or not self._writable:
+                return   # a reader never maps (module doc): its slots are all it needs
             try:
-                self._mm = mmap.mmap(self._fd, length, access=access)
+                self._mm = mmap.mmap(self._fd, length, access=mmap.ACCESS_WRITE)
                 return
             except (ValueError, OSError) as exc:
                 # A reader raced a writer that trimmed or truncated the file (a clean close, a
@@ -263,31 +268,55 @@ class MmapIndex:
                     raise
                 size = None
 
+    def _read(self, start: int, nbytes: int) -> bytes:
+        """`nbytes` of the file from byte `start`, by pread; zeros past the file's end (a reader's
+        file trimmed under it reads as the zero tail it was)."""
+        raw = os.pread(self._fd, nbytes, start)
+        return raw if len(raw) == nbytes else raw + bytes(nbytes - len(raw))
+
+    def _unpack(self, st: struct.Struct, at: int) -> tuple:
+        """`st` unpacked at byte `at`: from the map (writer) or by pread (reader, module doc)."""
+        if self._mm is not None:
+            return st.unpack_from(self._mm, at)
+        return st.unpack(self._read(at, st.size))
+
     def _view(self, start: int, stop: int) -> np.ndarray:
-        if stop <= start or self._mm is None:
+        if stop <= start:
             return np.empty(0, dtype=self.ENTRY_DTYPE)
-        view = np.frombuffer(self._mm, dtype=self.ENTRY_DTYPE, count=stop - start,
-                             offset=start * self.ENTRY_SIZE)
+        es = self.ENTRY_SIZE
+        if self._mm is None:
+            if self._writable:
+                return np.empty(0, dtype=self.ENTRY_DTYPE)   # an empty file: nothing mapped
+            view = np.frombuffer(self._read(start * es, (stop - start) * es), dtype=self.ENTRY_DTYPE)
+        else:
+            view = np.frombuffer(self._mm, dtype=self.ENTRY_DTYPE, count=stop - start, offset=start * es)
         view.flags.writeable = False
         return view
 
     def entries_view(self) -> np.ndarray:
-        """A read-only numpy view (no copy) of the valid entries, big-endian structured dtype.
-
-        Drop it before relying on the old map being released; it stays valid after trim/resize.
+        """A read-only numpy array of the valid entries, big-endian structured dtype: a writer's is a
+        view of its map (no copy; drop it before relying on the old map being released, it stays
+        valid after trim/resize), a reader's a copy read with pread (module doc).
         """
         self._check_open()
         return self._view(0, self._entries)
 
     # ---- binary search ----------------------------------------------------------------------
     def _bisect(self, st: struct.Struct, field_off: int, value: int, *, right: bool) -> int:
-        """bisect_left/right of `value` over one int field of the valid entries, read from the map."""
-        mm, es, unpack = self._mm, self.ENTRY_SIZE, st.unpack_from
+        """bisect_left/right of `value` over one int field of the valid entries: read from the map
+        (writer) or one pread per probe (reader, module doc)."""
+        es = self.ENTRY_SIZE
+        if self._mm is not None:
+            mm, unpack_from = self._mm, st.unpack_from
+            def unpack(at: int) -> tuple:
+                return unpack_from(mm, at)
+        else:
+            unpack = functools.partial(self._unpack, st)
         lo, hi = 0, self._entries
         warm = _WARM_BYTES // es
         mid = hi - warm if hi > warm else (lo + hi) // 2  # first probe: the warm section's start
         while lo < hi:
-            key = unpack(mm, mid * es + field_off)[0]
+            key = unpack(mid * es + field_off)[0]
             if key < value or (right and key == value):
                 lo = mid + 1
             else:
@@ -418,7 +447,7 @@ class MmapIndex:
         if size % es:
             problems.append(f"{self._path}: size {size} is not a multiple of the entry size {es}")
         problems.extend(self._entry_problems(self._view(0, n), 0))
-        if n + 1 < slots and self._mm is not None:
+        if n + 1 < slots:
             bad = self._first_nonzero_slot(n + 1, slots)
             if bad is not None:
                 problems.append(
@@ -435,7 +464,10 @@ class MmapIndex:
         step = max(1, _SCAN_CHUNK_BYTES // es)
         for lo in range(start, stop, step):
             hi = min(stop, lo + step)
-            raw = np.frombuffer(self._mm, dtype=np.uint8, count=(hi - lo) * es, offset=lo * es)
+            if self._mm is not None:
+                raw = np.frombuffer(self._mm, dtype=np.uint8, count=(hi - lo) * es, offset=lo * es)
+            else:
+                raw = np.frombuffer(self._read(lo * es, (hi - lo) * es), dtype=np.uint8)
             nz = np.flatnonzero(raw)
             if nz.size:
                 return lo + int(nz[0]) // es

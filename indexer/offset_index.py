@@ -46,7 +46,7 @@ class OffsetIndex(MmapIndex):
             i += n
         if not 0 <= i < n:
             raise IndexError(f"entry {i} out of range: {self._path} has {n} entries")
-        rel, pos = _ENTRY.unpack_from(self._mm, i * 8)
+        rel, pos = self._unpack(_ENTRY, i * 8)
         return self._base + rel, pos
 
     def last_entry(self) -> tuple[int, int] | None:
@@ -54,7 +54,7 @@ class OffsetIndex(MmapIndex):
         self._check_open()
         if not self._entries:
             return None
-        rel, pos = _ENTRY.unpack_from(self._mm, (self._entries - 1) * 8)
+        rel, pos = self._unpack(_ENTRY, (self._entries - 1) * 8)
         return self._base + rel, pos
 
     def last_offset(self) -> int:
@@ -72,7 +72,7 @@ class OffsetIndex(MmapIndex):
         i = self._bisect(_INT32, 0, rel, right=True) - 1
         if i < 0:
             return self._base, 0
-        rel, pos = _ENTRY.unpack_from(self._mm, i * 8)
+        rel, pos = self._unpack(_ENTRY, i * 8)
         return self._base + rel, pos
 
     def offsets_and_positions(self) -> tuple[np.ndarray, np.ndarray]:
@@ -102,7 +102,7 @@ class OffsetIndex(MmapIndex):
                 f"1 to {INT32_MAX} (the first batch of a segment, at 0, is never indexed)")
         n = self._entries
         if n:
-            last_rel, last_pos = _ENTRY.unpack_from(self._mm, (n - 1) * 8)
+            last_rel, last_pos = self._unpack(_ENTRY, (n - 1) * 8)
             if rel <= last_rel or position <= last_pos:
                 raise InvalidIndexEntryError(
                     f"entry (offset {offset}, position {position}) refused by {self._path}: "

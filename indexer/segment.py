@@ -345,7 +345,12 @@ class LogSegment:
         key, pos = self.offset_index.lookup(offset)
         prev_last = self.base_offset - 1 if pos == 0 else None
         while pos < self.size:
-            header = parse_header(self.pread(pos, BATCH_HEADER_SIZE), 0)
+            raw = self.pread(pos, BATCH_HEADER_SIZE)
+            if len(raw) < BATCH_HEADER_SIZE:
+                # Short of this reader's size: a writer truncated the file since the open (as
+                # read_checked): the segment ends here now.
+                return pos, None, prev_last if prev_last is not None else self.base_offset - 1
+            header = parse_header(raw, 0)
             if prev_last is None:
                 if header.last_offset != key:
                     raise CorruptRecordError(
@@ -459,7 +464,15 @@ def read_checked(seg: "LogSegment", pos: int, prev_last: int):
     chunk = FIRST_CHUNK
     epochs = {"min_leader_epoch": 0, "max_leader_epoch": seg.max_leader_epoch}
     while pos < end:
-        buf = seg.pread(pos, min(chunk, end - pos))
+        want = min(chunk, end - pos)
+        buf = seg.pread(pos, want)
+        if len(buf) < want:
+            # The file is shorter than this reader's view of it: a writer truncated it since the
+            # reader opened the log (readers take no lock). The read ends where the file now ends,
+            # never loops on an empty read (docs/reliability.md).
+            end = pos + len(buf)
+            if not buf:
+                return
         chunk = min(chunk * 2, READ_CHUNK)
         scan = scan_batches(buf, 0, len(buf), check_crc=True, prev_last_offset=prev_last, dense=seg.dense, **epochs)
         good = scan.valid_end

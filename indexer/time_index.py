@@ -79,7 +79,7 @@ class TimeIndex(MmapIndex):
             i += n
         if not 0 <= i < n:
             raise IndexError(f"entry {i} out of range: {self._path} has {n} entries")
-        ts, rel = _ENTRY.unpack_from(self._mm, i * 12)
+        ts, rel = self._unpack(_ENTRY, i * 12)
         return ts, self._base + rel
 
     def last_entry(self) -> tuple[int, int] | None:
@@ -87,7 +87,7 @@ class TimeIndex(MmapIndex):
         self._check_open()
         if not self._entries:
             return None
-        ts, rel = _ENTRY.unpack_from(self._mm, (self._entries - 1) * 12)
+        ts, rel = self._unpack(_ENTRY, (self._entries - 1) * 12)
         return ts, self._base + rel
 
     def max_timestamp(self) -> int:
@@ -107,7 +107,7 @@ class TimeIndex(MmapIndex):
         i = self._bisect(_INT64, 0, int(target_ts), right=False) - 1
         if i < 0:
             return None
-        ts, rel = _ENTRY.unpack_from(self._mm, i * 12)
+        ts, rel = self._unpack(_ENTRY, i * 12)
         return ts, self._base + rel
 
     def timestamps_and_offsets(self) -> tuple[np.ndarray, np.ndarray]:
