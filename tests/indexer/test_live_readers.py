@@ -14,6 +14,7 @@ and a trim frees whole pages a stale reader would otherwise touch.
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -30,6 +31,7 @@ from seglog.indexer import Log
 
 T0 = 1_700_000_000_000
 MAX_READERS = 3
+EXAMPLES = int(os.environ.get("SEGLOG_STATEFUL_EXAMPLES", "25"))   # CI's bounded profile; raise it for a long run
 
 
 class ReadersUnderTruncation(RuleBasedStateMachine):
@@ -133,7 +135,7 @@ class ReadersUnderTruncation(RuleBasedStateMachine):
 
 
 ReadersUnderTruncation.TestCase.settings = settings(
-    max_examples=25, stateful_step_count=30, deadline=None,
+    max_examples=EXAMPLES, stateful_step_count=30, deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 test_readers_under_truncation = pytest.mark.timeout(600)(ReadersUnderTruncation.TestCase)
 
