@@ -198,10 +198,7 @@ class MmapIndex:
     # ---- counting ---------------------------------------------------------------------------
     def _marker_at(self, slot: int) -> int:
         """The marker of a slot read with pread (0 past the end of the file: never SIGBUS)."""
-        raw = os.pread(self._fd, self._marker.size, slot * self.ENTRY_SIZE + self._marker_off)
-        if len(raw) < self._marker.size:
-            return 0
-        return self._marker.unpack(raw)[0]
+        return self._marker.unpack(self._read(slot * self.ENTRY_SIZE + self._marker_off, self._marker.size))[0]
 
     def _count_entries(self, slots: int) -> int:
         """Index of the first slot with a zero marker: valid entries are a non-zero prefix."""
@@ -307,9 +304,7 @@ class MmapIndex:
         (writer) or one pread per probe (reader, module doc)."""
         es = self.ENTRY_SIZE
         if self._mm is not None:
-            mm, unpack_from = self._mm, st.unpack_from
-            def unpack(at: int) -> tuple:
-                return unpack_from(mm, at)
+            unpack = functools.partial(st.unpack_from, self._mm)
         else:
             unpack = functools.partial(self._unpack, st)
         lo, hi = 0, self._entries

@@ -337,7 +337,7 @@ class LogSegment:
     # ------------------------------------------------------------------ lookups
     def position_of(self, offset: int) -> tuple[int, object | None, int]:
         """(start of the batch holding `offset`, its header, the last offset before that batch),
-        or (size, None, ...) past the end. Index floor, then a forward walk of batch headers
+        or (its end, None, ...) past the end. Index floor, then a forward walk of batch headers
         (docs/spec.md §3.4) that checks each step: the floor batch ends at the entry's offset (or, at
         position 0, starts at the base) and offsets are dense from there. A flipped byte in a
         header field the CRC does not cover (base offset, length) is caught here, never read as
@@ -347,9 +347,7 @@ class LogSegment:
         while pos < self.size:
             raw = self.pread(pos, BATCH_HEADER_SIZE)
             if len(raw) < BATCH_HEADER_SIZE:
-                # Short of this reader's size: a writer truncated the file since the open (as
-                # read_checked): the segment ends here now.
-                return pos, None, prev_last if prev_last is not None else self.base_offset - 1
+                break   # short of this reader's size: a writer truncated the file since the open (as read_checked)
             header = parse_header(raw, 0)
             if prev_last is None:
                 if header.last_offset != key:
@@ -365,7 +363,7 @@ class LogSegment:
                 return pos, header, prev_last
             prev_last = header.last_offset
             pos += header.size
-        return self.size, None, prev_last if prev_last is not None else self.base_offset - 1
+        return min(pos, self.size), None, prev_last if prev_last is not None else self.base_offset - 1
 
     def largest_timestamp(self) -> int:
         """Largest record timestamp: the last time index entry plus the batches after it."""
