@@ -236,4 +236,19 @@ def validate_topic_config(overrides: Mapping[str, Any] | None = None, *, base: M
     return TopicConfig(values)
 
 
+def requested_topic_config(config: Mapping[str, Any] | TopicConfig | None, where: str = "config") -> dict[str, Any]:
+    """The validated value of every key a topic's creator asked for, by Kafka's name (an alias gives
+    the keys it sets), even a value equal to the built-in default: what a topic's metadata records.
+    Invariant: a recorded key always wins over the sidecar's `log:` defaults (docs/spec.md §5), so a
+    key dropped here because it equals seglog's default would let another default replace it."""
+    validated = validate_topic_config(config, where=where)
+    if isinstance(config, TopicConfig):
+        return dict(validated)
+    keys: dict[str, None] = {}
+    for key in (config or {}):
+        for target in ALIASES.get(str(key), (str(key),)):
+            keys[target] = None
+    return {key: validated[key] for key in keys}
+
+
 TOPIC_DEFAULTS: Mapping[str, Any] = _load_defaults()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Mapping
 
 from seglog.errors import SeglogError, StorageError
-from seglog.indexer.fsutil import fsync_dir
+from seglog.indexer.fsutil import fsync_dir, make_dirs, open_new
 from seglog.indexer.names import META_DIR, validate_topic
 
 _SEQ_RE = re.compile(r"^(\d{20})\.json$")
@@ -143,7 +143,7 @@ class CommitLog:
                 raise ValueError(f"commit of topic {self.topic!r}: end offset {o!r} for partition {p!r}; "
                                  f"partitions and offsets are ints >= 0")
             ends[p] = o
-        self.dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.dir)
         for _ in range(_MAX_ATTEMPTS):
             current = self.latest()
             merged = dict(current.end_offsets) if current else {}
@@ -169,7 +169,7 @@ class CommitLog:
         target = self._path(state.seq)
         tmp = self.dir / f".{state.seq:020d}.json.tmp-{os.getpid()}-{time.monotonic_ns()}"
         try:
-            with open(tmp, "wb") as fh:
+            with open_new(tmp) as fh:
                 fh.write(json.dumps(state.to_json(), sort_keys=True).encode())
                 fh.flush()
                 os.fsync(fh.fileno())

@@ -1,9 +1,33 @@
-"""Small file-system helpers that keep the crash-safety rules in one place."""
+"""Small file-system helpers that keep the crash-safety rules in one place, and the one rule for the
+permissions of what seglog creates.
+
+Shared roots (README, "Running on a cluster"): Spark (uid 185 in Spark's image, umask 022) and the
+sidecar (the chart's uid 10001) are two users of one volume who share a group (the chart's fsGroup
+10001; the volume's root belongs to it and is setgid, so the kernel gives every file and folder
+created under it that group). The rule: **whatever seglog creates under a group-writable folder is
+group-writable too** (folders also keep the setgid bit, which Linux copies by itself). It mirrors
+the folder it is created in, so by induction everything under a root follows the root: a root made
+2775 for a shared group is shared throughout, a private 0755 root (one user, the default on a
+laptop) stays exactly as before. A process umask of 022 would strip the group's write bit, and
+`os.open(path, flags, mode)` is masked by it too, so the bit is added explicitly with (f)chmod right
+after creation, by the creator (only an owner may chmod). Files renamed into place keep their mode,
+so a file is made group-writable when it is created, under its temporary name. The JVM's staged
+segments follow the same rule in their own home (jvm/.../write/GroupShared.java).
+
+Why mirror the folder instead of a setting: the volume's owner decides once (chgrp + chmod 2775 of
+the root, or Kubernetes' fsGroup), every writer and the sidecar then agree without configuration,
+and nothing becomes group-writable where the operator did not ask for it.
+"""
 from __future__ import annotations
 
 import os
+import stat
 import time
 from pathlib import Path
+from typing import BinaryIO
+
+_GROUP_RW = stat.S_IRGRP | stat.S_IWGRP
+_GROUP_RWX = stat.S_IRWXG
 
 
 def temp_path(path: str | os.PathLike) -> Path:
@@ -22,15 +46,93 @@ def fsync_dir(path: str | os.PathLike) -> None:
         os.close(fd)
 
 
+def group_shared(folder: str | os.PathLike) -> bool:
+    """True when `folder` is group-writable: what seglog creates in it is made group-writable too."""
+    try:
+        return bool(os.stat(folder).st_mode & stat.S_IWGRP)
+    except FileNotFoundError:
+        return False
+
+
+def share_created(fd: int, folder: str | os.PathLike) -> None:
+    """Apply the rule to the file open as `fd` that this process just created in `folder`: group
+    read and write when `folder` is group-writable. A file of another user (an O_CREAT that found
+    it) is left as it is: only its owner may change its mode, and its creator already did."""
+    st = os.fstat(fd)
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & _GROUP_RW != _GROUP_RW and st.st_uid == os.geteuid() and group_shared(folder):
+        os.fchmod(fd, mode | _GROUP_RW)
+
+
+def create_file(path: str | os.PathLike, flags: int = os.O_RDWR | os.O_CREAT, mode: int = 0o644) -> int:
+    """`os.open(path, flags, mode)`, and with O_CREAT the rule above: the descriptor of a file that
+    is group-writable when its folder is. Without O_CREAT it is only os.open."""
+    fd = os.open(path, flags, mode)
+    if flags & os.O_CREAT:
+        try:
+            share_created(fd, os.path.dirname(os.fspath(path)) or ".")
+        except BaseException:
+            os.close(fd)
+            raise
+    return fd
+
+
+def open_new(path: str | os.PathLike) -> BinaryIO:
+    """A new file (exclusive create) open for binary writing, under the rule above: for temporary
+    files written whole, then renamed or linked into place (their mode travels with them)."""
+    return os.fdopen(create_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC), "wb")
+
+
+def open_lock_file(path: str | os.PathLike) -> int:
+    """A descriptor to flock `path` on, created under the rule above if missing. A lock file this
+    user may not write (another user created it in a folder that was not shared, or before this
+    rule) is opened read-only: an exclusive flock needs no write access on a local filesystem."""
+    try:
+        return create_file(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
+    except PermissionError:
+        try:
+            return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            pass
+        raise
+
+
+def make_dirs(path: str | os.PathLike) -> None:
+    """`mkdir -p path` (no error when it exists), each folder it creates under the rule above: group
+    read, write and search (and setgid, which Linux copies from the parent by itself) when its parent
+    is group-writable. Between a folder's mkdir and its chmod another user's create in it may fail:
+    a first-use window only (the writer creates the root's folders before the sidecar needs them)."""
+    path = Path(path)
+    missing = []
+    p = path
+    while not os.path.isdir(p):
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d)
+        except FileExistsError:
+            if not os.path.isdir(d):
+                raise
+            continue                      # a concurrent creator made it; it applies the rule
+        if group_shared(d.parent):
+            mode = stat.S_IMODE(os.stat(d).st_mode)
+            if mode & _GROUP_RWX != _GROUP_RWX:
+                os.chmod(d, mode | _GROUP_RWX)
+
+
 def atomic_write(path: str | os.PathLike, data: bytes, *, fsync_folder: bool = True) -> None:
     """Write to a temporary name, fsync, rename over `path`, fsync the folder: old or new, never torn.
     `fsync_folder=False` where a later fsync of the folder (or a commit) makes the rename durable."""
     path = Path(path)
     tmp = temp_path(path)
-    with open(tmp, "wb") as fh:
+    with open_new(tmp) as fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
     if fsync_folder:
         fsync_dir(path.parent)
+

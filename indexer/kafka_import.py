@@ -6,9 +6,16 @@ is seglog's metadata: the topic record (partition count, configuration) and a co
 readers never read past the committed end offsets (docs/spec.md §4). The import writes both.
 
 Order, so that a crash at any point leaves nothing half visible: every partition's checks first (CRCs,
-structure, offsets, leader epochs; nothing is written when one fails), then each partition folder is
-copied under a temporary name and renamed into place, then the log start offsets, the topic record,
-and last the commit that makes the records visible.
+structure, offsets, leader epochs, the broker's log start checkpoint, open transactions; nothing is
+written when one fails), then each partition folder is copied under a temporary name (a missing
+`.index` or `.timeindex` rebuilt there from the `.log`, as Kafka's broker rebuilds one at load) and
+renamed into place, then the log start offsets, the topic record, with `abort_open_transactions` an
+ABORT marker for each open transaction (indexer/transactions.py), and last the commit that makes the
+records visible.
+
+A transaction without its COMMIT/ABORT marker would stay open for good under seglog (no coordinator
+ends it): read_committed readers would stop at its first offset and never see what the sink appends
+after it. An import refuses such a folder unless told to abort them (OpenTransactionError names them).
 
 Kafka's other files travel along untouched (`leader-epoch-checkpoint`, which tells seglog the folder
 may hold any leader epoch, `partition.metadata`, `.snapshot`, `.txnindex`).
@@ -22,8 +29,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from seglog.errors import CorruptRecordError, SeglogError
-from seglog.indexer.fsutil import fsync_dir
-from seglog.indexer.names import META_DIR, log_bases, parse_partition_dir, partition_dir_name, validate_topic
+from seglog.indexer.fsutil import fsync_dir, make_dirs, share_created
+from seglog.indexer.names import (INDEX_SUFFIX, LOG_SUFFIX, META_DIR, TIME_INDEX_SUFFIX, log_bases,
+                                  parse_partition_dir, parse_segment_file, partition_dir_name, segment_file,
+                                  validate_topic)
+from seglog.indexer.transactions import EndedTransaction, OpenTransaction
 
 IMPORT_WRITER = "seglog-import"
 # An import keeps every record until the user says otherwise: a broker's old data must not be
@@ -35,6 +45,16 @@ class KafkaImportError(SeglogError):
     """An import was refused; nothing was changed."""
 
 
+class OpenTransactionError(KafkaImportError):
+    """A partition folder holds a transaction with no COMMIT/ABORT marker (`transactions` names each:
+    producer id, epoch, first offset); refused unless the import is told to abort them."""
+
+    def __init__(self, message: str, folder: Path, transactions: list[OpenTransaction]):
+        super().__init__(message)
+        self.folder = folder
+        self.transactions = transactions
+
+
 @dataclass(frozen=True)
 class ImportedPartition:
     topic: str
@@ -43,6 +63,9 @@ class ImportedPartition:
     log_start_offset: int
     log_end_offset: int
     segments: int
+    rebuilt_indexes: tuple[str, ...] = ()              # index files that were missing, rebuilt in the copy
+    open_transactions: tuple[OpenTransaction, ...] = ()
+    aborted: tuple[EndedTransaction, ...] = ()         # the ABORT markers the import appended
 
 
 def kafka_partition_folders(source: str | os.PathLike) -> list[Path]:
@@ -61,55 +84,114 @@ def kafka_partition_folders(source: str | os.PathLike) -> list[Path]:
     return found
 
 
-def _check_partition(folder: Path, log_start_hint: int | None) -> tuple[int, int, int]:
-    """(log start, log end, segments) of a Kafka partition folder, after checking every batch
-    (CRCs, structure, dense offsets, leader epochs). Raises KafkaImportError naming the fault."""
-    from seglog.indexer.log import Log
+@dataclass(frozen=True)
+class _Checked:
+    start: int
+    end: int
+    bases: list[int]
+    missing_indexes: list[Path]
+    open_transactions: list[OpenTransaction]
 
+
+class _LogFile:
+    """One segment's `.log` for `segment.read_checked`, without its indexes (which may be missing)."""
+
+    def __init__(self, folder: Path, base: int, max_leader_epoch: int, dense: bool):
+        self.log_path = segment_file(folder, base, LOG_SUFFIX)
+        self.base_offset = base
+        self.max_leader_epoch = max_leader_epoch
+        self.dense = dense
+        self._fd = os.open(self.log_path, os.O_RDONLY)
+        self.size = os.fstat(self._fd).st_size
+
+    def pread(self, position: int, length: int) -> bytes:
+        return os.pread(self._fd, length, position)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def _check_partition(folder: Path, log_start_hint: int | None) -> _Checked:
+    """A Kafka partition folder checked from its `.log` files alone: every batch (CRCs, structure,
+    dense offsets, leader epochs), offsets rising across segments, which index files are missing, and
+    which transactions are open. Raises KafkaImportError naming the fault."""
+    from seglog.conf.topic_config import validate_topic_config
+    from seglog.indexer.cleaner_checkpoint import may_have_gaps
+    from seglog.indexer.leader_epochs import max_leader_epoch
+    from seglog.indexer.segment import read_checked
+    from seglog.indexer.transactions import OpenTransactions, marker_of
+    from seglog.indexer.records import decode_batch
+
+    bases = log_bases(folder)
+    dense = not may_have_gaps(folder, validate_topic_config(None))
+    max_epoch = max_leader_epoch(folder)
+    tracker = OpenTransactions()
+    missing: list[Path] = []
+    prev_next = None
+    end = bases[-1] if bases else 0
     try:
-        with Log.open(folder, readonly=True) as log:
-            bases = log.segment_bases()
-            prev_next = None
-            for base in bases:
-                seg = log.segment(base)
-                scan = seg.scan(0, seg.size, check_crc=True, strict=True)
-                if scan.error:
-                    raise KafkaImportError(f"{seg.log_path}: {scan.error}; nothing was imported")
-                if len(scan.positions):
-                    first = int(scan.base_offsets[0])
-                    if prev_next is not None and first < prev_next:
-                        raise KafkaImportError(f"{seg.log_path}: offsets go backwards across segments; "
-                                           f"nothing was imported")
-                    prev_next = int(scan.last_offsets[-1]) + 1
-            start = bases[0] if bases else 0
-            if log_start_hint is not None:
-                start = max(start, log_start_hint)
-            return start, log.log_end_offset, len(bases)
+        for base in bases:
+            missing += [f for f in (segment_file(folder, base, INDEX_SUFFIX), segment_file(folder, base, TIME_INDEX_SUFFIX))
+                        if not f.exists()]
+            seg = _LogFile(folder, base, max_epoch, dense)
+            try:
+                first = None
+                for _, buf, scan in read_checked(seg, 0, base - 1):
+                    if not scan.headers:
+                        continue
+                    if first is None:
+                        first = scan.headers[0].base_offset
+                        if prev_next is not None and first < prev_next:
+                            raise KafkaImportError(f"{seg.log_path}: offsets go backwards across segments; "
+                                                   f"nothing was imported")
+                    positions = scan.positions
+
+                    def marker_epoch(k: int, buf=buf, positions=positions) -> int:
+                        return marker_of(decode_batch(buf, int(positions[k])))[1]
+
+                    tracker.feed(scan.headers, marker_epoch)
+                    prev_next = scan.headers[-1].next_offset
+                    end = prev_next
+            finally:
+                seg.close()
+            if base == bases[-1] and first is None:
+                end = base                   # an empty last segment: the log ends at its base
     except CorruptRecordError as exc:
-        raise KafkaImportError(f"{folder}: {exc}; nothing was imported") from None
+        raise KafkaImportError(f"{exc}; nothing was imported") from None
+    start = bases[0] if bases else 0
+    if log_start_hint is not None:
+        start = max(start, log_start_hint)
+    return _Checked(start, end, bases, missing, tracker.open())
 
 
 def _broker_log_starts(folder: Path) -> dict[tuple[str, int], int]:
-    """The broker's own log-start-offset-checkpoint (same format as seglog's), when it is there."""
-    from seglog.indexer.checkpoint import read_log_start_offsets
+    """The broker's own log-start-offset-checkpoint (same format as seglog's), when it is there. A
+    malformed one refuses the import (naming the file and line): a broker would start each log at its
+    first segment, showing records the checkpoint hid; remove the file to import on that footing."""
+    from seglog.indexer.checkpoint import CorruptCheckpointError, read_log_start_offsets
 
     try:
         return read_log_start_offsets(folder.parent)
-    except SeglogError:
-        return {}
+    except CorruptCheckpointError as exc:
+        raise KafkaImportError(f"{exc}; nothing was imported (remove the file to start each partition at its "
+                               f"first segment, as Kafka's log manager would)") from None
 
 
-def _copy_folder(src: Path, dest: Path, link: bool) -> None:
+def _copy_folder(src: Path, dest: Path, link: bool, private_bases: set[int] = frozenset(),
+                 repair=None) -> None:
+    """`src` copied (or hard-linked) under a temporary name, `repair(tmp)` run on the copy, then renamed
+    into place. The files of `private_bases` are always copied: they are about to be written."""
     tmp = dest.parent / f".import-{dest.name}.tmp"
     if tmp.exists():
         shutil.rmtree(tmp)                    # a previous import interrupted here: never visible
-    tmp.mkdir()
+    make_dirs(tmp)
     try:
         for entry in sorted(src.iterdir()):
             if not entry.is_file():
                 continue
             target = tmp / entry.name
-            if link:
+            parsed = parse_segment_file(entry.name)
+            if link and not (parsed and parsed[0] in private_bases):
                 try:
                     os.link(entry, target)
                     continue
@@ -117,7 +199,10 @@ def _copy_folder(src: Path, dest: Path, link: bool) -> None:
                     pass                      # another filesystem: copy instead
             shutil.copyfile(entry, target)
             with open(target, "rb+") as fh:
+                share_created(fh.fileno(), tmp)
                 os.fsync(fh.fileno())
+        if repair is not None:
+            repair(tmp)
         fsync_dir(tmp)
         os.rename(tmp, dest)                  # the partition appears whole, or not at all
         fsync_dir(dest.parent)
@@ -126,14 +211,44 @@ def _copy_folder(src: Path, dest: Path, link: bool) -> None:
         raise
 
 
+def _rebuild_indexes(folder: Path, bases: list[int], missing: list[Path], cfg) -> list[str]:
+    """Both indexes of every segment with a missing one, rebuilt from its `.log` (recovery's rebuild:
+    `recovery.rebuild_indexes`), as Kafka's broker does when it loads a segment without its index;
+    a segment below the last sealed again, the last one's indexes trimmed as a clean close leaves them."""
+    from seglog.indexer.cleaner_checkpoint import may_have_gaps
+    from seglog.indexer.recovery import rebuild_indexes
+    from seglog.indexer.segment import LogSegment
+
+    targets = sorted({parse_segment_file(f.name)[0] for f in missing})
+    report: list[str] = []
+    for base in targets:
+        i = bases.index(base)
+        seg = LogSegment(folder, base, cfg, writable=True, active=True)
+        seg.dense = not may_have_gaps(folder, cfg)
+        try:
+            rebuild_indexes(seg, report)
+            seg.load_state()
+            if i + 1 < len(bases):
+                seg.seal(bases[i + 1])
+            else:
+                seg.offset_index.trim(fsync=True)
+                seg.time_index.trim(fsync=True)
+        finally:
+            seg.close()
+    return report
+
+
 def import_kafka(source: str | os.PathLike, root: str | os.PathLike, *, topic: str | None = None,
-                 link: bool = False, config: Mapping[str, Any] | None = None) -> list[ImportedPartition]:
+                 link: bool = False, config: Mapping[str, Any] | None = None,
+                 abort_open_transactions: bool = False) -> list[ImportedPartition]:
     """Import the Kafka partition folder(s) at `source` into the seglog root `root` (see the module
     doc). `topic` renames (one source topic) or selects (a broker's log dir holding several);
     `config` overrides `IMPORT_DEFAULTS` and seglog's defaults for the topic record. Refuses, before
-    changing anything, a topic that already exists under `root` or a folder that fails its checks."""
+    changing anything, a topic that already exists under `root`, a folder that fails its checks, and
+    a folder with an open transaction unless `abort_open_transactions` (then each gets the ABORT
+    marker Kafka's coordinator writes past transaction.timeout.ms, before the commit)."""
     from seglog.conf.topic_config import validate_topic_config
-    from seglog.indexer.checkpoint import update_log_start_offsets
+    from seglog.indexer.checkpoint import CorruptCheckpointError, read_log_start_offsets, update_log_start_offsets
     from seglog.indexer.commit_log import CommitLog
     from seglog.indexer.topics import create_topic, load_topic
 
@@ -154,8 +269,13 @@ def import_kafka(source: str | os.PathLike, root: str | os.PathLike, *, topic: s
         src_topic, partition = by_name[f]
         plan.setdefault(topic or src_topic, []).append((partition, f))
     cfg = validate_topic_config({**IMPORT_DEFAULTS, **(config or {})}, where="import configuration")
+    try:
+        read_log_start_offsets(root)          # the import merges into it: it must read
+    except CorruptCheckpointError as exc:
+        raise KafkaImportError(f"{exc}; nothing was imported (`seglog recover {root}` rewrites it)") from None
 
     checked: list[ImportedPartition] = []
+    facts: dict[tuple[str, int], _Checked] = {}
     for name, parts in plan.items():
         if load_topic(root, name) is not None:
             raise KafkaImportError(f"topic {name!r} already exists under {root}; nothing was imported")
@@ -164,12 +284,32 @@ def import_kafka(source: str | os.PathLike, root: str | os.PathLike, *, topic: s
                 raise KafkaImportError(f"{root / partition_dir_name(name, partition)} already exists; "
                                    f"nothing was imported")
             hint = _broker_log_starts(f).get(by_name[f])
-            start, end, segments = _check_partition(f, hint)
-            checked.append(ImportedPartition(name, partition, f, start, end, segments))
+            c = _check_partition(f, hint)
+            if c.open_transactions and not abort_open_transactions:
+                raise OpenTransactionError(
+                    f"{f}: {len(c.open_transactions)} transaction(s) without a COMMIT or ABORT marker: "
+                    f"{'; '.join(t.describe() for t in c.open_transactions)}. Nothing in seglog would ever end "
+                    f"them, so read_committed readers would stop at offset {c.open_transactions[0].first_offset} "
+                    f"for good; nothing was imported. Let the broker end them first, or pass "
+                    f"--abort-open-transactions to end each with an ABORT marker (what Kafka's coordinator "
+                    f"writes past transaction.timeout.ms)", f, c.open_transactions)
+            facts[(name, partition)] = c
+            checked.append(ImportedPartition(name, partition, f, c.start, c.end, len(c.bases),
+                                             tuple(str(p) for p in c.missing_indexes), tuple(c.open_transactions)))
 
-    root.mkdir(parents=True, exist_ok=True)
+    make_dirs(root)
     for p in checked:
-        _copy_folder(p.source, root / partition_dir_name(p.topic, p.partition), link)
+        c = facts[(p.topic, p.partition)]
+        private = {parse_segment_file(m.name)[0] for m in c.missing_indexes}
+        if c.open_transactions:
+            private.add(c.bases[-1])          # the ABORT markers are appended to the last segment
+
+        def repair(tmp: Path, c=c) -> None:
+            if c.missing_indexes:
+                _rebuild_indexes(tmp, c.bases, c.missing_indexes, cfg)
+
+        _copy_folder(p.source, root / partition_dir_name(p.topic, p.partition), link, private, repair)
+    done: list[ImportedPartition] = []
     for name in plan:
         mine = [p for p in checked if p.topic == name]
         starts = {(name, p.partition): p.log_start_offset for p in mine}
@@ -177,5 +317,22 @@ def import_kafka(source: str | os.PathLike, root: str | os.PathLike, *, topic: s
             update_log_start_offsets(root, starts)
         create_topic(root, name, max(p.partition for p in mine) + 1, cfg.overrides() | {
             k: cfg[k] for k in IMPORT_DEFAULTS})
+        mine = [_abort_open(root, p) if p.open_transactions else p for p in mine]
         CommitLog(root, name).commit(IMPORT_WRITER, 0, {p.partition: p.log_end_offset for p in mine})
-    return checked
+        done += mine
+    return done
+
+
+def _abort_open(root: Path, p: ImportedPartition) -> ImportedPartition:
+    """The imported partition's open transactions ended with ABORT markers (under its lock), before the
+    import's commit makes anything visible."""
+    import dataclasses
+
+    from seglog.indexer.root import LogRoot
+    from seglog.indexer.transactions import abort_transactions, open_transactions
+
+    with LogRoot(root).open_log(p.topic, p.partition, lock_timeout=30.0) as log:
+        ended = abort_transactions(log, open_transactions(log))
+        log.flush()
+        end = log.log_end_offset
+    return dataclasses.replace(p, log_end_offset=end, aborted=tuple(ended))

@@ -8,14 +8,26 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import math
 import os
 import time
 from pathlib import Path
 
-from seglog.errors import PartitionLockedError, StorageError
+from seglog.errors import ConfigError, PartitionLockedError, StorageError
+from seglog.indexer.fsutil import make_dirs, open_lock_file
 from seglog.indexer.names import META_DIR, short_file_name
 
 _POLL_SECONDS = 0.02
+
+
+def check_lock_timeout(timeout: object, what: str = "lock timeout") -> float | None:
+    """`timeout` if it is None (wait for ever) or a finite number of seconds >= 0, else ConfigError:
+    nan compares false with every deadline and would wait for ever, as -1 would by mistake."""
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not math.isfinite(timeout) or timeout < 0):
+        raise ConfigError(f"{what}: lock timeout {timeout!r}; allowed: None (wait for ever) or a finite "
+                          f"number of seconds >= 0")
+    return timeout
 
 
 class FileLock:
@@ -31,10 +43,12 @@ class FileLock:
         return self._fd is not None
 
     def acquire(self, timeout: float | None = None) -> "FileLock":
+        """Take the lock, waiting at most `timeout` seconds (None: for ever)."""
+        check_lock_timeout(timeout, self.what)
         if self._fd is not None:
             return self
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        make_dirs(self.path.parent)             # shared roots: fsutil's rule (group-writable)
+        fd = open_lock_file(self.path)
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             while True:

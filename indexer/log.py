@@ -10,6 +10,7 @@ Invariants kept here:
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import struct
 import time
@@ -29,9 +30,10 @@ from seglog.indexer.cleaner_checkpoint import may_have_gaps
 from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, MissingKeyError,
                             OffsetOutOfRangeError, ReadOnlyLogError, RecordTooLargeError, SegmentDeletedError,
                             TimestampOutOfRangeError)
-from seglog.indexer.locks import partition_lock
+from seglog.indexer.fsutil import make_dirs
+from seglog.indexer.locks import check_lock_timeout, partition_lock
 from seglog.indexer.names import DELETED_SUFFIX, log_bases, log_bases_and_swaps, parse_partition_dir
-from seglog.indexer.records import (CONTROL_FLAG_MASK, INT64_MAX, NO_TIMESTAMP, Record, decode_batch,
+from seglog.indexer.records import (CONTROL_FLAG_MASK, INT64_MAX, NO_TIMESTAMP, Record, decode_batch, scan_batches,
                                      first_offset_at_or_after)
 from seglog.indexer.transactions import (DEFAULT_ISOLATION_LEVEL, TransactionFates, check_isolation_level,
                                          control_type, visible_batches)
@@ -78,6 +80,7 @@ class Log:
              readonly: bool = False, lock_timeout: float | None = None) -> "Log":
         path = Path(path)
         cfg = config if isinstance(config, TopicConfig) else validate_topic_config(config, where=f"config of {path}")
+        check_lock_timeout(lock_timeout, f"partition {path}")   # before anything is created
         log = cls(path, cfg, readonly=readonly)
         if may_have_gaps(path, cfg):
             log._segments.dense = False     # compaction's gaps are not faults (docs/spec.md §3.9)
@@ -89,7 +92,7 @@ class Log:
         if not parse_partition_dir(path.name):
             from seglog.indexer.names import validate_topic
             validate_topic(path.name.rpartition("-")[0] or path.name)  # names the bad topic
-        path.mkdir(parents=True, exist_ok=True)
+        make_dirs(path)                  # shared roots: group-writable as the root (fsutil)
         log._lock = partition_lock(path).acquire(lock_timeout)
         try:
             log._load_writable()
@@ -363,9 +366,11 @@ class Log:
             raise InvalidRecordError(f"{self.path}: batches from offset {int(enc.base_offsets[0])} appended at "
                                      f"the log end {self.log_end_offset}")
         codec = topic_codec(self.config["compression.type"])
-        given = np.unique(np.frombuffer(enc.data, dtype=np.uint8)[enc.positions[:-1] + ATTRIBUTES_OFFSET + 1]
-                          & COMPRESSION_CODEC_MASK)
-        if given.tolist() == [0]:
+        low = np.frombuffer(enc.data, dtype=np.uint8)[enc.positions[:-1] + ATTRIBUTES_OFFSET + 1]
+        given = np.unique(low & COMPRESSION_CODEC_MASK)
+        if given.tolist() == [0] and (low & CONTROL_FLAG_MASK).all():
+            pass   # control batches (transaction markers) are never compressed, as Kafka writes them
+        elif given.tolist() == [0]:
             enc = compress_encoded(enc, codec)
         elif given.tolist() != [codec]:
             raise InvalidRecordError(f"{self.path}: batches compressed with codec(s) {given.tolist()} appended to a "
@@ -465,13 +470,37 @@ class Log:
         return self._segments.facts(i)
 
     # ------------------------------------------------------------------ reads
-    def _bounds(self, offset: int | None, max_offset: int | None) -> tuple[int, int]:
+    def require_start_within_end(self) -> None:
+        """CorruptRecordError when the log start offset is past the log end: a checkpoint that would hide
+        every record. Every reader checks it before it reads (the JVM's PartitionLog too)."""
         self._check_open()
         if self._log_start > self.log_end_offset:
             raise CorruptRecordError(
                 f"{self.path}: the log start offset {self._log_start} (from {self.path.parent}/"
                 f"log-start-offset-checkpoint) is beyond the log end offset {self.log_end_offset}: "
                 f"it would hide every record; correct or remove the checkpoint entry")
+
+    def require_committed_end(self, end: int) -> None:
+        """CorruptRecordError when the log ends below `end`, an offset a reader was told is committed
+        (the commit log's end, read before this log was opened: the sink makes records durable before
+        it commits them). Such records are lost, and a read must say so, never return fewer rows; a torn
+        batch where they were is named with its position (the JVM reader reports the same)."""
+        self.require_start_within_end()
+        log_end = self.log_end_offset
+        if end <= log_end:
+            return
+        detail = ""
+        active = self._segments.active
+        if active is not None and active.file_size() > active.size:
+            tail = active.pread(active.size, active.file_size() - active.size)
+            scan = scan_batches(tail, active.size, check_crc=False, origin=active.size)
+            if scan.error:
+                detail = f"{active.log_path}: {scan.error}; "
+        raise CorruptRecordError(f"{detail}{self.path}: offsets {log_end} to {end - 1} were committed but the log "
+                                 f"ends at offset {log_end}: those records are lost")
+
+    def _bounds(self, offset: int | None, max_offset: int | None) -> tuple[int, int]:
+        self.require_start_within_end()
         start = self._log_start if offset is None else offset
         if start < self._log_start:
             raise OffsetOutOfRangeError(
@@ -498,12 +527,21 @@ class Log:
             pos, header, prev_last = seg.position_of(max(start, seg.base_offset))
             last_seen = None
             if header is not None:
-                for file_pos, buf, scan in _checked_chunks(seg, pos, prev_last):
+                for file_pos, buf, scan in _checked_chunks(seg, pos, prev_last, end):
                     yield seg, file_pos, buf, scan
                     if len(scan.last_offsets):
                         last_seen = int(scan.last_offsets[-1])
                         if last_seen >= end - 1:
                             return
+            covered = max(start, seg.base_offset, -1 if last_seen is None else last_seen + 1)
+            if self._segments.dense and i + 1 < len(bases) and covered < min(bases[i + 1], end):
+                # Dense offsets run on from segment to segment (each base = the previous last + 1): a
+                # segment read to its end short of the next one's base lost its tail. Reported, never
+                # read as fewer rows (the JVM's RecordCursor keeps the same rule).
+                raise CorruptRecordError(
+                    f"{seg.log_path}: offsets {covered} to {bases[i + 1] - 1} are lost: the .log holds no batch "
+                    f"with them{'' if last_seen is None else f' after offset {last_seen}'}, and the next segment "
+                    f"starts at {bases[i + 1]}")
             if self.readonly and last_seen is not None and i + 1 < len(bases) and last_seen >= bases[i + 1]:
                 # A merged or cleaned segment opened under a listing taken before its swap: it holds
                 # the offsets of segments listed after it. Never read them twice (docs/spec.md §3.10).
@@ -699,7 +737,15 @@ class Log:
             recovery.rename_deleted(self.path, base)
         self._log_start = max(self._log_start, self._segments.bases[0])
         if self.topic is not None:
-            checkpoint.update_log_start_offsets(self.path.parent, {(self.topic, self.partition): self._log_start})
+            try:
+                checkpoint.update_log_start_offsets(self.path.parent, {(self.topic, self.partition): self._log_start})
+            except OSError as exc:
+                # A full filesystem cannot take the rewritten checkpoint, and retention is what frees
+                # it. A log start at the first kept segment's base is what the files say anyway (an
+                # open takes max(checkpoint, first base)): going on loses nothing. One inside a
+                # segment needs the checkpoint.
+                if exc.errno != errno.ENOSPC or self._log_start != self._segments.bases[0]:
+                    raise
         return dropped
 
     # ------------------------------------------------------------------ compaction
@@ -933,7 +979,7 @@ def find_in_segment(seg: LogSegment, timestamp: int, lower: int) -> int | None:
     pos, header, prev_last = seg.position_of(start)
     if header is None:
         return None
-    for file_pos, buf, scan in _checked_chunks(seg, pos, prev_last):
+    for file_pos, buf, scan in _checked_chunks(seg, pos, prev_last, seg.next_offset):
         for k, h in enumerate(scan.headers):  # only batches that can hold the answer are walked
             if h.max_timestamp >= timestamp and h.last_offset >= start:
                 found = first_offset_at_or_after(buf, int(scan.positions[k]), h, timestamp, start)
@@ -942,6 +988,7 @@ def find_in_segment(seg: LogSegment, timestamp: int, lower: int) -> int | None:
     return None
 
 
-def _checked_chunks(seg: LogSegment, pos: int, prev_last: int):
-    """Chunks of whole, checked batches from `pos` to the segment's end (segment.read_checked)."""
-    return read_checked(seg, pos, prev_last)
+def _checked_chunks(seg: LogSegment, pos: int, prev_last: int, until: int | None = None):
+    """Chunks of whole, checked batches from `pos` to the segment's end (segment.read_checked);
+    nothing at or past offset `until` is judged."""
+    return read_checked(seg, pos, prev_last, until)

@@ -26,6 +26,11 @@ Invariants kept here:
   its map.
 - Counting entries reads through `os.pread`, never the map.
 - The map and the file descriptor survive a rename of the file (`rename_to`).
+- Space is reserved only to append: a writable open (and `resize`) records the preallocated size it
+  wants, and the file is extended to it (`posix_fallocate`, then mapped) only before the first entry
+  that needs a slot past the file's end (`reserve`, which the segment calls before it writes the
+  batches' bytes). So retention, sealing, purging and recovery, which add no entries, work on a full
+  filesystem; an append there fails with a StorageError before it writes anything, never a SIGBUS.
 """
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ from typing import ClassVar
 import numpy as np
 
 from seglog.errors import ReadOnlyLogError, SeglogError, StorageError
+from seglog.indexer.fsutil import create_file
 
 
 # Kafka's "warm section" (KAFKA-6432): the last 8 KiB of entries are probed first, so the hot
@@ -115,6 +121,9 @@ class MmapIndex:
         self._mm: mmap.mmap | None = None
         self._slots = 0
         self._entries = 0
+        # Slots the file is to have once space is reserved (module doc, "reserved only to append");
+        # at most the mapped `_slots` when nothing is pending.
+        self._target_slots = 0
         self._fd = -1
         self._marker = struct.Struct(self.MARKER[0])
         self._marker_off = self.MARKER[1]
@@ -122,7 +131,7 @@ class MmapIndex:
         # Readonly opens take it from `preallocate` (pass False for a sealed segment).
         self._preallocated = bool(preallocate)  # None: as found (see below)
         flags = (os.O_RDWR | os.O_CREAT) if self._writable else os.O_RDONLY
-        self._fd = os.open(self._path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+        self._fd = create_file(self._path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)   # fsutil: shared roots
         try:
             size = os.fstat(self._fd).st_size
             self._size_problems: list[str] = []
@@ -130,12 +139,9 @@ class MmapIndex:
                 self._size_problems.append(
                     f"{self._path}: size {size} at open is not a multiple of the entry size {es}")
             if self._writable and preallocate:
-                # Extend only (never shrink on open: that could cut evidence of corruption).
-                counted = self._count_entries(size // es)
-                target = max(_round_down(max_index_size, es), counted * es, _round_down(size, es))
-                if target != size:
-                    _reserve(self._fd, self._path, size, target)
-                    size = target
+                # Extend only (never shrink on open: that could cut evidence of corruption), and
+                # only when an entry needs the room (`reserve`).
+                self._target_slots = _round_down(max_index_size, es) // es
             self._remap(size)
             self._entries = self._count_entries(self._slots)
             if preallocate is None:
@@ -168,8 +174,9 @@ class MmapIndex:
 
     @property
     def max_entries(self) -> int:
-        """Slots in the file as mapped (a trimmed file has exactly `entries`)."""
-        return self._slots
+        """Slots the file has, or is to have once its pending preallocation is reserved (a trimmed
+        file has exactly `entries`)."""
+        return max(self._slots, self._target_slots)
 
     @property
     def closed(self) -> bool:
@@ -193,7 +200,30 @@ class MmapIndex:
         return self._size_problems + self._quick_problems
 
     def is_full(self) -> bool:
-        return self._entries >= self._slots
+        return self._entries >= self.max_entries
+
+    def reserve(self) -> None:
+        """Extend the file to its pending preallocation (module doc), reserving the blocks before
+        mapping them: a full filesystem raises StorageError here, never a SIGBUS at a store."""
+        self._check_writable()
+        if self._target_slots <= self._slots:
+            return
+        size = os.fstat(self._fd).st_size
+        target = self._target_slots * self.ENTRY_SIZE
+        if target > size:
+            if self._mm is not None:
+                self._mm.flush()
+            _reserve(self._fd, self._path, size, target)
+            size = target
+        self._remap(size)
+        # Counted again, as an open that preallocates counts after extending: an all-zero entry
+        # that a trimmed file of one slot holds (TimeIndex's (0, base)) is no entry in a zero tail.
+        self._entries = self._count_entries(self._slots)
+
+    def _room_for(self, slot: int) -> None:
+        """Before an entry is stored at `slot`: the pending preallocation, if the slot needs it."""
+        if slot >= self._slots:
+            self.reserve()
 
     # ---- counting ---------------------------------------------------------------------------
     def _marker_at(self, slot: int) -> int:
@@ -342,12 +372,22 @@ class MmapIndex:
             mm[start * es:stop * es] = bytes((stop - start) * es)
             stop = start
         self._entries = n
+        if self._target_slots > self._slots:
+            # A file not yet preallocated again (space is reserved only to append) has no zero tail
+            # that its zeroed slots could join: it is trimmed to its entries, so that no zero slot is
+            # counted as TimeIndex's all-zero entry (0, base).
+            os.ftruncate(self._fd, n * es)
+            self._remap()
 
     def _ensure_slot(self) -> None:
         """Room for one more entry (the seal entry) in a trimmed or full file: grown by two zero
-        slots, so a crash before the entry is written leaves no slot that counts as an entry."""
+        slots, so a crash before the entry is written leaves no slot that counts as an entry. The
+        blocks are reserved, not a sparse extension: a full filesystem is a StorageError, no SIGBUS."""
         if self._entries >= self._slots:
-            os.ftruncate(self._fd, (self._entries + 2) * self.ENTRY_SIZE)
+            size = os.fstat(self._fd).st_size
+            if self._mm is not None:
+                self._mm.flush()
+            _reserve(self._fd, self._path, size, (self._entries + 2) * self.ENTRY_SIZE)
             self._remap()
 
     def trim(self, *, fsync: bool = True) -> None:
@@ -358,20 +398,24 @@ class MmapIndex:
             self._mm.flush()
         os.ftruncate(self._fd, self._entries * self.ENTRY_SIZE)
         self._remap()
+        self._target_slots = 0
         self._preallocated = False
         if fsync:
             os.fsync(self._fd)
 
     def resize(self, max_index_size: int) -> None:
-        """Extend (zero filled) to max_index_size rounded down to entries, never below the entries
-        held; e.g. when truncation makes a sealed segment active again."""
+        """Size the file for max_index_size rounded down to entries, never below the entries held;
+        e.g. when truncation makes a sealed segment active again. Shrinking happens now; growing is
+        pending until an entry needs it (`reserve`, module doc)."""
         self._check_writable()
         target = max(_round_down(max_index_size, self.ENTRY_SIZE), self._entries * self.ENTRY_SIZE)
         if self._mm is not None:
             self._mm.flush()
-        if target != os.fstat(self._fd).st_size:
+        size = os.fstat(self._fd).st_size
+        if target < size:
             os.ftruncate(self._fd, target)
         self._remap()
+        self._target_slots = target // self.ENTRY_SIZE
         self._preallocated = True
 
     def flush(self) -> None:

@@ -108,6 +108,8 @@ class OffsetIndex(MmapIndex):
                     f"entry (offset {offset}, position {position}) refused by {self._path}: "
                     f"entries must be strictly increasing in both fields; last entry is "
                     f"(offset {self._base + last_rel}, position {last_pos})")
+        if n < self.max_entries:
+            self._room_for(n)
         if n >= self._slots:
             raise IndexFullError(
                 f"{self._path} is full ({n} entries of {self._slots}): roll the segment")

@@ -23,7 +23,7 @@ from pathlib import Path
 from seglog.indexer import checkpoint, clean_swap
 from seglog.indexer.cleaner_checkpoint import may_have_gaps
 from seglog.errors import CorruptRecordError
-from seglog.indexer.fsutil import atomic_write, fsync_dir
+from seglog.indexer.fsutil import atomic_write, create_file, fsync_dir
 from seglog.indexer.names import (DELETED_SUFFIX, log_bases, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_file,
                            segment_file)
 from seglog.indexer.records import (BATCH_HEADER_SIZE, LOG_APPEND_TIME, Record, decode_batch, encode_batch,
@@ -52,6 +52,8 @@ def recover(d: Path, config, topic: str | None, partition: int | None) -> list[s
     alone and returns what was repaired, one line each. `topic`/`partition` name the folder's entry
     in the root's log start checkpoint (None outside a root)."""
     report: list[str] = []
+    if topic is not None:
+        _reset_malformed_checkpoint(d.parent, report)
     # An interrupted clean first: finished or undone from its file names (indexer/clean_swap.py).
     clean_swap.recover_swaps(d, rename_deleted, report)
     dense = not may_have_gaps(d, config)
@@ -65,6 +67,16 @@ def recover(d: Path, config, topic: str | None, partition: int | None) -> list[s
         last = i == len(bases) - 1
         _recover_segment(d, config, base, None if last else bases[i + 1], report, dense)
     return report
+
+
+def _reset_malformed_checkpoint(root: Path, report: list[str]) -> None:
+    """A malformed log start checkpoint (docs/format.md "Files"): readers already take each partition's
+    log start from its first segment's base offset, as Kafka's log manager does at load; the writer
+    makes that the file's content too (rewritten without entries), and reports what was wrong."""
+    problem = checkpoint.reset_if_malformed(root)
+    if problem is not None:
+        report.append(f"{problem}; rewritten without entries: every partition's log start offset is its first "
+                      f"segment's base offset (as Kafka's log manager resets a malformed checkpoint)")
 
 
 def _log_bases(d: Path) -> list[int]:
@@ -281,7 +293,7 @@ def finish_truncation(d: Path, config, topic: str | None, partition: int | None,
         # and reads the checkpoint after, so one that sees the new segment also sees its log start.
         if topic is not None:
             checkpoint.reset_log_start_offset(d.parent, topic, partition, offset)
-        fd = os.open(segment_file(d, offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = create_file(segment_file(d, offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT, 0o644)
         os.close(fd)
         report.append(f"{d}: truncated fully, restarting at offset {offset}")
         keep, cut_base = [offset], offset

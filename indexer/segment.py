@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from seglog.errors import CorruptRecordError, ReadOnlyLogError
+from seglog.indexer.fsutil import create_file
 from seglog.indexer.leader_epochs import max_leader_epoch
 from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from seglog.indexer.offset_index import OffsetIndex
@@ -120,8 +121,8 @@ class LogSegment:
             # does, so a reader that lists it never finds its indexes missing; a crash in between
             # leaves index files without a .log, which recovery sets aside.
             for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                os.close(os.open(stem + suffix + file_suffix, os.O_RDWR | os.O_CREAT, 0o644))
-            fd = os.open(self._log_name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                os.close(create_file(stem + suffix + file_suffix, os.O_RDWR | os.O_CREAT, 0o644))
+            fd = create_file(self._log_name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
             os.close(fd)
         self._fd = os.open(self._log_name, os.O_RDWR if writable else os.O_RDONLY)
         st = os.fstat(self._fd)
@@ -169,11 +170,22 @@ class LogSegment:
         largest timestamp is the last time index entry's or a later batch's. So an open reads a
         few batch headers however far back that entry lies (timestamps that stopped growing)."""
         last = self.offset_index.last_entry()
-        entry = self._time_index_covered()
+        if last is not None and last[1] >= self.size and tolerate_torn_tail:
+            # A reader beside a truncation: `finish_truncation` cuts the .log before the indexes, so
+            # the last entry may name a batch that is gone. What the file holds decides (a writer's
+            # open recovers instead).
+            last = None
+        entry = self._time_index_covered() if last is not None else None
         tail = self.scan(last[1] if last else 0, self.size, check_crc=False)
         if tail.error:
             if not tolerate_torn_tail:
                 raise CorruptRecordError(f"{self.log_path}: {tail.error}")
+            if last is not None and not len(tail.positions):
+                # The batch the last index entry names is torn: the entry's offset is not this reader's
+                # end (a log end past what the file holds would read as fewer rows than it says). The
+                # file decides, as when the .log was cut below the entry.
+                last, entry = None, None
+                tail = self.scan(0, self.size, check_crc=False)
             self.size = tail.valid_end
         n = len(tail.positions)
         self.next_offset = int(tail.last_offsets[-1]) + 1 if n else (last[0] + 1 if last else self.base_offset)
@@ -223,6 +235,10 @@ class LogSegment:
         """Append batches first..last-1 of an EncodedBatches, growing both indexes."""
         if not self.writable:
             raise ReadOnlyLogError(f"{self.log_path} is open read-only")
+        # Index space first (reserved only to append, indexer/mmap_index.py): a full filesystem
+        # refuses the append here, before any byte of it is written.
+        self.offset_index.reserve()
+        self.time_index.reserve()
         start, end = int(enc.positions[first]), int(enc.positions[last])
         data = memoryview(enc.data)[start:end]
         written = 0
@@ -424,7 +440,14 @@ class LogSegment:
         """Write the seal entry (largest timestamp, its offset), trim both indexes; with `durable`,
         fsync the .log and the indexes first (the sidecar's seal; a roll passes False and leaves the
         fsyncs to the writer's next flush). Idempotent; True if it changed anything."""
-        if self.is_sealed(next_base):
+        if self.writable and self._max_known:
+            # The writer knows the largest timestamp: it decides. The files alone could say "sealed"
+            # of a cleanly closed active segment (trimmed by the close, not preallocated again until
+            # an append needs the room) that lacks its seal entry.
+            last = self.time_index.last_entry()
+            if self.indexes_trimmed() and (self.max_timestamp < 0 or (last is not None and last[0] == self.max_timestamp)):
+                return False
+        elif self.is_sealed(next_base):
             return False
         max_ts, offset_of_max = self.max_timestamp_and_offset()
         if max_ts >= 0:
@@ -453,11 +476,15 @@ class LogSegment:
         self.time_index.flush()
 
 
-def read_checked(seg: "LogSegment", pos: int, prev_last: int):
+def read_checked(seg: "LogSegment", pos: int, prev_last: int, until: int | None = None):
     """(file position, bytes, scan) for chunks of whole batches from `pos` to the segment's end,
     every batch checked once (CRC, leader epochs, offsets dense from `prev_last`). A chunk boundary
     that cuts a batch is not a fault: the next chunk starts at that batch. Anything else that fails
-    a check raises CorruptRecordError: a read never returns what it cannot vouch for."""
+    a check raises CorruptRecordError: a read never returns what it cannot vouch for.
+
+    `until` is the reader's bound (exclusive offset: the committed end, the end it asked for). Bytes
+    past it are never judged: once the checked batches reach it, what follows (a writer's append in
+    flight, a tail being cut back) ends the read instead of failing it (docs/spec.md §4)."""
     end = seg.size
     chunk = FIRST_CHUNK
     epochs = {"min_leader_epoch": 0, "max_leader_epoch": seg.max_leader_epoch}
@@ -489,6 +516,11 @@ def read_checked(seg: "LogSegment", pos: int, prev_last: int):
                     cut = size > rest and pos + good + size <= end and scan.error is not None \
                         and "past the end" in scan.error
             if not cut:
+                reached = scan.headers[-1].last_offset if len(scan.positions) else prev_last
+                if until is not None and reached >= until - 1:
+                    if good:
+                        yield pos, memoryview(buf)[:good], scan
+                    return
                 raise CorruptRecordError(f"{seg.log_path}: {_fault(seg, buf, pos, prev_last, epochs)}")
             if good == 0:  # one batch larger than the chunk: read it whole
                 size = parse_header(buf, 0).size

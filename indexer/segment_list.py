@@ -16,16 +16,23 @@ Invariants kept here:
 from __future__ import annotations
 
 import bisect
+import os
+import time
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
-from seglog.errors import SegmentDeletedError
+from seglog.errors import CorruptIndexError, SegmentDeletedError
+from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from seglog.indexer.records import NO_TIMESTAMP
 from seglog.indexer.segment import LogSegment, sealed_summary
 
 CACHE_SIZE = 16   # open inactive segments kept (memory does not grow with the log)
+# Seconds a read-only open waits for a missing index file to appear before it names it missing: a
+# writer puts a segment's indexes in place before its .log, except while it restarts a fully
+# truncated log (a bare .log, its indexes created at once by the writer's open).
+_INDEX_SETTLE_WAITS = (0.002, 0.01, 0.05, 0.1, 0.2)
 
 
 class SegmentList:
@@ -44,9 +51,36 @@ class SegmentList:
 
     # ------------------------------------------------------------------ membership
     def open_segment(self, base: int, *, active: bool, create: bool = False) -> LogSegment:
-        seg = LogSegment(self.path, base, self.config, writable=self.writable, active=active, create=create)
+        try:
+            seg = LogSegment(self.path, base, self.config, writable=self.writable, active=active, create=create)
+        except FileNotFoundError as exc:
+            if create or self.writable or not self._index_missing(base, exc.filename):
+                raise               # the .log itself is gone: deleted under the reader (its callers re-list)
+            seg = LogSegment(self.path, base, self.config, writable=False, active=active)
         seg.dense = self.dense
         return seg
+
+    def _index_missing(self, base: int, name) -> bool:
+        """After a read-only open failed on `name`: True when that is one of the segment's index files
+        and it appeared meanwhile (open again). Raises CorruptIndexError naming it when it stays missing
+        while the segment's .log is there: not a deletion (which renames the .log first), a segment
+        whose index is gone (a Kafka broker may leave one so; a writable open rebuilds it)."""
+        name = os.fspath(name) if name is not None else ""
+        if not name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
+            return False
+        log = os.path.join(self.path, f"{base:020d}{LOG_SUFFIX}")
+        for wait in _INDEX_SETTLE_WAITS:
+            if not os.path.exists(log):
+                return False
+            if os.path.exists(name):
+                return True
+            time.sleep(wait)
+        if not os.path.exists(log) or os.path.exists(name):
+            return os.path.exists(log)
+        what = "offset index" if name.endswith(INDEX_SUFFIX) else "time index"
+        raise CorruptIndexError(
+            f"{name}: the {what} of segment {base} is missing while its .log ({log}) is there; a writable "
+            f"open rebuilds it from the .log (`seglog recover`; `seglog import` does so for a broker's folder)")
 
     def load(self, bases: list[int], active: LogSegment | None) -> None:
         """Take the segments found on disk (`active` is the last of `bases`, opened by the caller)."""

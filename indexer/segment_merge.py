@@ -30,6 +30,7 @@ from pathlib import Path
 from seglog.errors import CompactionError
 from seglog.indexer import clean_swap
 from seglog.indexer.cleaner_checkpoint import cleaner_offset, may_have_gaps
+from seglog.indexer.fsutil import create_file
 from seglog.indexer.names import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file
 from seglog.indexer.records import BATCH_HEADER_SIZE, INT32_MAX, parse_header
 from seglog.indexer.segment import LogSegment, sealed_summary
@@ -194,9 +195,9 @@ def _merge_group(log, group: list[MergeFacts], dense: bool) -> None:
     # 1. `<base>.*.cleaned`: the indexes created first and the .log last (a segment exists when its
     #    .log does), the .log the group's bytes back to back.
     for kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-        os.close(os.open(segment_file(d, base, kind + CLEANED_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644))
+        os.close(create_file(segment_file(d, base, kind + CLEANED_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644))
     log_out = segment_file(d, base, LOG_SUFFIX + CLEANED_SUFFIX)
-    fd = os.open(log_out, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = create_file(log_out, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         at = 0
         for f in group:

@@ -68,7 +68,7 @@ class TimeIndex(MmapIndex):
 
     def is_full(self) -> bool:
         """Full one entry early: the last slot is kept for the seal entry."""
-        return self._entries >= self._slots - 1
+        return self._entries >= self.max_entries - 1
 
     # ---- reads ------------------------------------------------------------------------------
     def entry(self, i: int) -> tuple[int, int]:
@@ -154,6 +154,7 @@ class TimeIndex(MmapIndex):
             raise IndexFullError(
                 f"{self._path} is full ({self._entries} entries of {self._slots}, the last slot "
                 f"kept for the seal entry): roll the segment")
+        self._room_for(self._entries)
         self._write(self._entries, timestamp, rel)
         self._entries += 1
         return True

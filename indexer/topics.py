@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from seglog.conf.topic_config import TopicConfig, validate_topic_config
+from seglog.conf.topic_config import TopicConfig, requested_topic_config, validate_topic_config
 from seglog.errors import InvalidTopicError
-from seglog.indexer.fsutil import fsync_dir, temp_path
+from seglog.indexer.fsutil import fsync_dir, make_dirs, open_new, temp_path
 from seglog.indexer.names import META_DIR, validate_topic
 
 MAX_PARTITIONS = 1 << 20  # a sanity bound; Kafka has none but a folder per partition makes this plenty
@@ -93,14 +93,6 @@ def list_topics(root: str | os.PathLike) -> list[str]:
     return sorted(p.stem for p in d.glob("*.json"))
 
 
-def _normalise(topic: str, config: Mapping[str, Any] | TopicConfig | None) -> dict[str, Any]:
-    """The validated values of every key asked for (a TopicConfig asks for all of its keys)."""
-    validated = validate_topic_config(config, where=f"config of topic {topic!r}")
-    if isinstance(config, TopicConfig):
-        return dict(validated)
-    return {key: validated[key] for key in (config or {})}
-
-
 def create_topic(root: str | os.PathLike, topic: str, partitions: int,
                  config: Mapping[str, Any] | TopicConfig | None = None) -> TopicMetadata:
     """Record `topic` with `partitions` and `config`; idempotent for the same request.
@@ -110,15 +102,15 @@ def create_topic(root: str | os.PathLike, topic: str, partitions: int,
     """
     validate_topic(topic)
     _check_partitions(topic, partitions)
-    overrides = _normalise(topic, config)
+    overrides = requested_topic_config(config, where=f"config of topic {topic!r}")
     existing = load_topic(root, topic)
     if existing is None:
         path = topic_file(root, topic)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(path.parent)
         meta = TopicMetadata(topic, partitions, overrides, int(time.time() * 1000))
         tmp = temp_path(path)
         try:
-            with open(tmp, "wb") as fh:
+            with open_new(tmp) as fh:
                 fh.write(json.dumps(meta.to_json(), sort_keys=True, indent=1).encode())
                 fh.flush()
                 os.fsync(fh.fileno())

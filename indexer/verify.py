@@ -10,19 +10,26 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from seglog.errors import CorruptIndexError
+
 if TYPE_CHECKING:
     from seglog.indexer.log import Log
 
 
 def verify_log(log: "Log") -> list[str]:
-    problems: list[str] = []
+    problems: list[str] = _check_log_start_checkpoint(log)
     if log.log_start_offset > log.log_end_offset:
         problems.append(f"{log.path}: the checkpointed log start offset {log.log_start_offset} is beyond the "
                         f"log end offset {log.log_end_offset}: it hides every record")
     prev_next = None
     bases = log.segment_bases()
     for i, base in enumerate(bases):
-        seg = log.segment(base)
+        try:
+            seg = log.segment(base)
+        except CorruptIndexError as exc:     # an index file missing: named, and the next segments checked
+            problems.append(str(exc))
+            prev_next = None
+            continue
         where = str(seg.log_path)
         # The whole file, not the size a reader settled on: verify judges every byte (run it on
         # a log no one is writing, or expect the writer's unfinished tail to be reported).
@@ -51,6 +58,22 @@ def verify_log(log: "Log") -> list[str]:
             if seg.is_sealed(next_base):
                 problems += _check_seal_entry(seg, scan)
     return problems
+
+
+def _check_log_start_checkpoint(log: "Log") -> list[str]:
+    """The root's log-start-offset-checkpoint reads as Kafka's format (docs/format.md "Files"). A
+    malformed one is a fault: readers then take the log start from the first segment, as Kafka's log
+    manager does, which may show records the checkpoint hid."""
+    from seglog.indexer.checkpoint import CorruptCheckpointError, read_log_start_offsets
+
+    if log.topic is None:
+        return []
+    try:
+        read_log_start_offsets(log.path.parent)
+    except CorruptCheckpointError as exc:
+        return [f"{exc}; until it is repaired, the log start is the first segment's base offset "
+                f"(`seglog recover` rewrites the file)"]
+    return []
 
 
 def _check_records(seg) -> list[str]:

@@ -6,6 +6,8 @@
     seglog recover ROOT [--topic T]    seglog truncate ROOT --topic T --partition P --to-offset N [--yes]
     seglog compact ROOT --topic T [--partition P]
     seglog merge ROOT [--topic T] [--partition P]
+    seglog import SOURCE ROOT [--topic T] [--link] [--abort-open-transactions]
+    seglog abort-transaction ROOT --topic T --partition P (--producer-id ID [--producer-epoch E] | --all-open)
     seglog compactor run --config FILE [--once]
     seglog demo [--root DIR]
 
@@ -21,8 +23,8 @@ import sys
 from typing import Sequence
 
 from seglog import __version__
-from seglog.commands import (compact, delegate, describe, dump, kafka_import, merge, offsets, recover, truncate,
-                             verify)
+from seglog.commands import (abort_transaction, compact, delegate, describe, dump, kafka_import, merge, offsets,
+                             recover, truncate, verify)
 from seglog.commands.common import EXIT_FAULT, EXIT_USAGE, UsageError
 
 
@@ -32,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok, 1 a fault found or the operation failed, 2 bad arguments.")
     parser.add_argument("--version", action="version", version=f"seglog {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (dump, verify, describe, offsets, recover, truncate, compact, merge, kafka_import):
+    for module in (dump, verify, describe, offsets, recover, truncate, compact, merge, kafka_import, abort_transaction):
         module.add_parser(sub)
     delegate.add_parsers(sub)
     return parser

@@ -34,11 +34,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Mapping
 
-from seglog.conf.topic_config import validate_topic_config
+from seglog.conf.topic_config import requested_topic_config
 from seglog.indexer.records import BATCH_HEADER_SIZE
 from seglog.indexer.commit_log import CommitLog
 from seglog.errors import InvalidRecordError, MissingKeyError, RecordTooLargeError, TimestampOutOfRangeError
-from seglog.indexer.locks import FileLock, lock_path, partition_lock
+from seglog.indexer.locks import FileLock, check_lock_timeout, lock_path, partition_lock
 from seglog.indexer.names import partition_dir_name, validate_topic
 from seglog.indexer.topics import TopicMetadata, create_topic, forget_uncommitted_topic, load_topic
 from seglog.indexer.log import Log
@@ -95,14 +95,15 @@ class SegmentLogSink:
                                        or partitions < 1):
             raise SinkInputError(f"partitions = {partitions!r}; allowed: an integer >= 1")
         self.partitions = partitions
-        # Validated now, so a bad key fails when the query is defined, not at its first batch.
-        self.config = (validate_topic_config(config, where="SegmentLogSink config").overrides()
+        # Validated now, so a bad key fails when the query is defined, not at its first batch. Every
+        # key asked for is kept, even one equal to a default: the topic records it (docs/spec.md §5).
+        self.config = (requested_topic_config(config, where="SegmentLogSink config")
                        if config is not None else None)
         if writer_id is not None and (not isinstance(writer_id, str) or not _WRITER_RE.fullmatch(writer_id)):
             raise SinkInputError(f"writer_id = {writer_id!r}; allowed: 1 to 200 characters of [A-Za-z0-9._-]")
         self.writer_id = writer_id
         self.tasks = tasks
-        self.lock_timeout = lock_timeout
+        self.lock_timeout = check_lock_timeout(lock_timeout, "SegmentLogSink lock_timeout")
         self.jvm_partitioner = jvm_partitioner
         # staged segments at least this large are renamed in as segments; smaller ones are copied
         # onto the active segment (indexer/staged.py), so micro-batches leave no tiny segments
@@ -156,11 +157,13 @@ class SegmentLogSink:
     def _write_batch(self, df, cols, topic_expr, topics, created, writer, batch_id, now, timings, t0) -> None:
         metas = {t: self._topic(t, created=created) for t in topics}
         quarantine = self._quarantine_targets(cols, metas)
-        for q in quarantine.values():
+        for t, q in quarantine.items():
             if q not in metas:
-                metas[q] = self._topic(q, default_partitions=metas[next(iter(metas))].partitions, created=created)
+                metas[q] = self._quarantine_topic(q, metas[t].partitions, created=created)
         all_topics = sorted(metas)
-        _refuse_keyless(df, cols, topic_expr, metas)
+        # judged where each row lands, after quarantine routing (a keyless row routed to a compacted
+        # quarantine topic is refused; one routed out of a compacted topic is not)
+        _refuse_keyless(df, cols, self._routed_topic_sql(topic_expr, metas, quarantine, now), metas)
         timings["plan_s"] = time.perf_counter() - t0
         with self._locked(all_topics):
             todo = [t for t in all_topics if not self._committed(t, writer, batch_id)]
@@ -217,21 +220,29 @@ class SegmentLogSink:
     def _all_committed(self, topics, writer, batch_id) -> bool:
         return all(self._committed(t, writer, batch_id) for t in topics)
 
-    def _topic(self, topic: str, default_partitions: int | None = None, *,
-               created: list[str] | None = None) -> TopicMetadata:
+    def _topic(self, topic: str, *, created: list[str]) -> TopicMetadata:
+        """A topic the sink writes by name: created with the sink's partitions= and config=, or,
+        existing, checked against them (an existing topic keeps its own; a different request is an error)."""
         meta = load_topic(self.root, topic)
         if meta is not None:
             if self.partitions is not None or self.config is not None:
-                # an existing topic keeps its own count and configuration; a different request is an error
                 create_topic(self.root, topic, self.partitions or meta.partitions,
                              self.config if self.config is not None else meta.config)
             return meta
-        partitions = self.partitions or default_partitions
-        if partitions is None:
+        if self.partitions is None:
             raise SinkInputError(f"topic {topic!r} does not exist under {self.root}; pass partitions= (and "
                                  f"config=) to the sink to create it")
-        meta = create_topic(self.root, topic, partitions, self.config if default_partitions is None else None)
-        if created is not None:
+        meta = create_topic(self.root, topic, self.partitions, self.config)
+        created.append(topic)
+        return meta
+
+    def _quarantine_topic(self, topic: str, partitions: int, *, created: list[str]) -> TopicMetadata:
+        """A quarantine topic: used as it is when it exists (the sink's partitions= and config= are
+        the main topic's, not its own: checking them against it would refuse every later batch),
+        else created with the main topic's partition count and the default configuration."""
+        meta = load_topic(self.root, topic)
+        if meta is None:
+            meta = create_topic(self.root, topic, partitions)
             created.append(topic)
         return meta
 
@@ -338,6 +349,17 @@ class SegmentLogSink:
             if p not in existed and empty and committed == 0:
                 shutil.rmtree(path, ignore_errors=True)
 
+    @staticmethod
+    def _routed_topic_sql(topic_expr: str, metas, quarantine: dict[str, str], now: int) -> str:
+        """SQL: each row's topic after quarantine routing (the one home of that rule: the write and
+        the keyless check both use it)."""
+        t_expr = topic_expr
+        for t, q in quarantine.items():
+            out_of_range = _out_of_range_sql(f"unix_millis({EVENT_TIME})", now, metas[t].topic_config())
+            t_expr = (f"(CASE WHEN {topic_expr} = {_sql_str(t)} AND timestamp IS NOT NULL AND {out_of_range} "
+                      f"THEN {_sql_str(q)} ELSE {t_expr} END)")
+        return t_expr
+
     def _slot_sql(self, cols, topic_expr, metas, todo, quarantine, now):
         """SQL for each row's topic (after quarantine routing), its topic's partition count, the slot base
         of its topic (NULL if that topic is not written in this delivery), and the slots (topic, p)."""
@@ -345,11 +367,7 @@ class SegmentLogSink:
         for t in todo:
             base[t] = len(slots)
             slots += [(t, p) for p in range(metas[t].partitions)]
-        t_expr = topic_expr
-        for t, q in quarantine.items():
-            out_of_range = _out_of_range_sql(f"unix_millis({EVENT_TIME})", now, metas[t].topic_config())
-            t_expr = (f"(CASE WHEN {topic_expr} = {_sql_str(t)} AND timestamp IS NOT NULL AND {out_of_range} "
-                      f"THEN {_sql_str(q)} ELSE {t_expr} END)")
+        t_expr = self._routed_topic_sql(topic_expr, metas, quarantine, now)
         n_expr = "(CASE _t " + " ".join(f"WHEN {_sql_str(t)} THEN {metas[t].partitions}" for t in metas) + " END)"
         base_expr = "(CASE _t " + " ".join(f"WHEN {_sql_str(t)} THEN {base[t]}" for t in todo) + " END)"
         return t_expr, n_expr, base_expr, slots
@@ -443,20 +461,23 @@ class SegmentLogSink:
                     lock.release()
 
 
-def _refuse_keyless(df, cols: InputColumns, topic_expr: str, metas) -> None:
+def _refuse_keyless(df, cols: InputColumns, routed_expr: str, metas) -> None:
     """A compacted topic takes only keyed records, as Kafka (docs/spec.md §3.9): refused before
-    anything is written, at the cost of one query, and only for batches that write such a topic."""
+    anything is written, at the cost of one query, and only for batches that write such a topic.
+    `routed_expr` is each row's topic after quarantine routing: a row is judged where it lands."""
     compacted = [t for t, meta in metas.items() if meta.topic_config().compacted]
     if not compacted:
         return
-    if not cols.has_key:
-        raise MissingKeyError(f"topic {compacted[0]!r} is compacted (cleanup.policy holds 'compact'): every record "
-                              f"needs a key and the DataFrame has no 'key' column; nothing was written")
     names = ", ".join(_sql_str(t) for t in compacted)
-    row = df.where(f"key IS NULL AND {topic_expr} IN ({names})").selectExpr(f"{topic_expr} AS t").first()
-    if row is not None:
-        raise MissingKeyError(f"topic {row['t']!r} is compacted (cleanup.policy holds 'compact'): a record has a "
-                              f"null key; every record needs a key; nothing was written")
+    null_key = "key IS NULL" if cols.has_key else "TRUE"
+    row = df.where(f"{null_key} AND {routed_expr} IN ({names})").selectExpr(f"{routed_expr} AS t").first()
+    if row is None:
+        return
+    if not cols.has_key:
+        raise MissingKeyError(f"topic {row['t']!r} is compacted (cleanup.policy holds 'compact'): every record "
+                              f"needs a key and the DataFrame has no 'key' column; nothing was written")
+    raise MissingKeyError(f"topic {row['t']!r} is compacted (cleanup.policy holds 'compact'): a record has a "
+                          f"null key; every record needs a key; nothing was written")
 
 
 def _show(key) -> str:

@@ -10,6 +10,7 @@ This module is pure of Spark: it sees `SourceOptions`, a `ScanBounds` and readon
 """
 from __future__ import annotations
 
+import logging
 import math
 import os
 from pathlib import Path
@@ -20,6 +21,8 @@ from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.root import LogRoot
 from seglog.errors import InvalidTopicError, OffsetOutOfRangeError, SegmentDeletedError
 from seglog.source.options import EARLIEST, LATEST, Bound, SourceOptions
+
+_LOG = logging.getLogger("seglog.source")
 
 MIN_TASK_BYTES = 8 << 20       # below this a second task costs more than it saves
 SLACK = 8                      # a piece may overflow its task by target/SLACK rather than be cut
@@ -178,9 +181,10 @@ def resolve_range(opts: SourceOptions, bounds: ScanBounds, topic: str, partition
                   log, committed: int | None) -> PartitionRange:
     """[start, end) for one partition. Raises on data loss (failOnDataLoss), on a start past the end
     given as offsets, and on a starting timestamp with no offset under strategy `error`."""
-    log_start, log_end = log.log_start_offset, log.log_end_offset
+    log.require_start_within_end()
+    log_start = log.log_start_offset
     # Readers never pass the committed end (docs/spec.md §4); nothing committed means nothing to read.
-    end_cap = log_start if committed is None else min(committed, log_end)
+    end_cap = log_start if committed is None else committed
     end_cap = max(end_cap, log_start)
 
     # Ending bound (exclusive).
@@ -193,6 +197,8 @@ def resolve_range(opts: SourceOptions, bounds: ScanBounds, topic: str, partition
     else:  # by timestamp: no offset for it means latest (Spark's Kafka source)
         found = log.offset_for_timestamp(_timestamp_of(ending, topic, partition))
         end = end_cap if found is None else min(found, end_cap)
+
+    log.require_committed_end(end)     # a log that ends below the committed range lost records
 
     # Starting bound.
     starting = opts.starting
@@ -219,6 +225,11 @@ def resolve_range(opts: SourceOptions, bounds: ScanBounds, topic: str, partition
     if start < log_start:
         if explicit and opts.fail_on_data_loss:
             raise OffsetOutOfRangeError(data_loss_message(topic, partition, start, log_start))
+        if explicit:
+            # Spark's Kafka source warns of every skip failOnDataLoss=false allows: so does this one.
+            _LOG.warning("%s; the read goes on from offset %d because failOnDataLoss=false",
+                         data_loss_message(topic, partition, start, log_start).split(" Set failOnDataLoss")[0],
+                         log_start)
         start, skipped = log_start, True
     if explicit and not skipped and start > end:
         raise OffsetOutOfRangeError(

@@ -73,6 +73,17 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- toYaml $cfg }}
 {{- end }}
 
+{{/* The pod-level security context of Spark's pods (the driver and executor templates): the volume's
+     shared group (fsGroup, README "Running on a cluster") and seccomp, never a user: Spark's image
+     keeps its own (uid 185). */}}
+{{- define "seglog.sparkPodSecurityContext" -}}
+{{- toYaml (pick .Values.podSecurityContext "fsGroup" "fsGroupChangePolicy" "supplementalGroups" "seccompProfile") }}
+{{- end }}
+
+{{- define "seglog.executorPodTemplateName" -}}
+{{- printf "%s-executor-pod-template" (include "seglog.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{/* Volumes the sidecar needs: the data claim, its config, a writable /tmp. */}}
 {{- define "seglog.volumes" -}}
 - name: data

@@ -1,6 +1,7 @@
 """What the subcommands share: usage errors, finding partitions under a root, opening them."""
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +112,24 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise _arg_error(f"{value} is negative (must be >= 0)")
     return value
+
+
+def lock_timeout(text: str) -> float:
+    """argparse type of --lock-timeout: seconds, a finite number >= 0 (0 tries the lock once). `nan`
+    would wait forever (no deadline is ever reached) and a negative one gives up before trying."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise _arg_error(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise _arg_error(f"{text!r} is not a finite number of seconds >= 0")
+    return value
+
+
+def add_lock_timeout(parser, what: str = "a partition's lock", default: float = 30.0) -> None:
+    """The --lock-timeout option of the subcommands that take partition locks, checked by `lock_timeout`."""
+    parser.add_argument("--lock-timeout", type=lock_timeout, default=default, metavar="SECONDS",
+                        help=f"how long to wait for {what} (seconds >= 0; default {default:g})")
 
 
 def _arg_error(message: str):

@@ -7,7 +7,8 @@ the active segment still hold). The topic's recorded configuration applies, with
 """
 from __future__ import annotations
 
-from seglog.commands.common import EXIT_OK, UsageError, find_partitions, key_values, non_negative_int
+from seglog.commands.common import (EXIT_OK, UsageError, add_lock_timeout, find_partitions, key_values,
+                                    non_negative_int)
 
 
 def add_parser(subparsers) -> None:
@@ -24,8 +25,7 @@ def add_parser(subparsers) -> None:
                    help="memory of the key -> offset map (log.cleaner.dedupe.buffer.size; default 128 MiB)")
     p.add_argument("--now", type=non_negative_int, default=None, metavar="MS",
                    help="clean as of this time (ms since the epoch; default: now)")
-    p.add_argument("--lock-timeout", type=float, default=30.0, metavar="SECONDS",
-                   help="how long to wait for a partition's lock (default 30)")
+    add_lock_timeout(p, "a partition's lock")
     p.set_defaults(run=run)
 
 

@@ -1,11 +1,15 @@
-"""`seglog import SOURCE ROOT [--topic T] [--link] [--config KEY=VALUE ...]`: a Kafka broker's data as a
-seglog topic, without rewriting it (indexer/kafka_import.py; docs/kafka.md, "Importing a broker's data").
+"""`seglog import SOURCE ROOT [--topic T] [--link] [--config KEY=VALUE ...] [--abort-open-transactions]`: a
+Kafka broker's data as a seglog topic, without rewriting it (indexer/kafka_import.py; docs/kafka.md,
+"Importing a broker's data").
 
 SOURCE is one partition folder copied from a Kafka broker (`<topic>-<partition>`), or a broker's whole
 log dir (every topic's partition folders, Kafka's internal topics left out). The files are copied byte
 for byte (`--link`: hard-linked where the filesystem allows), the topic is recorded (partition count,
 configuration: retention off unless --config says otherwise) and the partitions' end offsets are
-committed, so Spark's `seglog` source replays the broker's data offline. Prints one line per partition.
+committed, so Spark's `seglog` source replays the broker's data offline. Prints one line per partition,
+and one per index file rebuilt (a segment whose `.index` or `.timeindex` was missing) and per transaction
+aborted. A folder with a transaction still open (no COMMIT/ABORT marker) is refused unless
+--abort-open-transactions, which ends each with the ABORT marker Kafka's coordinator would write.
 """
 from __future__ import annotations
 
@@ -25,6 +29,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--link", action="store_true", help="hard-link the files instead of copying them")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                    help="topic configuration to record (repeatable; default retention.ms=-1, retention.bytes=-1)")
+    p.add_argument("--abort-open-transactions", action="store_true",
+                   help="end every transaction left open (no COMMIT/ABORT marker) with an ABORT marker, as "
+                        "Kafka's coordinator does past transaction.timeout.ms (default: refuse such a folder)")
     p.set_defaults(run=run)
 
 
@@ -32,8 +39,15 @@ def run(args) -> int:
     from seglog.indexer.kafka_import import import_kafka
 
     # A refused import (a fault in the data, a topic already there) is a SeglogError: exit 1.
-    imported = import_kafka(args.source, args.root, topic=args.topic, link=args.link, config=key_values(args.config))
+    imported = import_kafka(args.source, args.root, topic=args.topic, link=args.link, config=key_values(args.config),
+                            abort_open_transactions=args.abort_open_transactions)
     for p in imported:
         print(f"{p.topic}:{p.partition}: offsets {p.log_start_offset} to {p.log_end_offset} "
               f"({p.segments} segment(s)) from {p.source}")
+        for f in p.rebuilt_indexes:
+            print(f"{p.topic}:{p.partition}: {f} was missing: the segment's indexes were rebuilt from its .log")
+        for e in p.aborted:
+            print(f"{p.topic}:{p.partition}: aborted the transaction of {e.transaction.describe()}: ABORT marker "
+                  f"at offset {e.marker_offset} (producer epoch {e.producer_epoch}, coordinator epoch "
+                  f"{e.coordinator_epoch})")
     return EXIT_OK

@@ -7,7 +7,7 @@ sidecar's `topics:` section would set it), e.g. segment.merge.small.bytes.
 """
 from __future__ import annotations
 
-from seglog.commands.common import EXIT_OK, find_partitions, key_values, non_negative_int
+from seglog.commands.common import EXIT_OK, add_lock_timeout, find_partitions, key_values, non_negative_int
 
 
 def add_parser(subparsers) -> None:
@@ -21,8 +21,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--partition", type=non_negative_int, metavar="P", help="only this partition (with --topic)")
     p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                    help="a topic configuration override (repeatable), e.g. segment.merge.small.bytes=1048576")
-    p.add_argument("--lock-timeout", type=float, default=30.0, metavar="SECONDS",
-                   help="how long to wait for a partition's lock (default 30)")
+    add_lock_timeout(p, "a partition's lock")
     p.set_defaults(run=run)
 
 

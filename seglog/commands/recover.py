@@ -4,7 +4,7 @@ each partition's recovery report. Takes each partition's lock in turn (waits up 
 """
 from __future__ import annotations
 
-from seglog.commands.common import EXIT_FAULT, EXIT_OK, find_partitions, open_writable
+from seglog.commands.common import EXIT_FAULT, EXIT_OK, add_lock_timeout, find_partitions, open_writable
 from seglog.commands.progress import progress
 
 
@@ -15,8 +15,7 @@ def add_parser(subparsers) -> None:
                     "and print what was repaired. Exit 1 if a partition could not be recovered.")
     p.add_argument("root", metavar="ROOT", help="a log root, or one <topic>-<partition> folder")
     p.add_argument("--topic", help="only this topic's partitions")
-    p.add_argument("--lock-timeout", type=float, default=30.0, metavar="SECONDS",
-                   help="how long to wait for a partition's lock (default 30)")
+    add_lock_timeout(p, "a partition's lock")
     p.set_defaults(run=run)
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import sys
 
-from seglog.commands.common import (EXIT_FAULT, EXIT_OK, UsageError, find_partitions, non_negative_int,
-                                    open_writable)
+from seglog.commands.common import (EXIT_FAULT, EXIT_OK, UsageError, add_lock_timeout, find_partitions,
+                                    non_negative_int, open_writable)
 
 OPERATOR = "operator"       # the writer id of the operator's commits
 
@@ -31,8 +31,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--to-offset", required=True, type=non_negative_int, metavar="N",
                    help="the first offset to remove (records below it are kept)")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
-    p.add_argument("--lock-timeout", type=float, default=30.0, metavar="SECONDS",
-                   help="how long to wait for the partition's lock (default 30)")
+    add_lock_timeout(p, "the partition's lock")
     p.set_defaults(run=run)
 
 

@@ -2,7 +2,9 @@
 real `helm`, validate every manifest against Kubernetes' own schemas (offline, kubernetes-validate,
 strict), and check what the chart promises: one replica, Recreate, the data claim mounted, the config
 checksum on the pod, probes, resources, a locked-down security context, a schema that refuses bad
-values, and a Spark driver pod template with the sidecar next to the driver.
+values, a Spark driver pod template with the sidecar next to the driver, and the volume's two users
+(Spark's uid 185, the sidecar's 10001) sharing one group: the executors' pod template mounts the volume
+too, every pod that mounts it sets the same fsGroup.
 
 Helm comes from $SEGLOG_HELM, the cache `.ci/helm.sh` installs into, or PATH.
 """
@@ -89,11 +91,19 @@ def container(pod_spec: dict, name: str = "compactor") -> dict:
     raise AssertionError(f"no container {name!r} in {pod_spec}")
 
 
-def driver_pod_template(docs: list[dict]) -> dict | None:
+def pod_template(docs: list[dict], key: str) -> dict | None:
     for cm in by_kind(docs, "ConfigMap"):
-        if "driver-pod-template.yaml" in cm.get("data", {}):
-            return yaml.safe_load(cm["data"]["driver-pod-template.yaml"])
+        if key in cm.get("data", {}):
+            return yaml.safe_load(cm["data"][key])
     return None
+
+
+def driver_pod_template(docs: list[dict]) -> dict | None:
+    return pod_template(docs, "driver-pod-template.yaml")
+
+
+def executor_pod_template(docs: list[dict]) -> dict | None:
+    return pod_template(docs, "executor-pod-template.yaml")
 
 
 def assert_locked_down(c: dict, pod_sc: dict) -> None:
@@ -146,9 +156,9 @@ def test_renders_valid_kubernetes(helm, values):
     assert docs
     for doc in docs:
         kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
-    pod = driver_pod_template(docs)
-    if pod is not None:
-        kubernetes_validate.validate(pod, K8S_VERSION, strict=True)
+    for pod in (driver_pod_template(docs), executor_pod_template(docs)):
+        if pod is not None:
+            kubernetes_validate.validate(pod, K8S_VERSION, strict=True)
     # The configuration the chart renders is one the sidecar itself accepts.
     cm = next(c for c in by_kind(docs, "ConfigMap") if "compactor.yaml" in c["data"])
     cfg = parse_config(yaml.safe_load(cm["data"]["compactor.yaml"]), source="configmap")
@@ -223,6 +233,10 @@ def test_config_checksum_follows_the_config(helm):
     (("securityContext.readOnlyRootFilesystem=false",), (), "readOnlyRootFilesystem"),
     (("securityContext.allowPrivilegeEscalation=true",), (), "allowPrivilegeEscalation"),
     (("podSecurityContext.runAsUser=0",), (), "runAsUser"),
+    (("podSecurityContext.fsGroup=0",), (), "fsGroup"),          # the shared group is never root's
+    (("podSecurityContext.fsGroup=null",), (), "fsGroup"),
+    (("podSecurityContext.fsGroupChangePolicy=Sometimes",), (), "fsGroupChangePolicy"),
+    (("sparkExecutorPodTemplate.enable=true",), (), "enable"),
     ((), ('securityContext.capabilities={"drop": ["NET_RAW"]}',), "drop"),
     (("config.schedule.seal\\.interval\\.ms=5",), (), "seal.interval.ms"),
     (("config.schedule.seal\\.intervl\\.ms=5000",), (), "seal.intervl.ms"),
@@ -274,6 +288,57 @@ def test_spark_driver_pod_template(helm, native):
     # The sidecar runs as the chart's user even though the driver pod's user is Spark's.
     assert "runAsUser" not in spec.get("securityContext", {})
     assert pod["metadata"]["annotations"]["checksum/config"] == _checksum(docs)
+    # The executors write the staged segments: their template comes with the driver's and mounts the volume.
+    executors = executor_pod_template(docs)
+    assert executors is not None
+    assert_spark_pod(executors, "spark-kubernetes-executor", "spark-data", "/data", spec["securityContext"]["fsGroup"])
+    assert_spark_pod(pod, "spark-kubernetes-driver", "spark-data", "/data", spec["securityContext"]["fsGroup"])
+
+
+def assert_spark_pod(pod: dict, name: str, claim: str, mount: str, group: int) -> None:
+    """A Spark pod template: its Spark container mounts the data claim at `mount`, the pod joins the shared
+    group `group`, and no user is set for Spark's container (its image's uid 185 stays)."""
+    kubernetes_validate.validate(pod, K8S_VERSION, strict=True)
+    spec = pod["spec"]
+    spark = spec["containers"][0]
+    assert spark["name"] == name
+    assert {m["name"]: m["mountPath"] for m in spark["volumeMounts"]}["data"] == mount
+    assert {v["name"]: v for v in spec["volumes"]}["data"]["persistentVolumeClaim"]["claimName"] == claim
+    sc = spec["securityContext"]
+    assert sc["fsGroup"] == group
+    assert sc.get("fsGroupChangePolicy") == "OnRootMismatch"   # no recursive chown of the log at each mount
+    assert "runAsUser" not in sc and "runAsGroup" not in sc and "securityContext" not in spark
+
+
+@pytest.mark.parametrize("values", VALUES, ids=IDS)
+def test_one_shared_group_for_spark_and_the_sidecar(helm, values):
+    """The volume's users as deployed (README, "Running on a cluster"): the sidecar runs as the image's user
+    (10001) in the group fsGroup; every Spark pod template the chart renders joins that same group and mounts
+    the same claim at the same path; with the driver template comes the executors' (they write the staged
+    segments)."""
+    docs = render(helm, *([values] if values else []))
+    vals = yaml.safe_load(values.read_text()) if values else {}
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+    psc = defaults["podSecurityContext"]
+    assert psc["runAsUser"] == psc["runAsGroup"] == psc["fsGroup"] == 10001
+    mount = vals.get("persistence", {}).get("mountPath", "/data")
+    driver, executors = driver_pod_template(docs), executor_pod_template(docs)
+    if vals.get("sparkDriverPodTemplate", {}).get("enabled"):
+        assert driver is not None and executors is not None
+    claim = next(v for v in _volumes(docs) if v["name"] == "data")["persistentVolumeClaim"]["claimName"]
+    for pod, name in ((driver, "spark-kubernetes-driver"), (executors, "spark-kubernetes-executor")):
+        if pod is not None:
+            assert_spark_pod(pod, name, claim, mount, psc["fsGroup"])
+    for dep in by_kind(docs, "Deployment"):
+        pod_sc = dep["spec"]["template"]["spec"]["securityContext"]
+        assert pod_sc["fsGroup"] == psc["fsGroup"] and pod_sc["fsGroupChangePolicy"] == "OnRootMismatch"
+        assert container(dep["spec"]["template"]["spec"])["securityContext"]["runAsUser"] == psc["runAsUser"]
+
+
+def _volumes(docs: list[dict]) -> list[dict]:
+    for dep in by_kind(docs, "Deployment"):
+        return dep["spec"]["template"]["spec"]["volumes"]
+    return (driver_pod_template(docs) or executor_pod_template(docs))["spec"]["volumes"]
 
 
 def test_notes_render(helm, tmp_path):
@@ -294,6 +359,10 @@ def test_notes_render(helm, tmp_path):
     assert "claim seglog-seglog-compactor-data mounted at /data" in text
     assert "spark.kubernetes.driver.podTemplateFile" in text
     assert "seglog-seglog-compactor-driver-pod-template" in text
+    # The executors mount the volume too, and the volume's users share one group.
+    assert "spark.kubernetes.executor.podTemplateFile=executor-pod-template.yaml" in text
+    assert "seglog-seglog-compactor-executor-pod-template" in text
+    assert "must set fsGroup 10001" in text and "uid 185" in text and "chmod 2775" in text
 
 
 def test_ci_script_renders_every_values_file(tmp_path, helm):

@@ -68,3 +68,70 @@ def test_a_filled_filesystem_after_the_log_exists(small_fs):
         assert done.returncode >= 0, (args, done.returncode, done.stderr[-2000:])   # no signal
         assert "Traceback" not in done.stderr, done.stderr[-2000:]
     os.unlink(filler)
+
+
+def _fill(fs) -> "os.PathLike":
+    filler = fs / f"filler-{uuid.uuid4().hex}"
+    with open(filler, "wb", buffering=0) as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 4096)
+        except OSError:
+            pass
+    return filler
+
+
+def test_a_full_volume_of_expired_records_is_freed_by_the_sidecar(tmp_path):
+    """Issue 23, item 2: the sidecar's pass opens each partition for writing; when that reserved
+    `segment.index.bytes` for the active index, a full volume failed with ENOSPC and retention never
+    ran, so the volume stayed full for good. Space is reserved only to append now."""
+    import time
+
+    mount = tmp_path / "fs"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.fail(f"cannot mount a tmpfs for the full-disk test (needs root): {done.stderr.decode()}")
+    try:
+        root = mount / "root"
+        writer = textwrap.dedent("""
+            import sys, time
+            import numpy as np, pyarrow as pa
+            from seglog.indexer.commit_log import CommitLog
+            from seglog.indexer.log import Log
+            from seglog.indexer.topics import create_topic
+            root = sys.argv[1]
+            cfg = {"segment.bytes": 64 * 1024, "segment.index.bytes": 1024 * 1024}
+            create_topic(root, "t", 1, cfg)
+            old = int(time.time() * 1000) - 3_600_000
+            with Log.open(root + "/t-0", cfg) as log:
+                for k in range(24):            # 24 x 32 KiB of records an hour old
+                    log.append_columns(pa.array([b"x" * 1000] * 32), timestamps=np.full(32, old + k, np.int64))
+                end = log.log_end_offset
+            CommitLog(root, "t").commit("w", 0, {0: end})
+            print(end)
+        """)
+        made = subprocess.run([sys.executable, "-c", writer, str(root)], capture_output=True, text=True, timeout=120)
+        assert made.returncode == 0, made.stderr[-2000:]
+        end = int(made.stdout)
+        _fill(mount)
+        free_before = os.statvfs(mount).f_bavail
+        assert free_before * os.statvfs(mount).f_frsize < 1024 * 1024   # less than the index would reserve
+
+        rec = subprocess.run([sys.executable, "-m", "seglog", "recover", str(root)],
+                             capture_output=True, text=True, timeout=120)
+        assert rec.returncode == 0, rec.stdout + rec.stderr[-2000:]
+        config = tmp_path / "compactor.yaml"
+        config.write_text(f"root: {root}\nlog: {{retention.ms: 60000, file.delete.delay.ms: 0}}\n"
+                          f"http: {{host: 127.0.0.1, port: 0}}\n")
+        side = subprocess.run([sys.executable, "-m", "seglog", "compactor", "run", "--once", "--config", str(config)],
+                              capture_output=True, text=True, timeout=300)
+        assert side.returncode == 0, side.stderr[-3000:]
+        assert "partition.failed" not in side.stdout + side.stderr, (side.stdout + side.stderr)[-3000:]
+        from seglog.indexer.log import Log
+        with Log.open(root / "t-0", readonly=True) as log:
+            assert log.log_start_offset == end and log.log_end_offset == end   # every expired record gone
+        assert os.statvfs(mount).f_bavail > free_before + 100                # and their space given back
+        time.sleep(0.01)
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

@@ -1,22 +1,27 @@
 """`seglog import` (indexer/kafka_import.py): a real Kafka broker's partition folders become a seglog
 topic without being rewritten, and seglog's readers (API, CLI, Spark's seglog source) return what a
 Kafka consumer returns. A refused import changes nothing; appends to an imported partition continue
-the broker's leader epoch."""
+the broker's leader epoch. A broker folder missing an index is imported with the index rebuilt; one
+with a transaction left open is refused unless `--abort-open-transactions`, whose ABORT marker is the
+one the broker writes (issue 23)."""
 from __future__ import annotations
 
 import filecmp
 import random
+import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
 from seglog.indexer import LogRoot
 from seglog.indexer.commit_log import CommitLog
-from seglog.indexer.records import Record, scan_batches
+from seglog.indexer.batch_layout import CONTROL_FLAG_MASK, TRANSACTIONAL_FLAG_MASK
+from seglog.indexer.records import Record, decode_batch, scan_batches
 from seglog.indexer.topics import load_topic
 from tests.indexer.test_kafka_broker_read import broker_records, write_transactions
-from tests.kafka_clients import consume_all, create_topic, produce
+from tests.kafka_clients import consume_all, create_topic, produce, producer
 
 pytestmark = pytest.mark.kafka
 
@@ -125,3 +130,90 @@ def test_spark_replays_an_imported_topic(broker_data, tmp_path, spark):
                 .load(str(root)).select("offset", "key", "value").orderBy("offset").collect())
         assert [(r["offset"], r["key"], r["value"]) for r in rows] == \
             [(r.offset, r.key, r.value) for r in expected]
+
+
+def test_a_broker_folder_missing_an_index_is_imported_with_the_index_rebuilt(broker_data, tmp_path):
+    """As the broker itself rebuilds an index it does not find when it loads a segment (issue 23)."""
+    src = tmp_path / "copy" / "imp-a-0"
+    shutil.copytree(broker_data.partition_dir("imp-a", 0), src)
+    first = min(src.glob("*.log"))
+    gone = first.with_suffix(".index")
+    gone.unlink()
+    root = tmp_path / "root"
+    res = _cli("import", src, root, "--topic", "idx")
+    assert res.returncode == 0, res.stderr
+    assert f"{gone} was missing" in res.stdout
+    assert not gone.exists()                                   # the source is left as it was
+    with LogRoot(root).open_log("idx", 0, readonly=True) as log:
+        assert _rows(log.read()) == _rows(consume_all(broker_data, "imp-a", partition=0))
+    assert _cli("verify", root).returncode == 0
+
+
+def _control_batches(folder):
+    out = []
+    for f in sorted(folder.glob("*.log")):
+        data = f.read_bytes()
+        scan = scan_batches(data, 0)
+        out += [(h, decode_batch(data, pos)[0]) for pos, h in zip(scan.positions.tolist(), scan.headers)
+                if h.attributes & CONTROL_FLAG_MASK]
+    return out
+
+
+def test_a_transaction_the_broker_left_open_is_refused_then_aborted_as_the_broker_aborts_it(broker_data, tmp_path):
+    """A producer's transaction with batches on disk and no marker (the broker's coordinator would abort it
+    after transaction.timeout.ms): `seglog import` names it and refuses; with --abort-open-transactions the
+    import appends the ABORT marker, which is the control batch the broker writes when the transaction is
+    aborted, and read_committed readers then read what a Kafka consumer reads, and what is appended later."""
+    broker, topic = broker_data, "imp-open"
+    rng = random.Random(17)
+    create_topic(broker, topic)
+    produce(broker, topic, broker_records(rng, 20))
+    tx = producer(broker, transactional_id=f"{topic}-tx", **{"transaction.timeout.ms": 900_000})
+    tx.init_transactions(60)
+    tx.begin_transaction()
+    try:
+        for r in broker_records(rng, 15):
+            tx.produce(topic, partition=0, key=r["key"], value=r["value"], timestamp=r["timestamp"])
+        assert tx.flush(30) == 0
+        folder = broker.partition_dir(topic)
+        batches = [h for f in sorted(folder.glob("*.log")) for h in scan_batches(f.read_bytes(), 0).headers]
+        open_batches = [h for h in batches if h.attributes & TRANSACTIONAL_FLAG_MASK]
+        pid, epoch, first = open_batches[0].producer_id, open_batches[0].producer_epoch, open_batches[0].base_offset
+        end = batches[-1].last_offset + 1
+
+        root = tmp_path / "root"
+        res = _cli("import", folder, root, "--topic", "open")
+        assert res.returncode == 1, res.stdout
+        assert f"producer id {pid} epoch {epoch} (open since offset {first}" in res.stderr, res.stderr
+        assert not root.exists() or snapshot(root) == {}
+        res = _cli("import", folder, root, "--topic", "open", "--abort-open-transactions")
+        assert res.returncode == 0, res.stderr
+        assert f"ABORT marker at offset {end}" in res.stdout, res.stdout
+    finally:
+        tx.abort_transaction(60)                              # the broker ends it too, for the comparison
+
+    deadline = time.monotonic() + 60          # the coordinator writes the marker after EndTxn returns
+    while not _control_batches(broker.partition_dir(topic)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    ((broker_marker, broker_rec),) = _control_batches(broker.partition_dir(topic))
+    ((ours, our_rec),) = _control_batches(root / "open-0")
+    assert ours.base_offset == broker_marker.base_offset == end
+    for field in ("attributes", "producer_id", "base_sequence", "record_count", "last_offset_delta",
+                  "partition_leader_epoch", "magic"):
+        assert getattr(ours, field) == getattr(broker_marker, field), field
+    assert ours.producer_epoch == epoch <= broker_marker.producer_epoch   # a v2 coordinator bumps the epoch
+    assert our_rec.key == broker_rec.key                     # control record key: version 0, ABORT
+    assert our_rec.value[:2] == broker_rec.value[:2]         # EndTransactionMarker version
+    for isolation in ("read_committed", "read_uncommitted"):
+        expected = _rows(consume_all(broker, topic, isolation=isolation))
+        with LogRoot(root).open_log("open", 0, readonly=True) as log:
+            assert _rows(log.read(isolation_level=isolation)) == expected
+    with LogRoot(root).open_log("open", 0) as log:           # what the sink appends afterwards
+        log.append([Record(b"k", b"after the abort", 1_700_000_000_000)])
+        log.flush()
+        new_end = log.log_end_offset
+    CommitLog(root, "open").commit("query", 0, {0: new_end})
+    with LogRoot(root).open_log("open", 0, readonly=True) as log:
+        got = _rows(log.read(0, new_end, isolation_level="read_committed"))
+    assert got[-1][3] == b"after the abort" and got[:-1] == _rows(consume_all(broker, topic))
+    assert _cli("verify", root).returncode == 0

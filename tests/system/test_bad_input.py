@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from seglog.errors import SeglogError
+from seglog.sink.segment_log_sink import SegmentLogSink
 from seglog.indexer import Log, Record
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.topics import create_topic
@@ -46,6 +47,9 @@ CLI_CASES = [
     (["verify", "{root}/does-not-exist"], "does-not-exist"),
     (["describe", "{root}", "--now", "soon"], "--now"),
     (["recover", "{root}", "--lock-timeout", "never"], "--lock-timeout"),
+    (["recover", "{root}", "--lock-timeout", "nan"], "--lock-timeout"),
+    (["merge", "{root}", "--lock-timeout", "-1"], "--lock-timeout"),
+    (["abort-transaction", "{root}", "--topic", "events", "--partition", "0", "--producer-id", "42"], "producer id 42"),
 ]
 
 
@@ -69,6 +73,7 @@ YAML_CASES = [
     ("root: {root}\nlog: [1, 2]\n", "log"),
     ("root: [unclosed\n", "YAML"),
     ("log: {{retention.ms: 5}}\n", "root"),
+    ("root: {root}\nschedule: {{partition.lock.timeout.ms: .nan}}\n", "partition.lock.timeout.ms"),
 ]
 
 
@@ -96,6 +101,9 @@ API_CASES = [
     (lambda log: Log.open(log.path.parent / "events\n-0"), "topic"),
     (lambda log: Log.open(log.path, {"segment.bytes": "--4096"}), "segment.bytes"),
     (lambda log: Log.open(log.path, {"segment.byte": 4096}), "segment.bytes"),
+    # a lock timeout of nan or -1 waited for ever on a locked partition (issue 23, item 14)
+    (lambda log: Log.open(log.path.parent / "fresh-0", lock_timeout=float("nan")), "lock timeout nan"),
+    (lambda log: SegmentLogSink(str(log.path.parent), topic="events", lock_timeout=-1), "lock timeout -1"),
 ]
 
 

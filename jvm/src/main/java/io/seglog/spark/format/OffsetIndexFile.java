@@ -3,7 +3,6 @@ package io.seglog.spark.format;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
@@ -30,14 +29,17 @@ public final class OffsetIndexFile {
         this.trimmed = trimmed;
     }
 
-    /** The index of the segment based at {@code base}; a missing file reads as no entries (scan from 0). */
+    /** The index of the segment based at {@code base}. A missing file is a {@link java.nio.file.NoSuchFileException}:
+     *  the segment decides what that means ({@link Segment#open}). */
     public static OffsetIndexFile open(Path path, long base) throws IOException {
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
-            IndexEntries.Read read = IndexEntries.read(ch, ENTRY, OffsetIndexFile::countEntries);
-            return new OffsetIndexFile(base, read.buf(), read.entries(), read.trimmed(ENTRY));
-        } catch (NoSuchFileException e) {
-            return new OffsetIndexFile(base, ByteBuffer.allocate(0), 0, false);
+            return read(ch, base);
         }
+    }
+
+    static OffsetIndexFile read(FileChannel ch, long base) throws IOException {
+        IndexEntries.Read read = IndexEntries.read(ch, ENTRY, OffsetIndexFile::countEntries);
+        return new OffsetIndexFile(base, read.buf(), read.entries(), read.trimmed(ENTRY));
     }
 
     /** Entries are the prefix of slots with a position above zero (the tail is zeros). */

@@ -33,14 +33,24 @@ public final class PartitionLog implements Closeable {
     public final int partition;
     /** False where compaction may have left offset gaps (docs/spec.md §3.9; the rule: {@link OffsetGaps}). */
     public final boolean dense;
+    /** The largest partition leader epoch a batch here may carry ({@link LeaderEpochs}). */
+    public final int maxLeaderEpoch;
     private final long[] bases;
     private final Segment[] open;
     private final long logStart;
     private long logEnd = -1;
+    /** Tests only: runs after every listing, before any segment of it is opened (a retention pass, a
+     *  merge or a clean that lands in between). */
+    private static volatile java.util.function.Consumer<Path> afterListing = dir -> { };
+
+    public static void afterListing(java.util.function.Consumer<Path> hook) {
+        afterListing = hook == null ? dir -> { } : hook;
+    }
 
     private PartitionLog(Path dir, String topic, int partition, boolean dense, long[] bases, long checkpointed) {
         this.dir = dir;
         this.dense = dense;
+        this.maxLeaderEpoch = LeaderEpochs.maxLeaderEpoch(dir);
         this.topic = topic;
         this.partition = partition;
         this.bases = bases;
@@ -54,7 +64,9 @@ public final class PartitionLog implements Closeable {
         // The gap rule first: the cleaner names the partition in its checkpoint before it swaps anything
         // in, so a listing taken after this read cannot hold cleaned segments of a partition judged dense.
         boolean dense = !OffsetGaps.mayHaveGaps(root, topic, partition);
-        return new PartitionLog(dir, topic, partition, dense, settledBases(dir), checkpointed);
+        long[] bases = settledBases(dir);
+        afterListing.accept(dir);
+        return new PartitionLog(dir, topic, partition, dense, bases, checkpointed);
     }
 
     /**
@@ -126,7 +138,7 @@ public final class PartitionLog implements Closeable {
     }
 
     public Segment segment(int i) {
-        if (open[i] == null) open[i] = Segment.open(dir, bases[i], dense);
+        if (open[i] == null) open[i] = Segment.open(dir, bases[i], dense, maxLeaderEpoch);
         return open[i];
     }
 
@@ -138,31 +150,51 @@ public final class PartitionLog implements Closeable {
     }
 
     /**
-     * The smallest offset at or after the log start whose record has a timestamp of at least
+     * The Python core's rule (indexer/log.py {@code _bounds}): a checkpointed log start beyond the log end
+     * hides every record; it is reported, never read as an empty log. A log without segments has no end
+     * but its start.
+     */
+    public void requireStartWithinEnd() {
+        if (bases.length == 0) return;
+        long end = segment(bases.length - 1).nextOffset();
+        if (logStart > end) {
+            throw new LogStartBeyondEndException(dir + ": the log start offset " + logStart + " (from " + dir.getParent()
+                + "/" + LogStartCheckpoint.FILE + ") is beyond the log end offset " + end
+                + ": it would hide every record; correct or remove the checkpoint entry");
+        }
+    }
+
+    /**
+     * The smallest offset in [log start, {@code bound}) whose record has a timestamp of at least
      * {@code ts}, or -1 (docs/format.md "Lookup by timestamp"): the first segment whose largest
      * timestamp reaches ts (the running maximum is monotone, so that is the first candidate), then its
-     * time index (last entry strictly below ts), then a walk of the batches that can hold it.
+     * time index (last entry strictly below ts), then a walk of the batches that can hold it. The walk
+     * stops at {@code bound}, the committed end: bytes past it (an append in flight, a roll back's cut)
+     * are never read, let alone judged (docs/spec.md §4).
      */
-    public long offsetForTimestamp(long ts) {
-        for (int i = segmentIndexFor(logStart); i < bases.length; i++) {
+    public long offsetForTimestamp(long ts, long bound) {
+        for (int i = segmentIndexFor(logStart); i < bases.length && bases[i] < bound; i++) {
             Segment seg = segment(i);
             long nextBase = i + 1 < bases.length ? bases[i + 1] : Long.MAX_VALUE;
             if (seg.largestTimestamp(nextBase) < ts) continue;
-            long found = findInSegment(seg, ts, Math.max(logStart, seg.base));
+            long found = findInSegment(seg, ts, Math.max(logStart, seg.base), bound);
             if (found >= 0) return found;
         }
         return -1;
     }
 
-    private static long findInSegment(Segment seg, long ts, long lower) {
+    private static long findInSegment(Segment seg, long ts, long lower, long bound) {
         TimeIndexFile ti = seg.timeIndex();
         int e = ti.lastStrictlyBelow(ts);
         long start = Math.max(lower, e < 0 ? seg.base : ti.offsetAt(e));
-        Segment.Batches it = seg.batchesHolding(start);
+        Segment.Batches it = seg.batchesHolding(start, bound);
         while (it.hasNext()) {
             FileChannelRecordBatch b = it.next();
-            if (b.lastOffset() < start || b.maxTimestamp() < ts || b.isControlBatch()) continue;
+            // Every batch counts, transaction markers too: a marker's record has a timestamp and an offset like any
+            // other, as Kafka's ListOffsets (LogSegment.findOffsetByTimestamp) and the Python core count it.
+            if (b.lastOffset() < start || b.maxTimestamp() < ts) continue;
             for (Record r : b) {
+                if (r.offset() >= bound) return -1;
                 if (r.offset() >= start && r.timestamp() >= ts) return r.offset();
             }
         }

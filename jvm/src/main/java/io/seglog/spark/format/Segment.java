@@ -2,8 +2,12 @@ package io.seglog.spark.format;
 
 import java.io.Closeable;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 
@@ -12,48 +16,117 @@ import org.apache.kafka.common.record.FileRecords;
 import org.apache.kafka.common.record.RecordBatch;
 
 /**
- * One segment read-only: its {@code .log} through Kafka's {@link FileRecords} (positional reads, so a
- * concurrent truncation past the committed end is an end of file, never a fault) and its two indexes.
- * A segment exists when its {@code .log} does; its indexes are created before it (docs/format.md).
+ * One segment read-only: its {@code .log} through Kafka's {@link FileRecords} (positional reads) and its
+ * two indexes. A segment exists when its {@code .log} does; its indexes are created before it and renamed
+ * away after it (docs/format.md "Segment states"). The three files are opened together, so they are one
+ * segment's, whatever a merge, a clean or retention renames afterwards (an open file keeps its bytes).
  */
 public final class Segment implements Closeable {
     public static final String LOG = ".log";
+    /** A record batch header, magic 2 (docs/format.md "Record batches"), and its base offset + length prefix. */
+    static final int HEADER = 61;
+    static final int LOG_OVERHEAD = 12;
+    /** Milliseconds a reader waits for a missing index to appear, as the core's _INDEX_SETTLE_WAITS. */
+    private static final long[] INDEX_SETTLE_WAITS_MS = {2, 10, 50, 100, 200};
 
     public final long base;
     /** Offsets run on from batch to batch (each base = the previous last + 1); false where compaction may
      *  have left gaps ({@link OffsetGaps}): then each batch must only start above the previous one. */
     public final boolean dense;
+    /** The largest partition leader epoch a batch may carry ({@link LeaderEpochs#maxLeaderEpoch}): 0 in a
+     *  folder seglog wrote, any in a Kafka broker's (one with a leader-epoch-checkpoint). */
+    public final int maxLeaderEpoch;
     private final Path logPath;
     private final FileRecords records;
     private final int size;
     private final OffsetIndexFile offsetIndex;
+    private final FileChannel timeIndexFile;   // opened with the .log, its entries read on first need
     private TimeIndexFile timeIndex;
-    private long largest = Long.MIN_VALUE;   // computed on first need
+    private long largest = Long.MIN_VALUE;     // computed on first need
 
-    private Segment(long base, boolean dense, Path logPath, FileRecords records, OffsetIndexFile offsetIndex) {
+    private Segment(long base, boolean dense, int maxLeaderEpoch, Path logPath, FileRecords records,
+                    OffsetIndexFile offsetIndex, FileChannel timeIndexFile) {
         this.base = base;
         this.dense = dense;
+        this.maxLeaderEpoch = maxLeaderEpoch;
         this.logPath = logPath;
         this.records = records;
         this.size = records.sizeInBytes();
         this.offsetIndex = offsetIndex;
+        this.timeIndexFile = timeIndexFile;
     }
 
     public static String fileName(long base, String suffix) {
         return String.format("%020d%s", base, suffix);
     }
 
-    /** Opens the segment; a segment deleted since it was listed is a {@link SegmentGoneException}. */
+    /**
+     * Opens the segment's three files. The {@code .log} first: retention renames it first (the core's
+     * rename_deleted), so an index missing after it is a deletion when the {@code .log} name is gone too
+     * ({@link SegmentGoneException}: the caller lists again), or else an index that is lost: reported
+     * naming it, as the core's read-only open does (indexer/segment_list.py), never read as "no entries"
+     * (a missing time index under-estimates the largest timestamp, and a seek would skip the segment).
+     */
     public static Segment open(Path dir, long base, boolean dense) {
+        return open(dir, base, dense, LeaderEpochs.maxLeaderEpoch(dir));
+    }
+
+    /** {@link #open(Path, long, boolean)} with the folder's leader epoch bound already known (a
+     *  {@link PartitionLog} reads it once for all its segments). */
+    public static Segment open(Path dir, long base, boolean dense, int maxLeaderEpoch) {
         Path log = dir.resolve(fileName(base, LOG));
+        FileRecords records = null;
+        FileChannel timeIndex = null;
         try {
-            OffsetIndexFile index = OffsetIndexFile.open(dir.resolve(fileName(base, ".index")), base);
-            FileRecords records = FileRecords.open(log.toFile(), false);
-            return new Segment(base, dense, log, records, index);
+            records = FileRecords.open(log.toFile(), false);
+            OffsetIndexFile offsetIndex;
+            try (FileChannel ch = openIndex(dir, base, ".index", "offset index", log)) {
+                offsetIndex = OffsetIndexFile.read(ch, base);
+            }
+            timeIndex = openIndex(dir, base, ".timeindex", "time index", log);
+            Segment seg = new Segment(base, dense, maxLeaderEpoch, log, records, offsetIndex, timeIndex);
+            records = null;
+            timeIndex = null;
+            return seg;
         } catch (NoSuchFileException e) {
             throw new SegmentGoneException(log + " was deleted while the log was read", e);
         } catch (IOException e) {
             throw new CorruptLogException("cannot open " + log + ": " + e, e);
+        } finally {
+            closeQuietly(records, timeIndex);
+        }
+    }
+
+    private static FileChannel openIndex(Path dir, long base, String suffix, String what, Path log) throws IOException {
+        Path file = dir.resolve(fileName(base, suffix));
+        for (int attempt = 0; ; attempt++) {
+            try {
+                return FileChannel.open(file, StandardOpenOption.READ);
+            } catch (NoSuchFileException e) {
+                if (!Files.exists(log)) {
+                    throw new SegmentGoneException(log + " was deleted while the log was read", e);
+                }
+                if (attempt == INDEX_SETTLE_WAITS_MS.length) {
+                    throw new CorruptLogException(file + ": the " + what + " of segment " + base + " is missing while its "
+                        + ".log (" + log + ") is there; a writable open rebuilds it from the .log (`seglog recover`; "
+                        + "`seglog import` does so for a broker's folder)", e);
+                }
+                try {
+                    Thread.sleep(INDEX_SETTLE_WAITS_MS[attempt]);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw new SegmentGoneException(file + ": interrupted while waiting for it to appear", ie);
+                }
+            }
+        }
+    }
+
+    private static void closeQuietly(FileRecords records, FileChannel channel) {
+        try {
+            if (records != null) records.closeHandlers();
+            if (channel != null) channel.close();
+        } catch (IOException e) {
+            // read-only: nothing to lose
         }
     }
 
@@ -72,35 +145,47 @@ public final class Segment implements Closeable {
     public TimeIndexFile timeIndex() {
         if (timeIndex == null) {
             try {
-                timeIndex = TimeIndexFile.open(logPath.resolveSibling(fileName(base, ".timeindex")), base);
+                timeIndex = TimeIndexFile.read(timeIndexFile, base);
             } catch (IOException e) {
-                throw new CorruptLogException("cannot open the time index of " + logPath + ": " + e, e);
+                throw new CorruptLogException("cannot read the time index of " + logPath + ": " + e, e);
             }
         }
         return timeIndex;
     }
 
-    /** Checked batches from file position {@code pos} (see {@link Batches}). */
-    public Batches batchesFrom(int pos, long expectedBase, long expectedLast) {
-        return new Batches(pos, expectedBase, expectedLast);
+    /** Checked batches from file position {@code pos} (see {@link Batches}); offsets at or past
+     *  {@code bound} end the walk unjudged. */
+    public Batches batchesFrom(int pos, long expectedBase, long expectedLast, long bound) {
+        return new Batches(pos, expectedBase, expectedLast, bound);
     }
 
     /**
      * Checked batches from the batch holding {@code offset} (index floor, then a forward walk:
-     * docs/spec.md §3.4). Batches ending below {@code offset} are skipped.
+     * docs/spec.md §3.4), up to {@code bound} (exclusive: the committed end the reader was given; bytes
+     * past it are not judged). Batches ending below {@code offset} are drawn too (the caller skips them).
      */
-    public Batches batchesHolding(long offset) {
+    public Batches batchesHolding(long offset, long bound) {
         int floor = offsetIndex.floorEntry(offset);
         if (floor < 0) {
-            return new Batches(0, base, -1);
+            return new Batches(0, base, -1, bound);
         }
-        return new Batches(offsetIndex.positionAt(floor), -1, offsetIndex.offsetAt(floor));
+        return new Batches(offsetIndex.positionAt(floor), -1, offsetIndex.offsetAt(floor), bound);
     }
 
     /** The byte position of the batch at or before the index floor of {@code offset} (an estimate). */
     public int floorPosition(long offset) {
         int floor = offsetIndex.floorEntry(offset);
         return floor < 0 ? 0 : offsetIndex.positionAt(floor);
+    }
+
+    /** The walk from the last offset index entry's batch, the part no entry covers yet (an estimate: a
+     *  torn tail, a writer's unfinished batch, ends it). */
+    private Batches tail() {
+        int n = offsetIndex.entries();
+        Batches it = n == 0 ? new Batches(0, base, -1, Long.MAX_VALUE)
+                            : new Batches(offsetIndex.positionAt(n - 1), -1, offsetIndex.offsetAt(n - 1), Long.MAX_VALUE);
+        it.tolerateTornTail = true;
+        return it;
     }
 
     /**
@@ -112,15 +197,13 @@ public final class Segment implements Closeable {
         if (largest == Long.MIN_VALUE) {
             TimeIndexFile ti = timeIndex();
             if (sealed(ti, nextBase)) {
-                // A sealed segment's last time index entry says its largest timestamp (docs/format.md).
-                largest = ti.timestampAt(ti.entries() - 1);
+                // A sealed segment's last time index entry says its largest timestamp (docs/format.md); an
+                // empty one, that its records carry none.
+                largest = ti.entries() > 0 ? ti.timestampAt(ti.entries() - 1) : RecordBatch.NO_TIMESTAMP;
                 return largest;
             }
             long max = ti.entries() > 0 ? ti.timestampAt(ti.entries() - 1) : RecordBatch.NO_TIMESTAMP;
-            int n = offsetIndex.entries();
-            Batches it = n == 0 ? new Batches(0, base, -1)
-                                : new Batches(offsetIndex.positionAt(n - 1), -1, offsetIndex.offsetAt(n - 1));
-            it.tolerateTornTail = true;
+            Batches it = tail();
             while (it.hasNext()) {
                 max = Math.max(max, it.next().maxTimestamp());
             }
@@ -129,20 +212,23 @@ public final class Segment implements Closeable {
         return largest;
     }
 
-    /** Sealed, from the files alone: both indexes trimmed and the last time index entry inside the
-     *  segment (below the next segment's base; the active segment, nextBase = MAX, is never sealed). */
+    /** Sealed, from the files alone (the Python core's segment.sealed_summary): both indexes trimmed, the
+     *  {@code .log} not empty (an empty one under sealed indexes lost its records), and the last time index
+     *  entry, if any, inside the segment (below the next segment's base). A segment whose records carry no
+     *  timestamp has an empty time index (docs/format.md). The active segment, nextBase = MAX, is never sealed. */
     private boolean sealed(TimeIndexFile ti, long nextBase) {
-        return nextBase != Long.MAX_VALUE && offsetIndex.trimmed() && ti.trimmed() && ti.entries() > 0
-            && ti.offsetAt(ti.entries() - 1) >= base && ti.offsetAt(ti.entries() - 1) < nextBase;
+        if (nextBase == Long.MAX_VALUE || size == 0 || !offsetIndex.trimmed() || !ti.trimmed()) return false;
+        if (ti.entries() == 0) return true;
+        long last = ti.offsetAt(ti.entries() - 1);
+        return last >= base && last < nextBase;
     }
 
-    /** The offset after the last whole, valid batch (a torn tail of a crashed writer is not read). */
+    /** The offset after the last whole, valid batch (a torn tail of a crashed writer is not read). An
+     *  estimate of the log end: reads judge the bytes below their committed end themselves. */
     public long nextOffset() {
         int n = offsetIndex.entries();
-        Batches it = n == 0 ? new Batches(0, base, -1)
-                            : new Batches(offsetIndex.positionAt(n - 1), -1, offsetIndex.offsetAt(n - 1));
-        it.tolerateTornTail = true;
         long next = n == 0 ? base : offsetIndex.offsetAt(n - 1) + 1;
+        Batches it = tail();
         while (it.hasNext()) {
             next = it.next().lastOffset() + 1;
         }
@@ -151,66 +237,146 @@ public final class Segment implements Closeable {
 
     @Override
     public void close() {
-        try {
-            records.closeHandlers();
-        } catch (IOException e) {
-            // read-only: nothing to lose
-        }
+        closeQuietly(records, timeIndexFile);
     }
 
     /**
      * Batches from a file position, each checked: its CRC (Kafka's {@code ensureValid}), and offsets
-     * dense from the previous batch (the CRC leaves the base offset out: docs/format.md). The first
-     * batch must start at {@code expectedBase} (position 0: the segment's base) or end at
+     * dense from the previous batch (the CRC leaves the base offset and length out: docs/format.md), and
+     * partition leader epochs in bounds (the CRC leaves them out too; docs/kafka.md "Leader epochs"): each
+     * at least the previous batch's (0 for the walk's first) and at most {@link #maxLeaderEpoch}. The
+     * first batch must start at {@code expectedBase} (position 0: the segment's base) or end at
      * {@code expectedLast} (an index entry's key), whichever is given. In a segment that may have gaps
      * ({@link #dense} false) "dense" weakens to "above": the first batch at or above the base, each
      * next one above the previous last offset (the Python core's check, indexer/segment.py).
+     *
+     * <p>The walk ends at the file's end only on a whole batch. Kafka's iterator takes a batch that
+     * runs past the end (a lost tail, a damaged length field) for the end of the file: here that is
+     * reported, naming the file and the position, as the core's read_checked reports it.
+     *
+     * <p>Invariant (docs/spec.md §4): nothing at or past {@code bound}, the committed end the reader was
+     * given, is judged. Bytes there may be a batch in flight or one a roll back is cutting; whatever the
+     * walk meets once the next offset would be at or past the bound ends it quietly. Offsets only rise,
+     * so the next batch's first offset is at least the previous last + 1.
      */
     public final class Batches implements Iterator<FileChannelRecordBatch> {
         private final Iterator<FileChannelRecordBatch> it;
-        private long expectedBase;
-        private long expectedLast;
+        private final long bound;
+        private final long expectedBase;
+        private final long expectedLast;
         private long prevLast;
+        private int minEpoch;               // the previous batch's leader epoch: epochs never decrease
         private boolean first = true;
+        private int end;                    // where the next batch starts: just after the last one drawn
+        private boolean done;
         private FileChannelRecordBatch next;
-        boolean tolerateTornTail;
+        boolean tolerateTornTail;           // an estimate's walk: any fault ends it
 
-        Batches(int pos, long expectedBase, long expectedLast) {
+        Batches(int pos, long expectedBase, long expectedLast, long bound) {
             this.it = pos >= size ? java.util.Collections.emptyIterator() : records.batchesFrom(pos).iterator();
             this.expectedBase = expectedBase;
             this.expectedLast = expectedLast;
+            this.bound = bound;
+            this.end = pos;
+        }
+
+        /** The smallest offset the next batch may hold; MIN_VALUE when not known (the first batch found
+         *  through an index entry, which ends at the entry's key below any bound a reader seeks under). */
+        private long nextOffset() {
+            if (!first) return prevLast + 1;
+            return expectedBase >= 0 ? expectedBase : Long.MIN_VALUE;
+        }
+
+        /** The file position after the last batch drawn (or where the walk started). */
+        public int position() {
+            return end;
+        }
+
+        /** Ends the walk: quietly past the bound (or in an estimate), else a corruption naming file and position. */
+        private boolean fault(String what, Throwable cause) {
+            done = true;
+            if (tolerateTornTail || nextOffset() >= bound) return false;
+            throw new CorruptLogException(logPath + ": " + what, cause);
         }
 
         @Override
         public boolean hasNext() {
             if (next != null) return true;
+            if (done) return false;
+            if (nextOffset() >= bound) {
+                done = true;
+                return false;
+            }
             FileChannelRecordBatch b;
             try {
-                if (!it.hasNext()) return false;
+                if (!it.hasNext()) {
+                    done = true;
+                    return end < size && fault(tornTail(), null);
+                }
                 b = it.next();
-                b.ensureValid();
             } catch (org.apache.kafka.common.KafkaException e) {
-                if (tolerateTornTail) return false;
-                throw new CorruptLogException(logPath + ": a corrupt batch: " + e.getMessage(), e);
+                return fault("a corrupt batch at position " + end + ": " + e.getMessage(), e);
             }
             if (first) {
                 if (expectedBase >= 0 && (dense ? b.baseOffset() != expectedBase : b.baseOffset() < expectedBase)) {
-                    throw new CorruptLogException(logPath + ": the batch at position " + b.position()
-                        + " starts at offset " + b.baseOffset() + ", expected " + expectedBase + (dense ? "" : " or above"));
+                    return fault("the batch at position " + b.position() + " starts at offset " + b.baseOffset()
+                        + ", expected " + expectedBase + (dense ? "" : " or above"), null);
                 }
                 if (expectedLast >= 0 && b.lastOffset() != expectedLast) {
-                    throw new CorruptLogException(logPath + ": the batch at position " + b.position()
-                        + " ends at offset " + b.lastOffset() + ", but the offset index says " + expectedLast);
+                    return fault("the batch at position " + b.position() + " ends at offset " + b.lastOffset()
+                        + ", but the offset index says " + expectedLast, null);
                 }
-                first = false;
             } else if (dense ? b.baseOffset() != prevLast + 1 : b.baseOffset() <= prevLast) {
-                if (tolerateTornTail) return false;
-                throw new CorruptLogException(logPath + ": the batch at position " + b.position()
-                    + " starts at offset " + b.baseOffset() + ", expected " + (prevLast + 1) + (dense ? "" : " or above"));
+                return fault("the batch at position " + b.position() + " starts at offset " + b.baseOffset()
+                    + ", expected " + (prevLast + 1) + (dense ? "" : " or above"), null);
+            }
+            if (b.baseOffset() >= bound) {     // past the bound (a gap across it): not judged
+                done = true;
+                return false;
+            }
+            // Leader epochs, in the core's words (indexer/records.py walk_batches). Not in an estimate's walk
+            // (the core's load_state does not judge them either): a read reports them.
+            int epoch = b.partitionLeaderEpoch();
+            if (!tolerateTornTail && epoch < minEpoch) {
+                return fault("batch at position " + b.position() + " (offset " + b.baseOffset() + "): partition leader "
+                    + "epoch " + epoch + " below the previous batch's " + minEpoch + " (epochs never decrease)", null);
+            }
+            if (!tolerateTornTail && epoch > maxLeaderEpoch) {
+                return fault("batch at position " + b.position() + " (offset " + b.baseOffset() + "): partition leader "
+                    + "epoch " + epoch + " above " + maxLeaderEpoch + ", the largest this partition can hold", null);
+            }
+            try {
+                b.ensureValid();
+            } catch (org.apache.kafka.common.KafkaException e) {
+                return fault("a corrupt batch at position " + b.position() + ": " + e.getMessage(), e);
             }
             prevLast = b.lastOffset();
+            minEpoch = epoch;
+            first = false;
+            end = b.position() + b.sizeInBytes();
             next = b;
             return true;
+        }
+
+        /** What the bytes after the last whole batch are, in the core's words (indexer/records.py walk_batches). */
+        private String tornTail() {
+            int left = size - end;
+            if (left < HEADER) {
+                return "torn batch header at position " + end + ": " + left + " bytes left, a header needs " + HEADER;
+            }
+            ByteBuffer head = ByteBuffer.allocate(LOG_OVERHEAD);
+            try {
+                while (head.hasRemaining() && records.channel().read(head, end + head.position()) >= 0) {
+                    // positional reads until the prefix is whole or the file ends
+                }
+            } catch (IOException e) {
+                return "torn batch at position " + end + " (" + left + " bytes left before the end at " + size + "): " + e;
+            }
+            if (head.hasRemaining()) {
+                return "torn batch at position " + end + ": the file ends before the end at " + size + " it had when opened";
+            }
+            return "batch at position " + end + " (offset " + head.getLong(0) + ") has length "
+                + ((long) head.getInt(8) + LOG_OVERHEAD) + ", past the end at " + size;
         }
 
         @Override

@@ -3,7 +3,6 @@ package io.seglog.spark.format;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
@@ -31,13 +30,17 @@ public final class TimeIndexFile {
         this.trimmed = trimmed;
     }
 
+    /** A missing file is a {@link java.nio.file.NoSuchFileException}: the segment decides what it means. */
     public static TimeIndexFile open(Path path, long base) throws IOException {
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
-            IndexEntries.Read read = IndexEntries.read(ch, ENTRY, TimeIndexFile::countEntries);
-            return new TimeIndexFile(base, read.buf(), read.entries(), read.trimmed(ENTRY));
-        } catch (NoSuchFileException e) {
-            return new TimeIndexFile(base, ByteBuffer.allocate(0), 0, false);
+            return read(ch, base);
         }
+    }
+
+    /** Reads the entries of an open file (a segment opens its three files together: {@link Segment#open}). */
+    static TimeIndexFile read(FileChannel ch, long base) throws IOException {
+        IndexEntries.Read read = IndexEntries.read(ch, ENTRY, TimeIndexFile::countEntries);
+        return new TimeIndexFile(base, read.buf(), read.entries(), read.trimmed(ENTRY));
     }
 
     private static boolean isZero(IndexEntries.Slots file, int i) throws IOException {

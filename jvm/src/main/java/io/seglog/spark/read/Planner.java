@@ -8,9 +8,14 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
+import java.util.function.Supplier;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import io.seglog.spark.format.CommitLogReader;
 import io.seglog.spark.format.DataLossException;
+import io.seglog.spark.format.LogStartBeyondEndException;
 import io.seglog.spark.format.LogStartCheckpoint;
 import io.seglog.spark.format.PartitionLog;
 import io.seglog.spark.format.SegmentGoneException;
@@ -21,12 +26,15 @@ import io.seglog.spark.format.TopicLayout;
  * from the options and the pushed filters, never past its committed end (docs/spec.md §4); then the
  * work cut into tasks of about a target number of bytes, as if the ranges were one stream: small
  * partitions share a task, large ones are cut at offset index entries (no log scan). Planning takes no
- * lock: a segment deleted by retention while planning makes it plan again from the new log starts.
+ * lock: a segment deleted by retention, merged or cleaned while planning makes it plan again from a new
+ * listing ({@link #retrying}: batch planning and every driver path of a stream).
  */
 public final class Planner {
+    private static final Logger LOG = LoggerFactory.getLogger(Planner.class);
     static final long MIN_TASK_BYTES = 8L << 20;   // below this a second task costs more than it saves
     static final int SLACK = 8;                    // a piece may overflow its task by target/SLACK rather than be cut
-    private static final int ATTEMPTS = 5;
+    /** Milliseconds before each attempt: a swap or a two-step truncation settles within them (the core's _SETTLE_WAITS). */
+    private static final long[] SETTLE_WAITS_MS = {0, 2, 10, 50, 100, 200};
 
     private Planner() {}
 
@@ -75,19 +83,57 @@ public final class Planner {
         }
     }
 
+    /** Offsets [start, logStart) of a partition retention deleted before they were read. */
+    static String lossOf(String topic, int partition, long start, long logStart) {
+        return topic + "-" + partition + ": offsets " + start + " to " + (logStart - 1)
+            + " are no longer in the log (deleted by retention; the log now starts at offset " + logStart + ")";
+    }
+
+    static String skipTo(long logStart) {
+        return "Set failOnDataLoss=false to skip to offset " + logStart + " instead of failing.";
+    }
+
     public static String dataLossMessage(String topic, int partition, long start, long logStart) {
-        return "seglog source: " + topic + "-" + partition + ": offsets " + start + " to " + (logStart - 1)
-            + " are no longer in the log (deleted by retention; the log now starts at offset " + logStart
-            + "). Some data may have been lost. Set failOnDataLoss=false to skip to offset " + logStart
-            + " instead of failing.";
+        return "seglog source: " + lossOf(topic, partition, start, logStart) + ". Some data may have been lost. "
+            + skipTo(logStart);
+    }
+
+    /**
+     * Runs one planning attempt until it sees a settled log: a segment listed but gone when opened
+     * (retention, a merge's or a clean's swap) or a log start beyond the log end (a truncation restarting
+     * the log, two steps) makes it list again after a short wait. The attempt closes what it opened; the
+     * data loss it found is told once, after the attempt that succeeded.
+     */
+    static <T> T retrying(String what, DataLoss loss, Supplier<T> attempt) {
+        for (int i = 0; ; i++) {
+            try {
+                T out = attempt.get();
+                loss.publish();
+                return out;
+            } catch (SegmentGoneException | LogStartBeyondEndException e) {
+                loss.discard();
+                if (i + 1 >= SETTLE_WAITS_MS.length) throw e;
+                LOG.info("seglog source: {}: the log changed under the reader ({}); listing it again (attempt {} of {})",
+                    what, e.getMessage(), i + 2, SETTLE_WAITS_MS.length);
+                try {
+                    Thread.sleep(SETTLE_WAITS_MS[i + 1]);
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw e;
+                }
+            }
+        }
     }
 
     /** [start, end) for one partition; raises on data loss (failOnDataLoss), on a start past an end
      *  given as offsets, and on a starting timestamp with no offset under strategy `error`. */
-    static PartitionRange resolve(ReadOptions o, ScanBounds bounds, String topic, int p, PartitionLog log, long committed) {
+    static PartitionRange resolve(ReadOptions o, ScanBounds bounds, String topic, int p, PartitionLog log, long committed,
+                                  DataLoss loss) {
+        log.requireStartWithinEnd();
         long logStart = log.logStartOffset();
-        long logEnd = log.logEndOffset();
-        long endCap = Math.max(Math.min(committed, logEnd), logStart);
+        // The committed end, not capped by the log end the files show now: records below it were committed, so
+        // a log that ends short of it (a torn or lost tail) is reported by the read, never read as fewer rows.
+        long endCap = Math.max(committed, logStart);
 
         long end;
         Bound ending = o.ending;
@@ -97,7 +143,7 @@ public final class Planner {
             long v = ending.value(topic, p);
             end = v == ReadOptions.LATEST ? endCap : Math.min(v, endCap);
         } else {   // by timestamp: no offset for it means latest (Spark's Kafka source)
-            long found = log.offsetForTimestamp(ending.value(topic, p));
+            long found = log.offsetForTimestamp(ending.value(topic, p), endCap);
             end = found < 0 ? endCap : Math.min(found, endCap);
         }
 
@@ -114,7 +160,7 @@ public final class Planner {
             explicit = v >= 0;
         } else {
             long ts = starting.value(topic, p);
-            long found = log.offsetForTimestamp(ts);
+            long found = log.offsetForTimestamp(ts, endCap);
             if (found < 0 || found >= endCap) {
                 if (!o.strategyLatest) {
                     throw new NoOffsetForTimestampException("seglog source: " + topic + "-" + p
@@ -129,7 +175,7 @@ public final class Planner {
 
         boolean skipped = false;
         if (start < logStart) {
-            if (explicit && o.failOnDataLoss) throw new DataLossException(dataLossMessage(topic, p, start, logStart));
+            if (explicit) loss.report(lossOf(topic, p, start, logStart), logStart - start, skipTo(logStart));
             start = logStart;
             skipped = true;
         }
@@ -146,12 +192,12 @@ public final class Planner {
         end = Math.min(end, window[1]);
         Long lowTs = bounds.lowestTimestamp();
         if (lowTs != null && start < end) {
-            long found = log.offsetForTimestamp(lowTs);
+            long found = log.offsetForTimestamp(lowTs, endCap);
             start = found < 0 ? end : Math.max(start, Math.min(found, end));
         }
         if (bounds.isEmpty() || start > end) start = end;
         long bytes = start < end ? log.byteSize(start, end) : 0;
-        return new PartitionRange(topic, p, start, end, bytes, log);
+        return new PartitionRange(topic, p, start, end, endCap, bytes, log);
     }
 
     /** About one task per core for a modest read, never tasks above maxBytesPerTask; minPartitions asks
@@ -179,7 +225,7 @@ public final class Planner {
             long start = r.start, end = r.end, left = r.bytes;
             while (start < end) {
                 if (left <= room + slack) {
-                    current.add(new Slice(r.topic, r.partition, start, end));
+                    current.add(new Slice(r.topic, r.partition, start, end, r.bound));
                     room -= left;
                     break;
                 }
@@ -191,11 +237,11 @@ public final class Planner {
                 }
                 long cut = r.log.splitOffset(start, end, Math.max(1, room));
                 if (!(start < cut && cut < end)) {
-                    current.add(new Slice(r.topic, r.partition, start, end));
+                    current.add(new Slice(r.topic, r.partition, start, end, r.bound));
                     room -= left;
                     break;
                 }
-                current.add(new Slice(r.topic, r.partition, start, cut));
+                current.add(new Slice(r.topic, r.partition, start, cut, r.bound));
                 left = Math.max(0, left - room);
                 start = cut;
                 tasks.add(current);
@@ -213,27 +259,25 @@ public final class Planner {
         return tasks;
     }
 
-    /** Resolves every partition's range and cuts the work into tasks. */
-    public static List<List<Slice>> plan(ReadOptions o, ScanBounds bounds, int cores) {
-        for (int attempt = 0; ; attempt++) {
+    /** Resolves every partition's range and cuts the work into tasks; data loss goes to {@code loss}. */
+    public static List<List<Slice>> plan(ReadOptions o, ScanBounds bounds, int cores, DataLoss loss) {
+        return retrying("planning " + String.join(",", o.topics), loss, () -> {
             List<PartitionLog> logs = new ArrayList<>();
             try {
-                List<PartitionRange> ranges = resolveAll(o, bounds, logs);
+                List<PartitionRange> ranges = resolveAll(o, bounds, logs, loss);
                 long total = 0;
                 for (PartitionRange r : ranges) total += r.bytes;
                 List<PartitionRange> nonEmpty = new ArrayList<>();
                 for (PartitionRange r : ranges) if (r.start < r.end) nonEmpty.add(r);
                 return pack(nonEmpty, targetTaskBytes(total, o, cores));
-            } catch (SegmentGoneException e) {
-                if (attempt == ATTEMPTS - 1) throw e;
             } finally {
                 for (PartitionLog l : logs) l.close();
             }
-        }
+        });
     }
 
     /** Every kept partition's range; the logs opened are added to {@code logs} (the caller closes them). */
-    static List<PartitionRange> resolveAll(ReadOptions o, ScanBounds bounds, List<PartitionLog> logs) {
+    static List<PartitionRange> resolveAll(ReadOptions o, ScanBounds bounds, List<PartitionLog> logs, DataLoss loss) {
         Map<String, List<Integer>> layout = checkLayout(o);
         Path root = Paths.get(o.root);
         Map<String, Long> checkpoint = LogStartCheckpoint.read(root);
@@ -250,17 +294,17 @@ public final class Planner {
                     // A partition the sink never wrote has no folder: zero rows. Unless the commit log says
                     // records were committed there: then its folder was lost.
                     long lost = ends.getOrDefault(p, 0L);
-                    if (lost > 0 && o.failOnDataLoss) {
-                        throw new DataLossException("seglog source: " + topic + "-" + p + ": the commit log says offsets 0 to "
-                            + (lost - 1) + " were committed, but the partition folder " + dir + " is gone. "
-                            + "Set failOnDataLoss=false to read the other partitions.");
+                    if (lost > 0) {
+                        loss.report(topic + "-" + p + ": the commit log says offsets 0 to " + (lost - 1) + " were committed, "
+                            + "but the partition folder " + dir + " is gone", lost,
+                            "Set failOnDataLoss=false to read the other partitions.");
                     }
                     continue;
                 }
                 PartitionLog log = PartitionLog.open(root, topic, p, checkpoint.getOrDefault(topic + "-" + p, 0L));
                 logs.add(log);
                 long committed = ends.getOrDefault(p, log.logStartOffset());
-                ranges.add(resolve(o, bounds, topic, p, log, committed));
+                ranges.add(resolve(o, bounds, topic, p, log, committed, loss));
             }
         }
         return ranges;

@@ -8,9 +8,12 @@ import java.util.Iterator;
 import org.apache.kafka.common.record.FileLogInputStream.FileChannelRecordBatch;
 import org.apache.kafka.common.record.Record;
 import org.apache.kafka.common.record.TimestampType;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 import io.seglog.spark.format.CorruptLogException;
 import io.seglog.spark.format.DataLossException;
+import io.seglog.spark.format.LogStartBeyondEndException;
 import io.seglog.spark.format.LogStartCheckpoint;
 import io.seglog.spark.format.PartitionLog;
 import io.seglog.spark.format.Segment;
@@ -23,10 +26,20 @@ import io.seglog.spark.format.SegmentGoneException;
  *
  * Readers take no lock: a segment renamed .deleted before it is opened makes the cursor open the log
  * again at the offset it reached; below the new log start it fails naming the offsets, or with
- * failOnDataLoss=false skips to the log start (docs/spec.md §3.7). An open file is read to its end.
+ * failOnDataLoss=false skips to the log start (docs/spec.md §3.7), logged in the executor's log and
+ * counted ({@link #skipped()}).
+ *
+ * Invariant: every offset of [start, end) the log should hold is returned or accounted for (a control
+ * batch, an aborted transaction, a record compaction removed, an open transaction that ends the read).
+ * The slice's offsets were committed when it was planned, so a segment that ends short of the next one's
+ * base, or a log that ends short of the slice's end, lost records: that is reported (naming the file and
+ * the position), never read as fewer rows. Bytes past the slice's bound (the committed end) are never
+ * judged (Segment.Batches).
  */
 final class RecordCursor implements AutoCloseable {
-    private static final int MAX_REOPENS = 5;
+    private static final Logger LOG = LoggerFactory.getLogger(RecordCursor.class);
+    /** Milliseconds before each reopen: a swap or a two-step truncation settles within them. */
+    private static final long[] REOPEN_WAITS_MS = {0, 2, 10, 50, 100};
 
     private final ReadOptions opts;
     private final Slice slice;
@@ -39,6 +52,7 @@ final class RecordCursor implements AutoCloseable {
     private TransactionFates fates;
     private boolean finished;
     private int reopens;
+    private long skipped;             // offsets skipped as data loss (failOnDataLoss=false)
 
     Record record;                    // the current record, after next() returned true
     TimestampType timestampType;
@@ -58,12 +72,17 @@ final class RecordCursor implements AutoCloseable {
             throw new DataLossException("seglog source: " + slice.topic + "-" + slice.partition
                 + ": the partition folder is gone; offsets " + position + " to " + (slice.end - 1) + " cannot be read");
         }
-        fates = opts.readCommitted ? new TransactionFates(log) : null;
+        log.requireStartWithinEnd();
+        fates = opts.readCommitted ? new TransactionFates(log, slice.bound) : null;
         long logStart = log.logStartOffset();
         if (position < logStart) {
             if (opts.failOnDataLoss) {
                 throw new DataLossException(Planner.dataLossMessage(slice.topic, slice.partition, position, logStart));
             }
+            LOG.warn("seglog source: {}. Some data may have been lost; the read goes on from offset {} because "
+                + "failOnDataLoss=false (set failOnDataLoss=true to fail the query instead).",
+                Planner.lossOf(slice.topic, slice.partition, position, logStart), logStart);
+            skipped += Math.min(logStart, slice.end) - position;
             position = logStart;
         }
         segment = log.segmentIndexFor(position) - 1;
@@ -72,17 +91,34 @@ final class RecordCursor implements AutoCloseable {
         records = Collections.emptyIterator();
     }
 
+    /** Offsets this cursor skipped as data loss (failOnDataLoss=false). */
+    long skipped() {
+        return skipped;
+    }
+
     /** Advances to the next record; false when the slice is read. */
     boolean next() {
         while (!finished) {
             try {
                 if (advance()) return true;
-            } catch (SegmentGoneException e) {
-                if (++reopens > MAX_REOPENS) throw e;
+            } catch (SegmentGoneException | LogStartBeyondEndException e) {
+                if (reopens >= REOPEN_WAITS_MS.length) throw e;
+                LOG.info("seglog source: {}: the log changed under the reader at offset {} ({}); opening it again",
+                    slice, position, e.getMessage());
                 closeLog();
+                pause(REOPEN_WAITS_MS[reopens++]);
             }
         }
         return false;
+    }
+
+    private static void pause(long ms) {
+        if (ms <= 0) return;
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     private boolean advance() {
@@ -139,24 +175,47 @@ final class RecordCursor implements AutoCloseable {
     }
 
     private boolean nextSegment() {
-        if (segmentLast >= 0 && segment + 1 < log.segmentCount() && segmentLast >= log.base(segment + 1)) {
-            // A merged or cleaned segment opened under a listing taken before its swap holds the offsets of
-            // segments listed after it (docs/spec.md §3.10): never read them twice, open the log again.
-            throw new SegmentGoneException(log.dir + ": segment " + log.base(segment) + " reaches offset "
-                + segmentLast + " past the next one listed, " + log.base(segment + 1)
-                + ": segments were swapped in while in use");
+        // Offsets below `covered` were returned or accounted for (the last batch drawn ends at segmentLast).
+        long covered = Math.max(position, segmentLast + 1);
+        if (batches != null && segment + 1 < log.segmentCount()) {
+            long next = log.base(segment + 1);
+            if (segmentLast >= next) {
+                // A merged or cleaned segment opened under a listing taken before its swap holds the offsets of
+                // segments listed after it (docs/spec.md §3.10): never read them twice, open the log again.
+                throw new SegmentGoneException(log.dir + ": segment " + log.base(segment) + " reaches offset "
+                    + segmentLast + " past the next one listed, " + next + ": segments were swapped in while in use");
+            }
+            if (covered < Math.min(next, slice.end)) {
+                if (!log.dense) {
+                    // A cleaned segment always ends where the next begins (batches emptied by the cleaner are kept
+                    // for their last offset: docs/spec.md §3.9): a hole is a listing taken while the cleaner swapped
+                    // a group in. Never skip it: open the log again at the offset reached (the core does the same).
+                    throw new SegmentGoneException(log.dir + ": segment " + log.base(segment) + " ends at offset "
+                        + segmentLast + " but the next one listed starts at " + next
+                        + ": segments were swapped in while in use");
+                }
+                // Dense offsets run on from segment to segment: the sealed segment lost its tail.
+                throw new CorruptLogException(log.segment(segment).path() + ": offsets " + covered + " to " + (next - 1)
+                    + " are lost: the .log ends at position " + batches.position()
+                    + (segmentLast >= 0 ? " after offset " + segmentLast : "") + ", and the next segment starts at " + next);
+            }
         }
-        if (!log.dense && segmentLast >= 0 && segment + 1 < log.segmentCount() && segmentLast + 1 != log.base(segment + 1)) {
-            // A cleaned segment always ends where the next begins (batches emptied by the cleaner are kept
-            // for their last offset: docs/spec.md §3.9): a hole is a listing taken while the cleaner swapped
-            // a group in. Never skip it: open the log again at the offset reached (the core does the same).
-            throw new SegmentGoneException(log.dir + ": segment " + log.base(segment) + " ends at offset "
-                + segmentLast + " but the next one listed starts at " + log.base(segment + 1)
-                + ": segments were swapped in while in use");
+        if (segment + 1 >= log.segmentCount()) {
+            // The log ends, and the slice's offsets were committed when it was planned: the last segment lost
+            // its tail (a torn batch below the bound is reported by Batches with its position), or the log
+            // was cut below its committed end since.
+            if (covered < slice.end) {
+                String where = log.segmentCount() == 0 ? log.dir + ": the log has no segment"
+                    : log.segment(log.segmentCount() - 1).path() + ": the log ends at position "
+                        + (batches != null && segment == log.segmentCount() - 1 ? batches.position() : log.segment(log.segmentCount() - 1).size());
+                throw new CorruptLogException(where + ", but offsets " + covered + " to " + (slice.end - 1)
+                    + " were committed (the committed end was " + slice.bound + " when the read was planned): those records are lost");
+            }
+            return false;
         }
         segmentLast = -1;
         segment++;
-        if (segment >= log.segmentCount() || log.base(segment) >= slice.end) return false;
+        if (log.base(segment) >= slice.end) return false;
         Segment seg = log.segment(segment);
         if (seg.size() == 0 && segment < log.segmentCount() - 1) {
             // Offsets base..next base - 1 belonged to this segment and its .log is empty: lost records are
@@ -164,7 +223,7 @@ final class RecordCursor implements AutoCloseable {
             throw new CorruptLogException(seg.path() + ": the .log is empty but offsets " + seg.base + " to "
                 + (log.base(segment + 1) - 1) + " belonged to it: those records are lost");
         }
-        batches = seg.batchesHolding(Math.max(position, seg.base));
+        batches = seg.batchesHolding(Math.max(position, seg.base), slice.bound);
         return true;
     }
 

@@ -66,12 +66,23 @@ final class RowShaper {
                 case TOPIC: row.update(i, topic); break;
                 case PARTITION: row.setInt(i, partition); break;
                 case OFFSET: row.setLong(i, r.offset()); break;
-                case TIMESTAMP: row.setLong(i, r.timestamp() * 1000L); break;   // ms -> Spark's us
+                case TIMESTAMP: row.setLong(i, micros(r)); break;
                 case TYPE: row.setInt(i, type.id); break;
                 default: row.update(i, headers(r.headers())); break;
             }
         }
         return projection.apply(row);
+    }
+
+    /** ms -> Spark's microseconds, exactly: a timestamp past Spark's range fails naming the record, as Spark's
+     *  Kafka source fails (DateTimeUtils.fromJavaTimestamp multiplies with Math.multiplyExact), never wraps. */
+    private long micros(Record r) {
+        try {
+            return Math.multiplyExact(r.timestamp(), 1000L);
+        } catch (ArithmeticException e) {
+            throw new ArithmeticException("seglog source: " + topic + "-" + partition + " offset " + r.offset()
+                + ": timestamp " + r.timestamp() + " ms is outside Spark's timestamp range (long overflow in microseconds)");
+        }
     }
 
     private static GenericArrayData headers(Header[] headers) {

@@ -1,8 +1,5 @@
 package io.seglog.spark.read;
 
-import java.io.IOException;
-import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -12,10 +9,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.IntSupplier;
+import java.util.function.Supplier;
 
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FSDataInputStream;
-import org.apache.hadoop.fs.FileSystem;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
@@ -29,7 +29,7 @@ import org.apache.spark.sql.connector.read.streaming.ReadMinRows;
 import org.apache.spark.sql.connector.read.streaming.ReportsSourceMetrics;
 import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
 
-import io.seglog.spark.format.DataLossException;
+import io.seglog.spark.format.CommitLogReader;
 import io.seglog.spark.format.LogStartCheckpoint;
 import io.seglog.spark.format.PartitionLog;
 
@@ -39,8 +39,8 @@ import io.seglog.spark.format.PartitionLog;
  * [previous end, new end), where the new end never passes a partition's committed end (only committed
  * batches are visible, docs/spec.md §4). Admission control: maxOffsetsPerTrigger spreads the limit over
  * partitions in proportion to their backlog; minOffsetsPerTrigger waits for that many offsets unless
- * maxTriggerDelay has passed. Trigger.AvailableNow reads up to the latest offsets seen when the query
- * started. The first start offsets are resolved once and written under the checkpoint, so a restart
+ * maxTriggerDelay has passed. Trigger.AvailableNow reads up to the latest offsets seen at the run's first
+ * latestOffset. The first start offsets are resolved once and written under the checkpoint, so a restart
  * before the first batch commits starts at the same place. Partitions that appear later are read
  * from their log start.
  */
@@ -52,13 +52,25 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
     private final long maxOffsets;        // 0: no limit
     private final long minOffsets;        // 0: none
     private final long maxTriggerDelayMs;
-    private SeglogSourceOffset availableNowEnd;
+    private boolean availableNow;
+    private SeglogSourceOffset availableNowEnd;   // taken at the first latestOffset of an AvailableNow run
+    private final AtomicLong skipped = new AtomicLong();   // offsets skipped as data loss, the metric
+    private final Set<String> told = ConcurrentHashMap.newKeySet();   // the losses told: each once per run
     private SeglogSourceOffset lastLatest;
     private long lastTriggerMs = System.currentTimeMillis();
+    private final Supplier<Configuration> hadoopConf;
+    private final IntSupplier cores;
 
     SeglogMicroBatchStream(ReadOptions opts, String checkpointLocation) {
+        this(opts, checkpointLocation, () -> SparkSession.active().sparkContext().hadoopConfiguration(), SeglogScan::cores);
+    }
+
+    /** With the session's facts given (the Hadoop configuration of the checkpoint, the cores): tests. */
+    SeglogMicroBatchStream(ReadOptions opts, String checkpointLocation, Supplier<Configuration> hadoopConf, IntSupplier cores) {
         this.opts = opts;
         this.checkpoint = checkpointLocation;
+        this.hadoopConf = hadoopConf;
+        this.cores = cores;
         Map<String, String> raw = opts.raw;
         for (String bad : new String[] {"endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp"}) {
             if (raw.containsKey(bad)) {
@@ -93,60 +105,47 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
 
     // ------------------------------------------------------------------ where the log is now
 
-    /** Every partition's readable end now: its committed end, capped by its log end. */
+    /**
+     * Every partition's readable end now: its committed end (a log that ends short of it is reported by the
+     * read). Partitions of the topic without a folder yet read as ending at 0. Data loss is not told here
+     * (it is told once, when the batch that meets it is planned); a segment gone under the listing makes
+     * it list again (Planner.retrying), as every driver path of the stream does.
+     */
     private SeglogSourceOffset latestAvailable() {
-        Map<String, TreeMap<Integer, Long>> out = new TreeMap<>();
-        List<PartitionLog> logs = new ArrayList<>();
-        try {
-            for (PartitionRange r : Planner.resolveAll(opts.asLatestRead(), ScanBounds.NONE, logs)) {
-                out.computeIfAbsent(r.topic, k -> new TreeMap<>()).put(r.partition, r.end);
+        return Planner.retrying("the latest offsets of " + this, DataLoss.untold(), () -> {
+            Map<String, TreeMap<Integer, Long>> out = new TreeMap<>();
+            List<PartitionLog> logs = new ArrayList<>();
+            try {
+                for (PartitionRange r : Planner.resolveAll(opts.asLatestRead(), ScanBounds.NONE, logs, DataLoss.untold())) {
+                    out.computeIfAbsent(r.topic, k -> new TreeMap<>()).put(r.partition, r.end);
+                }
+            } finally {
+                for (PartitionLog l : logs) l.close();
             }
-        } finally {
-            for (PartitionLog l : logs) l.close();
-        }
-        return new SeglogSourceOffset(out);
+            for (Map.Entry<String, List<Integer>> e : Planner.checkLayout(opts).entrySet()) {
+                TreeMap<Integer, Long> parts = out.computeIfAbsent(e.getKey(), k -> new TreeMap<>());
+                for (int p : e.getValue()) parts.putIfAbsent(p, 0L);
+            }
+            return new SeglogSourceOffset(out);
+        });
     }
 
     // ------------------------------------------------------------------ MicroBatchStream
 
+    /** Resolved once and kept under the checkpoint; the first attempt to publish it wins (InitialOffsetsFile). */
     @Override
     public Offset initialOffset() {
-        org.apache.hadoop.fs.Path file = new org.apache.hadoop.fs.Path(checkpoint, INITIAL);
-        try {
-            FileSystem fs = file.getFileSystem(hadoopConf());
-            if (fs.exists(file)) {
-                try (FSDataInputStream in = fs.open(file)) {
-                    return SeglogSourceOffset.fromJson(new String(in.readAllBytes(), StandardCharsets.UTF_8));
-                }
-            }
-            SeglogSourceOffset initial = resolveInitial();
-            fs.mkdirs(file.getParent());
-            org.apache.hadoop.fs.Path tmp = new org.apache.hadoop.fs.Path(checkpoint, "." + INITIAL + ".tmp");
-            try (OutputStream out = fs.create(tmp, true)) {
-                out.write(initial.json().getBytes(StandardCharsets.UTF_8));
-            }
-            if (!fs.rename(tmp, file)) {      // another attempt wrote it first: that one wins
-                fs.delete(tmp, false);
-                try (FSDataInputStream in = fs.open(file)) {
-                    return SeglogSourceOffset.fromJson(new String(in.readAllBytes(), StandardCharsets.UTF_8));
-                }
-            }
-            return initial;
-        } catch (IOException e) {
-            throw new IllegalStateException("seglog source: cannot keep the initial offsets under " + checkpoint + ": " + e, e);
-        }
-    }
-
-    private static Configuration hadoopConf() {
-        return SparkSession.active().sparkContext().hadoopConfiguration();
+        DataLoss loss = new DataLoss(opts.failOnDataLoss, skipped, told);
+        return InitialOffsetsFile.getOrCreate(new org.apache.hadoop.fs.Path(checkpoint, INITIAL), hadoopConf.get(),
+            () -> Planner.retrying("the initial offsets of " + this, loss, () -> resolveInitial(loss)));
     }
 
     /** The starting offsets of a new query: startingOffsets / startingTimestamp / startingOffsetsByTimestamp. */
-    private SeglogSourceOffset resolveInitial() {
+    private SeglogSourceOffset resolveInitial(DataLoss loss) {
         Map<String, TreeMap<Integer, Long>> out = new TreeMap<>();
         List<PartitionLog> logs = new ArrayList<>();
         try {
-            for (PartitionRange r : Planner.resolveAll(opts, ScanBounds.NONE, logs)) {
+            for (PartitionRange r : Planner.resolveAll(opts, ScanBounds.NONE, logs, loss)) {
                 out.computeIfAbsent(r.topic, k -> new TreeMap<>()).put(r.partition, r.start);
             }
         } finally {
@@ -176,9 +175,15 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
         return ReadLimit.allAvailable();
     }
 
+    /**
+     * Spark calls this before {@link #initialOffset()}: the end of an AvailableNow run is not taken here
+     * (a commit in between would leave it below a start resolved after it: startingOffsets=latest or a
+     * timestamp) but at the first {@link #latestOffset(Offset, ReadLimit)}, as Spark's
+     * KafkaMicroBatchStream takes allDataForTriggerAvailableNow.
+     */
     @Override
     public void prepareForTriggerAvailableNow() {
-        availableNowEnd = latestAvailable();
+        availableNow = true;
     }
 
     @Override
@@ -186,7 +191,10 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
         SeglogSourceOffset start = (SeglogSourceOffset) startOffset;
         SeglogSourceOffset latest = latestAvailable();
         lastLatest = latest;
-        if (availableNowEnd != null) latest = capTo(latest, availableNowEnd);
+        if (availableNow) {
+            if (availableNowEnd == null) availableNowEnd = latest;   // after the start: never below it
+            latest = capTo(latest, availableNowEnd);
+        }
         // From where each partition goes on: its start, or (a new partition) 0 / its log start.
         Map<String, TreeMap<Integer, Long>> from = new TreeMap<>();
         long total = 0;
@@ -198,7 +206,9 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
             }
         }
         if (opts.readCommitted) {
-            SeglogSourceOffset stable = capAtOpenTransactions(from, latest);
+            SeglogSourceOffset all = latest;
+            SeglogSourceOffset stable = Planner.retrying("the last stable offsets of " + this, DataLoss.untold(),
+                () -> capAtOpenTransactions(from, all));
             total -= totalBetween(from, latest) - totalBetween(from, stable);
             latest = stable;
         }
@@ -208,7 +218,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
             if (l instanceof ReadMaxRows) max = (ReadMaxRows) l;
             if (l instanceof ReadMinRows) min = (ReadMinRows) l;
         }
-        if (min != null && availableNowEnd == null && total < min.minRows()
+        if (min != null && !availableNow && total < min.minRows()
                 && System.currentTimeMillis() - lastTriggerMs < min.maxTriggerDelayMs()) {
             return start;      // not enough new offsets yet, and the delay has not passed: no batch
         }
@@ -226,7 +236,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
             for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
                 long begin = from.get(t.getKey()).get(p.getKey());
                 long end = p.getValue();
-                if (begin < end) {
+                if (begin < end && Files.isDirectory(root.resolve(t.getKey() + "-" + p.getKey()))) {
                     try (PartitionLog log = PartitionLog.open(root, t.getKey(), p.getKey(),
                             checkpointed.getOrDefault(t.getKey() + "-" + p.getKey(), 0L))) {
                         end = TransactionFates.lastStableOffset(log, Math.max(begin, log.logStartOffset()), end);
@@ -280,59 +290,82 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
         return lastLatest;
     }
 
+    /**
+     * The batch's ranges, [start, end) per partition, as Spark's Kafka source's getOffsetRanges: a partition
+     * the stream knew that is no longer in the end offsets, a folder gone, offsets retention deleted before
+     * they were read, or an end below the start are data loss (failOnDataLoss: fail; else warn, count and
+     * go on from what remains). Slices carry the committed end read now as their bound (at least the end).
+     */
     @Override
     public InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
         SeglogSourceOffset start = (SeglogSourceOffset) startOffset;
         SeglogSourceOffset end = (SeglogSourceOffset) endOffset;
         Path root = Paths.get(opts.root);
-        Map<String, Long> checkpointed = LogStartCheckpoint.read(root);
-        List<PartitionLog> logs = new ArrayList<>();
-        try {
-            List<PartitionRange> ranges = new ArrayList<>();
-            long total = 0;
-            for (Map.Entry<String, TreeMap<Integer, Long>> t : end.offsets.entrySet()) {
-                for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
+        DataLoss loss = new DataLoss(opts.failOnDataLoss, skipped, told);
+        List<List<Slice>> tasks = Planner.retrying("planning a batch of " + this, loss, () -> {
+            reportGone(start, end, loss);
+            Map<String, Long> checkpointed = LogStartCheckpoint.read(root);
+            List<PartitionLog> logs = new ArrayList<>();
+            try {
+                List<PartitionRange> ranges = new ArrayList<>();
+                long total = 0;
+                for (Map.Entry<String, TreeMap<Integer, Long>> t : end.offsets.entrySet()) {
                     String topic = t.getKey();
-                    int partition = p.getKey();
-                    long until = p.getValue();
-                    long from = start.get(topic, partition, 0L);
-                    if (!Files.isDirectory(root.resolve(topic + "-" + partition))) {
-                        if (until > from) reportDataLoss(topic + "-" + partition + ": the partition folder is gone; offsets "
-                            + from + " to " + (until - 1) + " cannot be read");
-                        continue;
-                    }
-                    PartitionLog log = PartitionLog.open(root, topic, partition, checkpointed.getOrDefault(topic + "-" + partition, 0L));
-                    logs.add(log);
-                    if (from < log.logStartOffset() && from < until) {
-                        reportDataLoss(Planner.dataLossMessage(topic, partition, from, log.logStartOffset()).substring(15));
-                        from = Math.min(log.logStartOffset(), until);
-                    }
-                    if (until < from) {
-                        reportDataLoss(topic + "-" + partition + ": the end offset " + until + " is below the start "
-                            + from + " (the log was truncated)");
-                        continue;
-                    }
-                    if (from < until) {
-                        long bytes = log.byteSize(from, until);
-                        total += bytes;
-                        ranges.add(new PartitionRange(topic, partition, from, until, bytes, log));
+                    Map<Integer, Long> committed = CommitLogReader.committedEnds(root, topic);
+                    for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
+                        int partition = p.getKey();
+                        long until = p.getValue();
+                        long from = start.get(topic, partition, 0L);
+                        if (!Files.isDirectory(root.resolve(topic + "-" + partition))) {
+                            if (from > 0 || until > from) {
+                                loss.report(topic + "-" + partition + ": the partition folder is gone; offsets from " + from
+                                    + " on cannot be read", Math.max(until, committed.getOrDefault(partition, 0L)) - from, GO_ON);
+                            }
+                            continue;
+                        }
+                        PartitionLog log = PartitionLog.open(root, topic, partition, checkpointed.getOrDefault(topic + "-" + partition, 0L));
+                        logs.add(log);
+                        log.requireStartWithinEnd();
+                        long logStart = log.logStartOffset();
+                        if (from < logStart && from < until) {
+                            loss.report(Planner.lossOf(topic, partition, from, logStart), Math.min(logStart, until) - from, GO_ON);
+                            from = Math.min(logStart, until);
+                        }
+                        if (until < from) {
+                            loss.report(topic + "-" + partition + ": the end offset " + until + " is below the start " + from
+                                + " (the log was truncated)", 0, GO_ON);
+                            continue;
+                        }
+                        if (from < until) {
+                            long bytes = log.byteSize(from, until);
+                            total += bytes;
+                            long bound = Math.max(until, committed.getOrDefault(partition, until));
+                            ranges.add(new PartitionRange(topic, partition, from, until, bound, bytes, log));
+                        }
                     }
                 }
+                return Planner.pack(ranges, Planner.targetTaskBytes(total, opts, cores.getAsInt()));
+            } finally {
+                for (PartitionLog l : logs) l.close();
             }
-            List<List<Slice>> tasks = Planner.pack(ranges, Planner.targetTaskBytes(total, opts, SeglogScan.cores()));
-            InputPartition[] out = new InputPartition[tasks.size()];
-            for (int i = 0; i < out.length; i++) out[i] = new SeglogInputPartition(tasks.get(i).toArray(new Slice[0]));
-            return out;
-        } finally {
-            for (PartitionLog l : logs) l.close();
-        }
+        });
+        InputPartition[] out = new InputPartition[tasks.size()];
+        for (int i = 0; i < out.length; i++) out[i] = new SeglogInputPartition(tasks.get(i).toArray(new Slice[0]));
+        return out;
     }
 
-    /** failOnDataLoss=true: fail naming the offsets; false: go on from what is left (Spark's Kafka source). */
-    private void reportDataLoss(String what) {
-        if (opts.failOnDataLoss) {
-            throw new DataLossException("seglog source: " + what + ". Some data may have been lost. "
-                + "Set failOnDataLoss=false to go on from the offsets that remain.");
+    private static final String GO_ON = "Set failOnDataLoss=false to go on from the offsets that remain.";
+
+    /** Partitions the stream was reading that the end offsets no longer name (Kafka's "are gone"). */
+    private static void reportGone(SeglogSourceOffset start, SeglogSourceOffset end, DataLoss loss) {
+        List<String> gone = new ArrayList<>();
+        for (Map.Entry<String, TreeMap<Integer, Long>> t : start.offsets.entrySet()) {
+            for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
+                if (!end.has(t.getKey(), p.getKey())) gone.add(t.getKey() + "-" + p.getKey() + " (at offset " + p.getValue() + ")");
+            }
+        }
+        if (!gone.isEmpty()) {
+            loss.report(String.join(", ", gone) + (gone.size() == 1 ? " is" : " are") + " gone from the topic", 0, GO_ON);
         }
     }
 
@@ -355,10 +388,12 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
     public void stop() {
     }
 
-    /** Offsets behind the latest readable offsets, in StreamingQueryProgress (as Spark's Kafka source). */
+    /** Offsets behind the latest readable offsets, in StreamingQueryProgress (as Spark's Kafka source), and
+     *  the offsets skipped as data loss so far (failOnDataLoss=false). */
     @Override
     public Map<String, String> metrics(Optional<Offset> latestConsumedOffset) {
         Map<String, String> out = new HashMap<>();
+        out.put(DataLoss.METRIC, String.valueOf(skipped.get()));
         if (latestConsumedOffset.isEmpty() || lastLatest == null) return out;
         SeglogSourceOffset consumed = (SeglogSourceOffset) latestConsumedOffset.get();
         long min = Long.MAX_VALUE, max = 0, sum = 0, n = 0;

@@ -1,6 +1,7 @@
 package io.seglog.spark.read;
 
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.types.StructType;
 
@@ -14,6 +15,7 @@ final class SeglogPartitionReader implements PartitionReader<InternalRow> {
     private int next;
     private RecordCursor cursor;
     private InternalRow current;
+    private long skipped;               // offsets this task skipped as data loss (failOnDataLoss=false)
 
     SeglogPartitionReader(ReadOptions opts, ScanBounds bounds, StructType readSchema, Slice[] slices) {
         this.opts = opts;
@@ -33,6 +35,7 @@ final class SeglogPartitionReader implements PartitionReader<InternalRow> {
                 shaper.partition(s.topic, s.partition);
             }
             if (!cursor.next()) {
+                skipped += cursor.skipped();
                 cursor.close();
                 cursor = null;
                 continue;
@@ -41,6 +44,11 @@ final class SeglogPartitionReader implements PartitionReader<InternalRow> {
             current = shaper.shape(cursor.record, cursor.timestampType);
             return true;
         }
+    }
+
+    @Override
+    public CustomTaskMetric[] currentMetricsValues() {
+        return SeglogMetrics.values(skipped + (cursor == null ? 0 : cursor.skipped()));
     }
 
     @Override

@@ -3,6 +3,8 @@ package io.seglog.spark.read;
 import java.util.List;
 
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.connector.metric.CustomMetric;
+import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
@@ -16,6 +18,7 @@ final class SeglogScan implements Scan, Batch {
     private ReadOptions opts;            // the batch read's, on toBatch()
     private final ScanBounds bounds;
     private final StructType readSchema;
+    private long skippedWhenPlanned;     // data loss skipped by planning (failOnDataLoss=false): a driver metric
 
     SeglogScan(ReadOptions opts, ScanBounds bounds, StructType readSchema) {
         this.given = opts;
@@ -50,8 +53,20 @@ final class SeglogScan implements Scan, Batch {
     }
 
     @Override
+    public CustomMetric[] supportedCustomMetrics() {
+        return SeglogMetrics.supported();
+    }
+
+    @Override
+    public CustomTaskMetric[] reportDriverMetrics() {
+        return SeglogMetrics.values(skippedWhenPlanned);
+    }
+
+    @Override
     public InputPartition[] planInputPartitions() {
-        List<List<Slice>> tasks = Planner.plan(opts, bounds, cores());
+        DataLoss loss = new DataLoss(opts.failOnDataLoss);
+        List<List<Slice>> tasks = Planner.plan(opts, bounds, cores(), loss);
+        skippedWhenPlanned = loss.skipped();
         InputPartition[] out = new InputPartition[tasks.size()];
         for (int i = 0; i < out.length; i++) out[i] = new SeglogInputPartition(tasks.get(i).toArray(new Slice[0]));
         return out;

@@ -48,24 +48,52 @@ public final class SeglogSourceOffset extends Offset {
         return root.toString();
     }
 
+    /**
+     * Reads a checkpointed offset. Only Kafka's shape is taken: an object of topics, each an object of
+     * partition (a non-negative integer key) to offset (an integral JSON number that fits a long).
+     * Anything else is refused naming it (never read as offset 0: a stream would start over).
+     */
     static SeglogSourceOffset fromJson(String json) {
+        JsonNode doc;
         try {
-            JsonNode doc = JSON.readTree(json);
-            TreeMap<String, TreeMap<Integer, Long>> out = new TreeMap<>();
-            Iterator<Map.Entry<String, JsonNode>> topics = doc.fields();
-            while (topics.hasNext()) {
-                Map.Entry<String, JsonNode> t = topics.next();
-                TreeMap<Integer, Long> parts = new TreeMap<>();
-                Iterator<Map.Entry<String, JsonNode>> ps = t.getValue().fields();
-                while (ps.hasNext()) {
-                    Map.Entry<String, JsonNode> p = ps.next();
-                    parts.put(Integer.parseInt(p.getKey()), p.getValue().asLong());
-                }
-                out.put(t.getKey(), parts);
-            }
-            return new SeglogSourceOffset(out);
+            doc = JSON.readTree(json);
         } catch (Exception e) {
-            throw new IllegalArgumentException("seglog source: checkpointed offsets are not readable: " + json, e);
+            throw bad(json, "not JSON (" + e.getMessage() + ")", e);
         }
+        if (doc == null || !doc.isObject()) throw bad(json, "not a JSON object of topic -> {partition: offset} offsets", null);
+        TreeMap<String, TreeMap<Integer, Long>> out = new TreeMap<>();
+        Iterator<Map.Entry<String, JsonNode>> topics = doc.fields();
+        while (topics.hasNext()) {
+            Map.Entry<String, JsonNode> t = topics.next();
+            if (!t.getValue().isObject()) {
+                throw bad(json, "topic '" + t.getKey() + "' holds " + t.getValue() + ", not an object of partition -> offset", null);
+            }
+            TreeMap<Integer, Long> parts = new TreeMap<>();
+            Iterator<Map.Entry<String, JsonNode>> ps = t.getValue().fields();
+            while (ps.hasNext()) {
+                Map.Entry<String, JsonNode> p = ps.next();
+                int partition = partition(json, t.getKey(), p.getKey());
+                JsonNode v = p.getValue();
+                if (!v.isIntegralNumber() || !v.canConvertToLong()) {
+                    throw bad(json, "the offset of " + t.getKey() + "-" + partition + " is " + v + ", not an integer offset", null);
+                }
+                parts.put(partition, v.longValue());
+            }
+            out.put(t.getKey(), parts);
+        }
+        return new SeglogSourceOffset(out);
+    }
+
+    private static int partition(String json, String topic, String key) {
+        try {
+            if (key.matches("\\d+")) return Integer.parseInt(key);
+        } catch (NumberFormatException e) {
+            // past an int: not a partition
+        }
+        throw bad(json, "topic '" + topic + "' names partition '" + key + "', not a partition number", null);
+    }
+
+    private static IllegalArgumentException bad(String json, String why, Throwable cause) {
+        return new IllegalArgumentException("seglog source: checkpointed offsets are not readable: " + why + ": " + json, cause);
     }
 }

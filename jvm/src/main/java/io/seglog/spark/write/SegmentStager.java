@@ -3,9 +3,7 @@ package io.seglog.spark.write;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -62,6 +60,7 @@ final class SegmentStager {
     private final long durableMinBytes;  // a finished segment this large is forced (it will be renamed in)
     private final BatchEncoder encoder;
     private final List<Staged> finished = new ArrayList<>();
+    private boolean groupShared;   // dir is group-writable: so are its files (GroupShared, shared roots)
     private long records;
     private long bytes;
 
@@ -244,8 +243,8 @@ final class SegmentStager {
 
     private void openSegment() throws IOException {
         seq++;
-        Files.createDirectories(dir);
-        log = FileChannel.open(file(".log"), StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+        groupShared = GroupShared.createDirectories(dir);
+        log = GroupShared.createNew(file(".log"), groupShared);
         meta = ByteBuffer.allocate(BATCH_META_SIZE * 64);
         size = 0;
         nextRel = 0;
@@ -286,7 +285,7 @@ final class SegmentStager {
     /** Write a whole small file; {@code durable}: forced and closed by the sync thread. */
     private void writeFile(Path path, ByteBuffer data, boolean durable) throws IOException {
         data.flip();
-        FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+        FileChannel ch = GroupShared.createNew(path, groupShared);
         try {
             while (data.hasRemaining()) {
                 ch.write(data);

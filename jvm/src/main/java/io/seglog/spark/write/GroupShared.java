@@ -1,0 +1,86 @@
+package io.seglog.spark.write;
+
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFilePermission;
+import java.util.ArrayDeque;
+import java.util.Deque;
+
+/**
+ * The permissions of what the write path creates, for a root shared by two users (Spark's uid 185 and
+ * the sidecar's uid 10001 in one group: README, "Running on a cluster"). The rule is the Python core's,
+ * where it is explained (indexer/fsutil.py): a folder or file created in a group-writable folder is
+ * made group-writable too (folders also group-searchable, keeping the setgid bit the kernel copied
+ * from their parent), explicitly with chmod after creation, because the process umask (022 in Spark's
+ * image) strips the group's write bit. Staged segments are renamed into partition folders by the
+ * driver and keep their mode, so they must be group-writable from the start: the sidecar later seals,
+ * rolls onto and deletes them as another user of the group.
+ *
+ * <p>chmod goes through the {@code unix:mode} attribute, not {@code PosixFilePermission}s: those have
+ * no setgid bit, and setting them would clear it on a folder, so the files created in it would get
+ * the creator's own group instead of the root's.
+ */
+final class GroupShared {
+    private static final int GROUP_RW = 0060;
+    private static final int GROUP_RWX = 0070;
+
+    private GroupShared() {}
+
+    /** True when {@code folder} is group-writable (so what is created in it must be too). */
+    static boolean isShared(Path folder) throws IOException {
+        PosixFileAttributeView view = Files.getFileAttributeView(folder, PosixFileAttributeView.class);
+        return view != null && view.readAttributes().permissions().contains(PosixFilePermission.GROUP_WRITE);
+    }
+
+    /**
+     * {@link Files#createDirectories}, each folder it creates under the rule; returns whether
+     * {@code dir} itself is group-writable (the rule for the files then created in it).
+     */
+    static boolean createDirectories(Path dir) throws IOException {
+        Deque<Path> missing = new ArrayDeque<>();
+        for (Path p = dir.toAbsolutePath(); p != null && !Files.isDirectory(p); p = p.getParent()) {
+            missing.push(p);
+        }
+        while (!missing.isEmpty()) {
+            Path d = missing.pop();
+            try {
+                Files.createDirectory(d);
+            } catch (FileAlreadyExistsException e) {
+                if (!Files.isDirectory(d)) {
+                    throw e;
+                }
+                continue;   // a concurrent creator made it, and applied the rule
+            }
+            if (isShared(d.getParent())) {
+                addMode(d, GROUP_RWX);
+            }
+        }
+        return isShared(dir);
+    }
+
+    /** A new file ({@code CREATE_NEW}) open for writing; group read and write when {@code shared}. */
+    static FileChannel createNew(Path path, boolean shared) throws IOException {
+        FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+        if (shared) {
+            try {
+                addMode(path, GROUP_RW);
+            } catch (IOException | RuntimeException e) {
+                ch.close();
+                throw e;
+            }
+        }
+        return ch;
+    }
+
+    private static void addMode(Path p, int bits) throws IOException {
+        int mode = (Integer) Files.getAttribute(p, "unix:mode") & 07777;
+        if ((mode & bits) != bits) {
+            Files.setAttribute(p, "unix:mode", mode | bits);
+        }
+    }
+}

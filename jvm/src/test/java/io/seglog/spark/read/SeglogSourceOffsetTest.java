@@ -1,0 +1,38 @@
+package io.seglog.spark.read;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** Item 15 of issue 23: checkpointed offsets are Kafka's JSON; anything else is refused, naming it. */
+class SeglogSourceOffsetTest {
+    @Test
+    void roundTrip() {
+        SeglogSourceOffset o = new SeglogSourceOffset(Map.of("events", Map.of(0, 23L, 1, 45L), "b", Map.of(3, 0L)));
+        assertEquals("{\"b\":{\"3\":0},\"events\":{\"0\":23,\"1\":45}}", o.json());
+        assertEquals(o.json(), SeglogSourceOffset.fromJson(o.json()).json());
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "{\"t\":{\"0\":\"abc\"}}|t-0",
+        "{\"t\":{\"0\":1.5}}|t-0",
+        "{\"t\":{\"0\":null}}|t-0",
+        "{\"t\":{\"0\":true}}|t-0",
+        "{\"t\":{\"0\":123456789012345678901234567890}}|t-0",
+        "{\"t\":{\"x\":5}}|'x'",
+        "{\"t\":5}|'t'",
+        "[1,2]|offsets",
+    })
+    void aValueThatIsNotAnOffsetIsRefusedNamingIt(String json, String named) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> SeglogSourceOffset.fromJson(json));
+        assertTrue(e.getMessage().contains(named), e.getMessage());
+        assertTrue(e.getMessage().contains(json), e.getMessage());
+    }
+}

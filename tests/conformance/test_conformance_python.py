@@ -1,0 +1,213 @@
+"""The Python core against the conformance corpus (docs/internals.md, "Conformance corpus").
+
+Every case of tests/conformance/corpus/ is a log root whose expected.json says what its construction
+wrote (tests/conformance/generate.py). The JUnit runner (jvm/src/test/java/io/seglog/spark/conformance/
+ConformanceTest.java) holds the JVM reader to the same files. Here, read-only, as the Python source reads:
+
+- the committed end (the topic's commit log) and the log start;
+- records per isolation level: `Log.read(log start, committed end, isolation_level=...)`;
+- `offset_for_timestamp` for each probe, bounded by the committed end as Kafka's ListOffsets is by the
+  high watermark (an answer at or past it is no answer); -1 is the Python source's latest,
+  min(log end, committed end), -2 the log start;
+- each segment's base, next offset, largest timestamp and sealed state (`Log.segments()`);
+- the verdict of the reads (a fault must be raised, of the expected kind, naming where: never fewer
+  rows returned quietly) and of a full check of the files (`Log.verify()`, as `seglog verify`).
+
+A disagreement fails the case, unless it is listed in KNOWN_DRIFT below (then the case is an expected
+failure, and it fails again once the drift is gone, so that the mark is removed).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE / "corpus"
+KINDS = {k: v for k, v in json.loads((HERE / "fault_kinds.json").read_text()).items() if not k.startswith("_")}
+CASES = sorted(p.name for p in CORPUS.iterdir() if (p / "expected.json").is_file()) if CORPUS.is_dir() else []
+
+# Known disagreements of the Python core with the construction, "case/aspect" -> what differs. Each is a
+# bug to fix in the implementation (never in the corpus); remove its line with the fix. The aspects:
+# committed_end, log_start, records, offset_for_timestamp, segments, read (a fault verdict), files.
+#
+# None of these is what the engineer fixing the JVM reader works on (torn tails, damaged lengths, a log start
+# beyond the end: those cases agree on both sides). Found by this corpus and not yet owned: marked so that
+# the suite stays green while they are triaged, and listed in the report that added the corpus.
+KNOWN_DRIFT: dict[str, str] = {}
+
+
+def matches(kind: str, message: str) -> bool:
+    return any(re.search(p, message, re.IGNORECASE) for p in KINDS[kind]["patterns"])
+
+
+def names_where(verdict: dict, message: str) -> bool:
+    if verdict["file"].rsplit("/", 1)[-1] not in message:
+        return False
+    pos = verdict.get("position")
+    return pos is None or re.search(rf"position {pos}\b", message) is not None
+
+
+def row(r) -> dict:
+    out = {"offset": r.offset, "timestamp": r.timestamp, "key": None if r.key is None else r.key.hex(),
+           "value": None if r.value is None else r.value.hex()}
+    if r.headers:
+        out["headers"] = [[k, None if v is None else v.hex()] for k, v in r.headers]
+    return out
+
+
+def first_difference(got: list, want: list) -> str:
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g != w:
+            return f"row {i}: got {g}, expected {w}"
+    return f"got {len(got)} rows, expected {len(want)}"
+
+
+def check_fault(want: dict, exc: BaseException | None, what: str) -> str | None:
+    if exc is None:
+        return f"{what} reported nothing; expected a {want['kind']} fault at {want['file']}"
+    msg = f"{type(exc).__name__}: {exc}"
+    if not matches(want["kind"], msg) or not names_where(want, msg):
+        return f"{what} raised {msg!r}; expected a {want['kind']} fault at {want['file']}" + (
+            f" position {want['position']}" if "position" in want else "")
+    return None
+
+
+def python_problems(root: Path, exp: dict) -> dict[str, str]:
+    """aspect -> what differs from expected.json."""
+    from seglog.errors import SeglogError
+    from seglog.indexer.commit_log import CommitLog
+    from seglog.indexer.root import LogRoot
+
+    problems: dict[str, str] = {}
+    topic, partition = exp["topic"], exp["partition"]
+    committed = CommitLog(root, topic).end_offsets().get(partition)
+    if committed != exp["committed_end"]:
+        problems["committed_end"] = f"got {committed}, expected {exp['committed_end']}"
+    read = exp["verdict"]["read"]
+    log, open_error = None, None
+    try:
+        log = LogRoot(root).open_log(topic, partition, readonly=True)
+    except (SeglogError, OSError) as exc:
+        open_error = exc
+    try:
+        if read["status"] == "ok":
+            if open_error is not None:
+                problems["read"] = f"the read-only open raised {type(open_error).__name__}: {open_error}"
+            else:
+                ok_answers(log, exp, committed, problems)
+        elif open_error is not None:
+            if (p := check_fault(read, open_error, "the read-only open")) is not None:
+                problems["read"] = p
+        else:
+            for iso in ("read_uncommitted", "read_committed"):
+                rows, exc = 0, None
+                try:
+                    # a reader's rule (source/planning.py; the JVM's RecordCursor): the committed range is read
+                    # whole or its loss reported
+                    log.require_committed_end(committed)
+                    for _ in log.read(log.log_start_offset, committed, isolation_level=iso):
+                        rows += 1
+                except (SeglogError, OSError) as e:
+                    exc = e
+                p = check_fault(read, exc, f"Log.read ({iso})")
+                if p is not None:
+                    problems["read"] = p + ("" if exc is not None else f" (returned {rows} rows)")
+                    break
+        files = [f"{type(open_error).__name__}: {open_error}"] if open_error is not None else verify(log)
+        want = exp["verdict"]["files"]
+        if want["status"] == "ok":
+            if files:
+                problems["files"] = f"verify reported {files}; expected nothing"
+        elif not any(matches(k, m) and names_where(want, m) for m in files for k in want["kinds"]):
+            problems["files"] = (f"verify reported {files}; expected a fault of kind {' or '.join(want['kinds'])} "
+                                 f"naming {want['file']}")
+    finally:
+        if log is not None:
+            log.close()
+    return problems
+
+
+def verify(log) -> list[str]:
+    from seglog.errors import SeglogError
+
+    try:
+        return list(log.verify())
+    except (SeglogError, OSError) as exc:      # as `seglog verify`: a check that stops is a fault
+        return [f"verification stopped: {type(exc).__name__}: {exc}"]
+
+
+def ok_answers(log, exp: dict, committed: int, problems: dict[str, str]) -> None:
+    from seglog.errors import SeglogError
+
+    if log.log_start_offset != exp["log_start"]:
+        problems["log_start"] = f"got {log.log_start_offset}, expected {exp['log_start']}"
+    for iso, want in exp["records"].items():
+        try:
+            log.require_committed_end(committed)
+            got = [row(r) for r in log.read(log.log_start_offset, committed, isolation_level=iso)]
+        except (SeglogError, OSError) as exc:
+            problems["records"] = f"{iso}: raised {type(exc).__name__}: {exc}"
+            break
+        if got != want:
+            problems["records"] = f"{iso}: {first_difference(got, want)}"
+            break
+    wrong = []
+    for t, want in exp["offset_for_timestamp"]:
+        try:
+            if t == -1:
+                got = min(log.log_end_offset, committed)
+            elif t == -2:
+                got = log.log_start_offset
+            else:
+                got = log.offset_for_timestamp(t)
+                got = got if got is not None and got < committed else None
+        except (SeglogError, OSError) as exc:
+            got = f"{type(exc).__name__}: {exc}"
+        if got != want:
+            wrong.append((t, got, want))
+    if wrong:
+        problems["offset_for_timestamp"] = (f"{len(wrong)} of {len(exp['offset_for_timestamp'])} probes differ "
+                                            f"(timestamp, got, expected): {wrong[:6]}")
+    if "segments" in exp:
+        try:
+            got = [{"base": s.base_offset, "next_offset": s.next_offset, "largest_timestamp": s.largest_timestamp,
+                    "sealed": s.state == "sealed"} for s in log.segments()]
+        except (SeglogError, OSError) as exc:
+            got = f"{type(exc).__name__}: {exc}"
+        if got != exp["segments"]:
+            problems["segments"] = f"got {got}, expected {exp['segments']}"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_python_core_gives_the_constructions_answers(case):
+    exp = json.loads((CORPUS / case / "expected.json").read_text())
+    problems = python_problems(CORPUS / case, exp)
+    known = {a: p for a, p in problems.items() if f"{case}/{a}" in KNOWN_DRIFT}
+    unknown = {a: p for a, p in problems.items() if a not in known}
+    gone = [k for k in KNOWN_DRIFT if k.startswith(case + "/") and k.split("/", 1)[1] not in problems]
+    assert not unknown, f"{case}: the Python core disagrees with the construction:\n" + "\n".join(
+        f"  {a}: {p}" for a, p in unknown.items())
+    assert not gone, f"{case}: marked as known drift but now agrees (remove from KNOWN_DRIFT): {gone}"
+    if known:
+        pytest.xfail("known drift: " + "; ".join(f"{a}: {p}" for a, p in known.items()))
+
+
+def test_the_corpus_is_whole():
+    """Every case has its partition folder and commit log; kinds are known; the corpus stays small."""
+    assert len(CASES) >= 20, CASES
+    total = 0
+    for case in CASES:
+        d = CORPUS / case
+        exp = json.loads((d / "expected.json").read_text())
+        assert exp["case"] == case
+        assert (d / "t-0").is_dir() and (d / "_seglog" / "commits" / "t").is_dir(), case
+        read, files = exp["verdict"]["read"], exp["verdict"]["files"]
+        assert read["status"] == "ok" or read["kind"] in KINDS, (case, read)
+        assert files["status"] == "ok" or set(files["kinds"]) <= set(KINDS), (case, files)
+        total += sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
+    assert total < 2_000_000, f"the corpus is {total} bytes"
+    for key in KNOWN_DRIFT:
+        assert key.split("/", 1)[0] in CASES, f"KNOWN_DRIFT names no case: {key}"

@@ -1,0 +1,578 @@
+"""The system soak (issue 23, "a month of production in minutes"): one root, everything at once, for
+`SEGLOG_SOAK_MINUTES` (CI: 2.5) after the writer's first commit, every process SIGKILLed at random and
+restarted from its checkpoint:
+
+- the writer: a Structured Streaming query (child process, its own local Spark) over JSON files the
+  test drops over time (`maxFilesPerTrigger=1`), through one `SegmentLogSink`: `events` (keyed and
+  keyless, `message.timestamp.out.of.range.policy=quarantine`: records days away go to `quarantine`)
+  and `compacted` (`cleanup.policy=compact`, values `key=seq#id`, some tombstones); every record has a
+  unique id (a header);
+- two `readStream.format("seglog")` consumers of `events,quarantine` (children, `failOnDataLoss=false`),
+  each writing what it read into a topic of its own through the sink, the source's
+  topic/partition/offset/timestamp in a header: A runs `Trigger.AvailableNow` every few seconds and
+  after each run replays `events` with `spark.read...startingTimestamp` from a random timestamp; B runs a
+  processing-time trigger with `maxOffsetsPerTrigger`;
+- the real sidecar (`seglog compactor run`) with every job at short intervals: seal, idle roll, time and
+  size retention far shorter than the run, merge, clean, purge (`file.delete.delay.ms` 1 s).
+
+Checked throughout and at the end (tests/system/soak_parts.py holds the children and the helpers):
+- every record anyone read (a reader thread here, both consumers, the replays) is the generated record
+  of its id, in the topic and partition it belongs to; one offset never holds two records and no record
+  is at two offsets (the writer's exactly once across its kills);
+- each consumer's output holds every source offset it read once, in offset order per partition, and
+  every source offset it skipped is below that partition's log start (deleted by retention) and named by
+  one of its data-loss warnings; at the end each consumer has read every offset not deleted; consumer
+  outputs are dense;
+- no unexpired record lost: the newest record below `events`' log start is older than retention.ms, or
+  the partition still holds retention.bytes (it went by size);
+- a replay from timestamp T starts at the first offset with a timestamp >= T (or the log start), skips
+  only deleted offsets and reaches the committed end it started from;
+- the compacted topic's latest record per key is the model's (the last value written per key among
+  committed batches; a tombstone or nothing for a deleted key);
+- at the end: every committed offset of `events`/`quarantine` was read by someone or lies below the log
+  start; the offsets count the records generated, exactly; no child exited unless killed or asked; no
+  ERROR in any child's log; no failed sidecar job; SIGTERM stops the sidecar with 0; `seglog verify` clean.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+from seglog.indexer.commit_log import CommitLog
+from seglog.indexer.topics import create_topic
+from seglog.sink.partitioner import partition_for_key
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from soak_parts import (REPO, SOURCE_TOPICS, Child, Generator, Ledger, WriterBatches, header,  # noqa: E402
+                        log_start, now_ms, partition_state, read_partition, sidecar_events)
+
+SOAK_MIN = float(os.environ.get("SEGLOG_SOAK_MINUTES", "2.5"))
+SOAK_S = SOAK_MIN * 60
+pytestmark = [pytest.mark.slow, pytest.mark.spark, pytest.mark.timeout(int(SOAK_S) + 600)]
+
+PARTS = str(Path(__file__).resolve().parent / "soak_parts.py")
+# the `seglog` command of this environment (python -m seglog where it is not installed as a script)
+_SCRIPT = Path(sys.executable).with_name("seglog")
+SEGLOG = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "seglog"]
+DAY = 86_400_000
+PARTITIONS = {"events": 3, "quarantine": 3, "compacted": 2, "cA": 3, "cB": 3}
+TOPICS = {
+    "events": {"segment.bytes": 8192, "segment.ms": 3000, "index.interval.bytes": 512,
+               "retention.ms": 15_000, "retention.bytes": 32 << 10, "file.delete.delay.ms": 1000,
+               "message.timestamp.before.max.ms": DAY, "message.timestamp.after.max.ms": 3_600_000,
+               "message.timestamp.out.of.range.policy": "quarantine", "quarantine.topic": "quarantine"},
+    "quarantine": {"segment.bytes": 4096, "segment.ms": 3000, "retention.ms": 15_000, "retention.bytes": 8192,
+                   "file.delete.delay.ms": 1000},
+    "compacted": {"cleanup.policy": "compact", "segment.bytes": 4096, "segment.ms": 3000,
+                  "min.cleanable.dirty.ratio": 0.1, "delete.retention.ms": 4000, "min.compaction.lag.ms": 0,
+                  "file.delete.delay.ms": 1000},
+    # the consumers' outputs keep everything (the checks read them whole); merged all the same
+    "cA": {"segment.bytes": 16384, "segment.ms": 3000, "retention.ms": -1, "retention.bytes": -1,
+           "file.delete.delay.ms": 1000},
+    "cB": {"segment.bytes": 16384, "segment.ms": 3000, "retention.ms": -1, "retention.bytes": -1,
+           "file.delete.delay.ms": 1000},
+}
+SCHEDULE = {"seal.interval.ms": 1000, "roll.interval.ms": 1000, "retention.check.interval.ms": 1000,
+            "delete.check.interval.ms": 700, "clean.interval.ms": 1500, "merge.interval.ms": 2000,
+            "merge.max.groups.per.pass": 4, "partition.lock.timeout.ms": 100, "leader.retry.interval.ms": 200}
+# a record deleted while younger than retention.ms (minus this margin: clocks, a pass in flight) must have
+# gone by size: what is left then holds at least retention.bytes (Kafka's rule), less at most an uncommitted
+# batch the sidecar counted and the writer's restart cut away again
+TIME_MARGIN_MS, SIZE_SLACK = 2_000, 8 << 10
+FAILURE_EVENTS = {"partition.failed", "job.failed", "job.crashed", "compactor.failed", "compactor.scheduler_died"}
+MISSING = object()
+
+
+class Checker:
+    """What everyone read, checked against the ledger and against each other."""
+
+    def __init__(self, root: Path, ledger: Ledger, ckpt_writer: Path):
+        self.root, self.ledger = root, ledger
+        self.batches = WriterBatches(ckpt_writer)
+        self.lock = threading.Lock()
+        self.slot_id: dict[tuple[str, int, int], int] = {}
+        self.id_slot: dict[int, tuple[str, int, int]] = {}
+        self.errors: list[str] = []
+        self.reads = Counter()                  # records checked, by reader
+        self.observer_pos: dict[tuple[str, int], int] = defaultdict(int)
+        self.out_pos: dict[str, dict[int, int]] = {"cA": defaultdict(int), "cB": defaultdict(int)}
+        self.last_src: dict[str, dict[tuple[str, int], int]] = {"cA": {}, "cB": {}}
+        self.skipped: Counter = Counter()       # source offsets a consumer skipped (deleted before it read them)
+        self.gaps: dict[str, list] = {"cA": [], "cB": []}   # (topic, partition, first, last) skipped
+        self.replays_checked = 0
+        self.replay_rows = 0
+        self.compacted_checks = 0
+        self.compacted_ambiguous = 0            # keys whose last batch had 2+ records of theirs, not all seen
+        self.writer_id: str | None = None
+        self.retention_checks = Counter()       # log starts checked: "time" (expired) or "size" (by size)
+        self.observer_passes = 0
+        self.observer_max_s = 0.0
+
+    # -- one record, wherever it was read ------------------------------------------------------
+    def observe(self, what: str, t: str, p: int, o: int, rid: int, key=MISSING, value=MISSING, ts=MISSING) -> None:
+        with self.ledger.lock:
+            want = self.ledger.records.get(rid)
+        assert want is not None, f"{what}: {t}-{p}@{o} holds id {rid}, which was never generated"
+        wt, wk, wv, wts = want
+        assert t == wt, f"{what}: record {rid} is in {t}-{p}@{o}; it belongs in {wt}"
+        if key is not MISSING:
+            assert key == wk, f"{what}: record {rid} at {t}-{p}@{o}: key {key!r} != {wk!r}"
+        if value is not MISSING:
+            assert value == wv, f"{what}: record {rid} at {t}-{p}@{o}: value {value!r:.80} != {wv!r:.80}"
+        if ts is not MISSING:
+            assert ts == wts, f"{what}: record {rid} at {t}-{p}@{o}: timestamp {ts} != {wts}"
+        if wk is not None:
+            assert p == partition_for_key(wk, PARTITIONS[t]), f"{what}: record {rid} (key {wk!r}) in partition {p}"
+        with self.lock:
+            slot = (t, p, o)
+            first = self.slot_id.setdefault(slot, rid)
+            assert first == rid, f"{what}: {t}-{p}@{o} holds record {rid}, earlier it held {first}"
+            where = self.id_slot.setdefault(rid, slot)
+            assert where == slot, f"{what}: record {rid} at {t}-{p}@{o} and at {where[0]}-{where[1]}@{where[2]}"
+            self.reads[what] += 1
+
+    # -- the reader thread: every committed record of the writer's topics, soon after its commit --------
+    def observer_pass(self) -> None:
+        t0 = time.monotonic()
+        for t in ("events", "quarantine", "compacted"):
+            ends = CommitLog(self.root, t).end_offsets()
+            for p in range(PARTITIONS[t]):
+                start, end = self.observer_pos[(t, p)], ends.get(p, 0)
+                rows, _ = read_partition(self.root, t, p, start, end)
+                for r in rows:
+                    self.observe("reader", t, p, r.offset, int(header(r, "id")), r.key, r.value, r.timestamp)
+                self.observer_pos[(t, p)] = max(start, end)
+                if t == "events":
+                    self.check_retention(p)
+        self.observer_passes += 1
+        self.observer_max_s = max(self.observer_max_s, time.monotonic() - t0)
+
+    def check_retention(self, p: int) -> None:
+        """No unexpired record lost: the newest record below `events-p`'s log start (timestamps grow
+        with offsets there) is older than retention.ms, or retention.bytes is still held after it."""
+        ls, size = partition_state(self.root, "events", p)
+        now = now_ms()
+        with self.lock:
+            rid = self.slot_id.get(("events", p, ls - 1))
+        if rid is None:
+            return
+        ts = self.ledger.records[rid][3]
+        if ts <= now - TOPICS["events"]["retention.ms"] + TIME_MARGIN_MS:
+            self.retention_checks["time"] += 1
+            return
+        self.retention_checks["size"] += 1
+        assert size >= TOPICS["events"]["retention.bytes"] - SIZE_SLACK, (
+            f"events-{p}: record {rid} at offset {ls - 1} was deleted {now - ts} ms after its timestamp "
+            f"(retention.ms {TOPICS['events']['retention.ms']}), yet the partition holds {size} bytes, less than "
+            f"retention.bytes {TOPICS['events']['retention.bytes']}: an unexpired record lost")
+
+    def observer(self, stop: threading.Event) -> None:
+        try:
+            while not stop.wait(0.3):
+                self.observer_pass()
+        except BaseException as exc:  # noqa: BLE001 (reported by the test)
+            import traceback
+            self.errors.append("reader thread: " + "".join(traceback.format_exception(exc))[-4000:])
+
+    # -- a consumer's output -------------------------------------------------------------------
+    def consumer_pass(self, topic: str) -> None:
+        ends = CommitLog(self.root, topic).end_offsets()
+        for p in range(PARTITIONS[topic]):
+            start, end = self.out_pos[topic][p], ends.get(p, 0)
+            rows, ls = read_partition(self.root, topic, p, start, end)
+            got = [r.offset for r in rows]
+            assert got == list(range(start, max(start, end))), (
+                f"{topic}-{p}: offsets {got[:5]}...{got[-5:]} in [{start}, {end}) are not dense (log start {ls})")
+            for r in rows:
+                src = header(r, "src").decode().split("/")
+                t, sp, so, sts = src[0], int(src[1]), int(src[2]), int(src[3])
+                assert t in SOURCE_TOPICS and sp == p, f"{topic}-{p}@{r.offset}: read from {t}-{sp}"
+                last = self.last_src[topic].get((t, sp), -1)
+                assert so > last, (f"{topic}-{p}@{r.offset}: {t}-{sp}@{so} after {t}-{sp}@{last}: read twice or "
+                                   f"out of offset order")
+                if so > last + 1:         # skipped: must have been deleted by retention
+                    ls_src = log_start(self.root, t, sp)
+                    assert so - 1 < ls_src, (f"consumer {topic} skipped {t}-{sp} offsets [{last + 1}, {so - 1}], "
+                                             f"not all below the log start {ls_src}")
+                    self.skipped[topic] += so - last - 1
+                    self.gaps[topic].append((t, sp, last + 1, so - 1))
+                self.last_src[topic][(t, sp)] = so
+                self.observe(f"consumer {topic}", t, sp, so, int(header(r, "id")), r.key, r.value, sts)
+            self.out_pos[topic][p] = max(start, end)
+
+    def consumer_caught_up(self, topic: str) -> None:
+        """Every source offset is read by the consumer or below the log start."""
+        for t in SOURCE_TOPICS:
+            ends = CommitLog(self.root, t).end_offsets()
+            for p in range(PARTITIONS[t]):
+                end, last, ls = ends.get(p, 0), self.last_src[topic].get((t, p), -1), log_start(self.root, t, p)
+                assert last >= end - 1 or ls >= end, (
+                    f"consumer {topic} read {t}-{p} up to {last}; committed end {end}, log start {ls}")
+                if last < end - 1:
+                    self.skipped[topic] += end - 1 - last
+                    self.gaps[topic].append((t, p, last + 1, end - 1))
+
+    # -- the replays from a timestamp ------------------------------------------------------------
+    def replay_pass(self, folder: Path, done: set) -> None:
+        for path in sorted(folder.glob("replay-*.json")):
+            if path.name in done:
+                continue
+            doc = json.loads(path.read_text())
+            ts0 = doc["ts"]
+            by_p: dict[int, list] = defaultdict(list)
+            for p, o, ts, rid in doc["rows"]:
+                by_p[p].append((o, ts, rid))
+            for p in range(PARTITIONS["events"]):
+                rows = sorted(by_p.get(p, []))
+                end, before, after = doc["ends"].get(str(p), 0), doc["starts_before"][str(p)], doc["starts_after"][str(p)]
+                what = f"replay {path.name} (startingTimestamp {ts0}) events-{p}"
+                for (o1, _, _), (o2, _, _) in zip(rows, rows[1:]):
+                    assert o2 > o1, f"{what}: offset {o2} after {o1}"
+                    assert o2 == o1 + 1 or o2 - 1 < after, f"{what}: skipped [{o1 + 1}, {o2 - 1}], log start {after}"
+                for o, ts, rid in rows:
+                    self.observe("replay", "events", p, o, rid, ts=ts)
+                with self.lock:
+                    slot_id = dict(self.slot_id)
+                if rows:
+                    first = rows[0][0]
+                    assert rows[0][1] >= ts0, f"{what}: first row {first} has timestamp {rows[0][1]} < {ts0}"
+                    prev = slot_id.get(("events", p, first - 1))
+                    if prev is not None and self.ledger.records[prev][3] >= ts0:
+                        assert first <= after, (f"{what}: started at {first}, but {first - 1} has timestamp "
+                                                f"{self.ledger.records[prev][3]} >= {ts0} (log start {before}->{after})")
+                    assert rows[-1][0] + 1 >= end or end - 1 < after, (
+                        f"{what}: ended at {rows[-1][0]}, committed end was {end}, log start {after}")
+                elif end > after:
+                    last = slot_id.get(("events", p, end - 1))
+                    if last is not None:
+                        assert self.ledger.records[last][3] < ts0, (
+                            f"{what}: no rows, but offset {end - 1} (committed before) has timestamp "
+                            f"{self.ledger.records[last][3]} >= {ts0}")
+                self.replay_rows += len(rows)
+            done.add(path.name)
+            self.replays_checked += 1
+
+    # -- the compacted topic against the model -----------------------------------------------------
+    def compacted_pass(self) -> int:
+        state = CommitLog(self.root, "compacted").latest()
+        if state is None or self.writer_id is None or self.writer_id not in state.writers:
+            return -1
+        batch = state.writers[self.writer_id]
+        # the model: per key, its records in the last batch that wrote it (one, unless that batch read
+        # more than one file: then the order of its rows is Spark's, and the last is the one at the
+        # highest offset)
+        model: dict[bytes, list[int]] = {}
+        for b in range(batch + 1):
+            per_key: dict[bytes, list[int]] = defaultdict(list)
+            for f in self.batches.files(b):
+                for rid in self.ledger.file_ids[f]:
+                    t, key, _, _ = self.ledger.records[rid]
+                    if t == "compacted":
+                        per_key[key].append(rid)
+            model.update(per_key)
+        latest: dict[bytes, tuple[int, int]] = {}
+        for p in range(PARTITIONS["compacted"]):
+            rows, _ = read_partition(self.root, "compacted", p, 0, state.end_offsets.get(p, 0))
+            for r in rows:
+                rid = int(header(r, "id"))
+                self.observe("compacted read", "compacted", p, r.offset, rid, r.key, r.value, r.timestamp)
+                latest[r.key] = (r.offset, rid)
+        for key, rids in model.items():
+            if len(rids) > 1:
+                with self.lock:
+                    slots = [self.id_slot.get(i) for i in rids]
+                if all(slots):
+                    rids = [max(zip(slots, rids))[1]]
+                else:
+                    self.compacted_ambiguous += 1
+            got = latest.get(key)
+            values = [self.ledger.records[i][2] for i in rids]
+            # a tombstone is the latest record, or nothing once delete.retention.ms has passed
+            assert (got is None and None in values) or (got is not None and got[1] in rids), (
+                f"compacted: key {key!r}: the log's latest record is {got} (offset, id); the model's: "
+                f"{rids} (values {[None if v is None else v[:20] for v in values]}; committed batch {batch})")
+        assert set(latest) <= set(model), f"compacted: keys never written {set(latest) - set(model)}"
+        self.compacted_checks += 1
+        return batch
+
+
+LOSS_RE = re.compile(r"seglog source: ([A-Za-z0-9._-]+)-(\d+): offsets (\d+) to (\d+) are no longer in the log")
+
+
+def unannounced(gaps: list, child: Child) -> list:
+    """The skipped ranges no data-loss warning of the consumer names ("nothing is skipped silently")."""
+    warned = defaultdict(list)
+    for line in child.stderr_lines("are no longer in the log"):
+        m = LOSS_RE.search(line)
+        assert m, line
+        warned[(m.group(1), int(m.group(2)))].append((int(m.group(3)), int(m.group(4))))
+    out = []
+    for t, p, a, b in gaps:
+        todo = a
+        for lo, hi in sorted(warned[(t, p)]):
+            if lo <= todo <= hi:
+                todo = hi + 1
+        if todo <= b:
+            out.append((t, p, a, b))
+    return out
+
+
+def _spark_children_errors(children: list[Child]) -> list[str]:
+    """ERROR lines (log4j) and Python tracebacks in any Spark child's stderr."""
+    bad = []
+    for c in children:
+        for path in c.runs:
+            for line in path.read_text(errors="replace").splitlines():
+                if " ERROR " in line or line.startswith("Traceback"):
+                    bad.append(f"{path.name}: {line[:400]}")
+    return bad
+
+
+def test_system_soak(tmp_path):
+    seed = int(os.environ.get("SEGLOG_SOAK_SEED", time.time()))
+    rng = random.Random(seed)
+    print(f"\nsoak: seed {seed}, {SOAK_MIN} min")
+    root, src, logs, replays = tmp_path / "log", tmp_path / "in", tmp_path / "logs", tmp_path / "replays"
+    for d in (root, src, logs, replays):
+        d.mkdir()
+    ckpt = {name: tmp_path / f"ckpt-{name}" for name in ("writer", "cA", "cB")}
+    flags = {name: tmp_path / f"stop-{name}" for name in ("writer", "cA", "cB")}
+    for topic, cfg in TOPICS.items():
+        create_topic(root, topic, PARTITIONS[topic], cfg)
+    config = tmp_path / "compactor.yaml"
+    config.write_text(yaml.safe_dump({"root": str(root), "log": {"file.delete.delay.ms": 1000},
+                                      "schedule": SCHEDULE, "http": {"host": "127.0.0.1", "port": 0}}))
+
+    ledger = Ledger()
+    checker = Checker(root, ledger, ckpt["writer"])
+
+    def writer_id():
+        if checker.writer_id is None:
+            state = CommitLog(root, "events").latest()
+            if state is not None:
+                assert len(state.writers) == 1, state.writers
+                checker.writer_id = next(iter(state.writers))
+        return checker.writer_id
+
+    def committed_batch(topic: str = "events") -> int | None:
+        wid = writer_id()
+        return None if wid is None else CommitLog(root, topic).last_batch(wid)
+
+    def committed_files() -> int:
+        return checker.batches.files_through(committed_batch())
+
+    gen = Generator(src, ledger, committed_files, seed)
+    sidecar = Child("sidecar", [*SEGLOG, "compactor", "run", "--config", str(config)], logs)
+    writer = Child("writer", [sys.executable, PARTS, "writer", str(src), str(root), str(ckpt["writer"]),
+                              str(flags["writer"])], logs)
+    cons_b = Child("consumer-stream", [sys.executable, PARTS, "stream", str(root), str(ckpt["cB"]), "cB",
+                                       str(flags["cB"]), "250"], logs)
+    t_lo = now_ms()
+    cons_a = Child("consumer-available-now", [sys.executable, PARTS, "available-now", str(root), str(ckpt["cA"]), "cA",
+                                              str(flags["cA"]), str(replays), str(t_lo), "3", str(seed)], logs)
+    children = [sidecar, writer, cons_a, cons_b]
+    spark_children = [writer, cons_a, cons_b]
+    wanted = {writer: max(2, round(SOAK_MIN)), cons_a: max(1, round(SOAK_MIN / 2)),
+              cons_b: max(1, round(SOAK_MIN / 2)), sidecar: max(4, round(2 * SOAK_MIN))}
+    stop_observer = threading.Event()
+    observer = threading.Thread(target=checker.observer, args=(stop_observer,), daemon=True)
+    replays_done: set[str] = set()
+    t_start = time.monotonic()
+    timings = {}
+    try:
+        sidecar.start()
+        gen.write_file()
+        for c in spark_children:
+            c.start()
+        observer.start()
+
+        def healthy():
+            assert not gen.errors, gen.errors
+            assert not checker.errors, checker.errors[0]
+            for c in children:
+                c.check()
+
+        deadline = time.monotonic() + 240
+        while writer_id() is None:
+            healthy()
+            assert time.monotonic() < deadline, f"no committed writer batch in 240 s: {writer.stderr_tail()}"
+            time.sleep(0.25)
+        timings["startup_s"] = time.monotonic() - t_start
+        print(f"soak: first writer commit after {timings['startup_s']:.0f} s", flush=True)
+        gen.thread.start()
+
+        # ---------------------------------------------------------------- the soak
+        soak_start = time.monotonic()
+        soak_end = soak_start + SOAK_S
+        schedule = {c: sorted(soak_start + rng.uniform(0.08, 0.8) * SOAK_S for _ in range(n))
+                    for c, n in wanted.items()}
+        armed: dict[Child, float] = {}
+        next_check = time.monotonic() + 8
+        # at least SOAK_S, and until every planned kill is done (a Spark child takes a while to get going
+        # again after one), within a limit
+        while time.monotonic() < soak_end or (any(schedule.values()) and time.monotonic() < soak_end + 150):
+            healthy()
+            now = time.monotonic()
+            for c, times in schedule.items():
+                if not times or now < times[0]:
+                    continue
+                ready = (now - c.started_at > 1.0) if c is sidecar else c.progress >= 1
+                if ready and c not in armed:
+                    armed[c] = now + rng.uniform(0.0, 1.5 if c is sidecar else 2.5)
+                if c in armed and now >= armed[c]:
+                    del armed[c]
+                    times.pop(0)
+                    c.restart_after_kill()
+                    print(f"soak: t={now - soak_start:.0f}s killed {c.name} (kill {c.kills})", flush=True)
+            if now >= next_check:
+                for topic in ("cA", "cB"):
+                    checker.consumer_pass(topic)
+                checker.replay_pass(replays, replays_done)
+                checker.compacted_pass()
+                events = sidecar_events(sidecar.runs, [True] * len(sidecar.runs))
+                failed = [e for e in events if e.get("event") in FAILURE_EVENTS]
+                assert not failed, failed[:3]
+                next_check = time.monotonic() + 8
+            time.sleep(0.25)
+        missed = {c.name: len(t) for c, t in schedule.items() if t}
+        assert not missed, f"kills planned but not done (a child never got going again?): {missed}"
+
+        # ---------------------------------------------------------------- drain
+        t_drain = time.monotonic()
+        timings["soak_s"] = t_drain - soak_start
+        gen.stop.set()
+        gen.thread.join(30)
+        files = ledger.files()
+        deadline = time.monotonic() + 240
+        while True:
+            healthy()
+            done = [committed_batch(t) for t in ("events", "quarantine", "compacted")]
+            if done[0] is not None and committed_files() == files and len(set(done)) == 1:
+                break
+            assert time.monotonic() < deadline, f"the writer did not commit all {files} files: {done}"
+            time.sleep(0.25)
+        last_batch = done[0]
+        writer.stopping = True
+        flags["writer"].touch()
+        writer.wait_stopped(120)
+        for c in (cons_a, cons_b):
+            c.stopping = True
+        flags["cA"].touch()
+        flags["cB"].touch()
+        for c in (cons_b, cons_a):
+            deadline = time.monotonic() + 240
+            while c.alive() and time.monotonic() < deadline:
+                healthy()
+                time.sleep(0.25)
+            c.wait_stopped(1)
+        timings["drain_s"] = time.monotonic() - t_drain
+        stop_observer.set()
+        observer.join(60)
+        healthy()
+        checker.observer_pass()
+
+        # ---------------------------------------------------------------- the end
+        for topic in ("cA", "cB"):
+            checker.consumer_pass(topic)
+            checker.consumer_caught_up(topic)
+        checker.replay_pass(replays, replays_done)
+        assert checker.compacted_pass() == last_batch
+
+        # every committed offset of the writer's delete topics: read by someone, or deleted by retention;
+        # as many offsets as records generated for the topic
+        unread = Counter()
+        deleted_records = Counter()
+        for t in SOURCE_TOPICS:
+            state = CommitLog(root, t).latest()
+            assert state.writers == {checker.writer_id: last_batch}, state.writers
+            ids = {i for i, r in ledger.records.items() if r[0] == t}
+            assert sum(state.end_offsets.values()) == len(ids), (
+                f"{t}: {sum(state.end_offsets.values())} offsets committed for {len(ids)} records")
+            seen = set()
+            for p in range(PARTITIONS[t]):
+                ls = log_start(root, t, p)
+                deleted_records[t] += ls
+                for o in range(state.end_offsets.get(p, 0)):
+                    rid = checker.slot_id.get((t, p, o))
+                    if rid is None:
+                        assert o < ls, f"{t}-{p}@{o}: committed, never read by anyone, yet above the log start {ls}"
+                        unread[t] += 1
+                    else:
+                        seen.add(rid)
+            assert len(ids - seen) == unread[t], (t, len(ids - seen), unread[t])
+        state = CommitLog(root, "compacted").latest()
+        assert sum(state.end_offsets.values()) == sum(1 for r in ledger.records.values() if r[0] == "compacted")
+
+        bad = _spark_children_errors(spark_children)
+        assert not bad, "\n".join(bad[:20])
+        assert checker.replays_checked >= 2, checker.replays_checked
+        for c, n in wanted.items():
+            assert c.kills >= n, (c.name, c.kills, n)
+
+        # the sidecar: SIGTERM -> 0; what it did, from its JSON-line events
+        sidecar.stopping = True
+        os.kill(sidecar.proc.pid, signal.SIGTERM)
+        try:
+            rc = sidecar.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the sidecar did not exit within 60 s of SIGTERM: {sidecar.stderr_tail()}")
+        assert rc == 0, sidecar.stderr_tail()
+        events = sidecar_events(sidecar.runs, [True] * (len(sidecar.runs) - 1) + [False])
+        failed = [e for e in events if e.get("event") in FAILURE_EVENTS or e.get("level") == "error"]
+        assert not failed, failed[:5]
+        assert events[-1]["event"] == "compactor.stopped"
+        names = Counter(e["event"] for e in events)
+        stats = {
+            "segments deleted": sum(len(e["bases"]) for e in events if e["event"] == "segments.deleted"),
+            "segments merged": sum(e["segments"] for e in events if e["event"] == "segments.merged"),
+            "merges": names["segments.merged"],
+            "cleans": names["partition.cleaned"],
+            "records cleaned away": sum(e["records_removed"] for e in events if e["event"] == "partition.cleaned"),
+            "files purged": sum(len(e["files"]) for e in events if e["event"] == "files.purged"),
+            "idle rolls": names["segment.rolled"],
+            "seals": names["segments.sealed"],
+            "recoveries": names["partition.recovered"],
+        }
+        for key in ("segments deleted", "merges", "cleans", "files purged"):
+            assert stats[key] > 0, f"the sidecar did no {key}: {dict(names)}"
+        assert deleted_records["events"] > 0
+
+        proc = subprocess.run([*SEGLOG, "verify", str(root)], cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+        data_loss = {c.name: len(c.stderr_lines("Some data may have been lost")) for c in (cons_a, cons_b)}
+        silent = {topic: unannounced(checker.gaps[topic], c) for topic, c in (("cA", cons_a), ("cB", cons_b))}
+        assert not any(silent.values()), f"offsets skipped without a data-loss warning: {silent}"
+        n_records = len(ledger.records)
+        by_topic = Counter(r[0] for r in ledger.records.values())
+        print(f"soak: {files} files, {n_records} records written ({dict(by_topic)}) in {last_batch + 1} writer "
+              f"micro-batches ({writer.batches} deliveries finished)")
+        print(f"soak: kills {({c.name: c.kills for c in children})}")
+        print(f"soak: consumer triggers: A {cons_a.batches} batches in "
+              f"{sum(1 for line in cons_a.lines if line.startswith('run '))} AvailableNow runs, B {cons_b.batches}; "
+              f"records read: {({k: v for k, v in checker.reads.items()})}")
+        print(f"soak: offsets skipped by consumers (deleted first) {dict(checker.skipped)}, data-loss warnings "
+              f"{data_loss}, skips without one {silent}; replays {checker.replays_checked} ({checker.replay_rows} rows); compacted model checks "
+              f"{checker.compacted_checks} ({checker.compacted_ambiguous} keys only by membership)")
+        print(f"soak: retention deleted records below log start {dict(deleted_records)}, of which never read by "
+              f"anyone {dict(unread)}; log starts checked {dict(checker.retention_checks)}; reader passes "
+              f"{checker.observer_passes} (longest {checker.observer_max_s:.2f} s); sidecar {stats}")
+        timings["total_s"] = time.monotonic() - t_start
+        print(f"soak: timings {({k: round(v) for k, v in timings.items()})}")
+    finally:
+        stop_observer.set()
+        gen.stop.set()
+        for c in children:
+            c.cleanup()
