@@ -32,7 +32,7 @@ from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedErro
                             TimestampOutOfRangeError)
 from seglog.indexer.fsutil import make_dirs
 from seglog.indexer.locks import check_lock_timeout, partition_lock
-from seglog.indexer.names import DELETED_SUFFIX, log_bases, log_bases_and_swaps, parse_partition_dir
+from seglog.indexer.names import DELETED_SUFFIX, LOG_SUFFIX, log_bases, log_bases_and_swaps, parse_partition_dir
 from seglog.indexer.records import (CONTROL_FLAG_MASK, INT64_MAX, NO_TIMESTAMP, Record, decode_batch, scan_batches,
                                      first_offset_at_or_after)
 from seglog.indexer.transactions import (DEFAULT_ISOLATION_LEVEL, TransactionFates, check_isolation_level,
@@ -537,7 +537,12 @@ class Log:
             if self._segments.dense and i + 1 < len(bases) and covered < min(bases[i + 1], end):
                 # Dense offsets run on from segment to segment (each base = the previous last + 1): a
                 # segment read to its end short of the next one's base lost its tail. Reported, never
-                # read as fewer rows (the JVM's RecordCursor keeps the same rule).
+                # read as fewer rows (the JVM's RecordCursor keeps the same rule). Unless a writer cut
+                # this segment under a stale reader (a truncation: the file is now shorter than the
+                # reader saw, or the next segment is gone): that read ends where the file now ends.
+                if seg.file_size() < seg.size or not os.path.exists(
+                        os.path.join(self.path, f"{bases[i + 1]:020d}{LOG_SUFFIX}")):
+                    return
                 raise CorruptRecordError(
                     f"{seg.log_path}: offsets {covered} to {bases[i + 1] - 1} are lost: the .log holds no batch "
                     f"with them{'' if last_seen is None else f' after offset {last_seen}'}, and the next segment "

@@ -516,10 +516,13 @@ def read_checked(seg: "LogSegment", pos: int, prev_last: int, until: int | None 
                     cut = size > rest and pos + good + size <= end and scan.error is not None \
                         and "past the end" in scan.error
             if not cut:
+                # The batches before the fault first: a consumer that has what it needs (a read that
+                # reached its end, a lookup that found its answer) never asks on, and is never failed
+                # by bytes past them (a tail a writer is appending or cutting back).
                 reached = scan.headers[-1].last_offset if len(scan.positions) else prev_last
+                if good:
+                    yield pos, memoryview(buf)[:good], scan
                 if until is not None and reached >= until - 1:
-                    if good:
-                        yield pos, memoryview(buf)[:good], scan
                     return
                 raise CorruptRecordError(f"{seg.log_path}: {_fault(seg, buf, pos, prev_last, epochs)}")
             if good == 0:  # one batch larger than the chunk: read it whole

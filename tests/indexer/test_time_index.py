@@ -292,7 +292,9 @@ def test_the_all_zero_entry_counts_only_where_it_cannot_be_padding(tmp_path):
 
 def test_empty_and_zero_length_files(tmp_path):
     path = tmp_path / "0.timeindex"
-    TimeIndex(path, 0, 120).close()
+    with TimeIndex(path, 0, 120) as idx:
+        assert path.read_bytes() == b""          # reserved only to append (mmap_index's module doc)
+        idx.reserve()
     assert path.read_bytes() == bytes(120)
     with TimeIndex(path, 0, 120, writable=False) as idx:
         assert idx.entries == 0 and idx.lookup(5) is None and idx.max_timestamp() == -1

@@ -285,10 +285,17 @@ class Ledger:
         self.lock = threading.Lock()
         self.records: dict[int, tuple[str, bytes | None, bytes | None, int]] = {}
         self.file_ids: dict[int, list[int]] = {}
+        self._file_of: dict[int, int] = {}
 
     def files(self) -> int:
         with self.lock:
             return len(self.file_ids)
+
+    def file_of(self, rid: int) -> int:
+        with self.lock:
+            if len(self._file_of) < len(self.records):
+                self._file_of = {i: f for f, ids in self.file_ids.items() for i in ids}
+            return self._file_of[rid]
 
 
 class Generator:

@@ -118,6 +118,7 @@ class Checker:
         self.writer_id: str | None = None
         self.retention_checks = Counter()       # log starts checked: "time" (expired) or "size" (by size)
         self.observer_passes = 0
+        self.read_by: dict[str, list[int]] = defaultdict(list)   # topic -> per writer batch: when a pass read it
         self.observer_max_s = 0.0
 
     # -- one record, wherever it was read ------------------------------------------------------
@@ -146,8 +147,11 @@ class Checker:
     # -- the reader thread: every committed record of the writer's topics, soon after its commit --------
     def observer_pass(self) -> None:
         t0 = time.monotonic()
+        passed: dict[str, int | None] = {}
         for t in ("events", "quarantine", "compacted"):
-            ends = CommitLog(self.root, t).end_offsets()
+            state = CommitLog(self.root, t).latest()
+            ends = {} if state is None else state.end_offsets
+            passed[t] = None if state is None or self.writer_id is None else state.writers.get(self.writer_id)
             for p in range(PARTITIONS[t]):
                 start, end = self.observer_pos[(t, p)], ends.get(p, 0)
                 rows, _ = read_partition(self.root, t, p, start, end)
@@ -156,6 +160,12 @@ class Checker:
                 self.observer_pos[(t, p)] = max(start, end)
                 if t == "events":
                     self.check_retention(p)
+        # this pass read every record of the batches committed when it started, unless deleted first
+        done = now_ms()
+        for t, b in passed.items():
+            seen = self.read_by[t]
+            for x in range(len(seen), -1 if b is None else b + 1):
+                seen.append(done)
         self.observer_passes += 1
         self.observer_max_s = max(self.observer_max_s, time.monotonic() - t0)
 
@@ -386,6 +396,14 @@ def test_system_soak(tmp_path):
     spark_children = [writer, cons_a, cons_b]
     wanted = {writer: max(2, round(SOAK_MIN)), cons_a: max(1, round(SOAK_MIN / 2)),
               cons_b: max(1, round(SOAK_MIN / 2)), sidecar: max(4, round(2 * SOAK_MIN))}
+    ckpt_of = {writer: ckpt["writer"], cons_a: ckpt["cA"], cons_b: ckpt["cB"]}
+    kills_mid_batch: Counter = Counter()      # kills while a planned micro-batch was not yet committed
+
+    def mid_batch(folder: Path) -> bool:
+        def last(sub):
+            return max((int(n.name) for n in (folder / sub).glob("[0-9]*") if n.name.isdigit()), default=-1)
+        return last("offsets") > last("commits")
+
     stop_observer = threading.Event()
     observer = threading.Thread(target=checker.observer, args=(stop_observer,), daemon=True)
     replays_done: set[str] = set()
@@ -431,9 +449,12 @@ def test_system_soak(tmp_path):
                 ready = (now - c.started_at > 1.0) if c is sidecar else c.progress >= 1
                 if ready and c not in armed:
                     armed[c] = now + rng.uniform(0.0, 1.5 if c is sidecar else 2.5)
-                if c in armed and now >= armed[c]:
+                # a Spark child: preferably while a micro-batch is in flight (planned, not committed)
+                inflight = c in ckpt_of and mid_batch(ckpt_of[c])
+                if c in armed and now >= armed[c] and (inflight or c not in ckpt_of or now >= armed[c] + 5):
                     del armed[c]
                     times.pop(0)
+                    kills_mid_batch[c.name] += inflight
                     c.restart_after_kill()
                     print(f"soak: t={now - soak_start:.0f}s killed {c.name} (kill {c.kills})", flush=True)
             if now >= next_check:
@@ -512,6 +533,17 @@ def test_system_soak(tmp_path):
                     else:
                         seen.add(rid)
             assert len(ids - seen) == unread[t], (t, len(ids - seen), unread[t])
+            # a record nobody read was deleted before the reader's first pass after its batch's commit:
+            # it had expired by then (a record just committed cannot go by size: retention.bytes holds
+            # several batches)
+            batch_of = {f: b for b in range(last_batch + 1) for f in checker.batches.files(b)}
+            for rid in ids - seen:
+                b = batch_of[ledger.file_of(rid)]
+                deadline = checker.read_by[t][b] - TOPICS[t]["retention.ms"] + TIME_MARGIN_MS
+                assert ledger.records[rid][3] < deadline, (
+                    f"{t}: record {rid} (timestamp {ledger.records[rid][3]}, writer batch {b}) was never read: deleted "
+                    f"before {checker.read_by[t][b]}, when it was {checker.read_by[t][b] - ledger.records[rid][3]} "
+                    f"ms old (retention.ms {TOPICS[t]['retention.ms']}): an unexpired record lost")
         state = CommitLog(root, "compacted").latest()
         assert sum(state.end_offsets.values()) == sum(1 for r in ledger.records.values() if r[0] == "compacted")
 
@@ -559,7 +591,7 @@ def test_system_soak(tmp_path):
         by_topic = Counter(r[0] for r in ledger.records.values())
         print(f"soak: {files} files, {n_records} records written ({dict(by_topic)}) in {last_batch + 1} writer "
               f"micro-batches ({writer.batches} deliveries finished)")
-        print(f"soak: kills {({c.name: c.kills for c in children})}")
+        print(f"soak: kills {({c.name: c.kills for c in children})}, of which mid-batch {dict(kills_mid_batch)}")
         print(f"soak: consumer triggers: A {cons_a.batches} batches in "
               f"{sum(1 for line in cons_a.lines if line.startswith('run '))} AvailableNow runs, B {cons_b.batches}; "
               f"records read: {({k: v for k, v in checker.reads.items()})}")
