@@ -220,6 +220,7 @@ class Child:
                     self.progress += 1
                 if line.startswith("batch "):
                     self.batches += 1
+        proc.stdout.close()
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -318,6 +318,19 @@ class Checker:
         return batch
 
 
+def rewriting(root: Path) -> bool:
+    """A clean's or a merge's rewrite is in progress in some partition (`.cleaned` or `.swap` files)."""
+    with os.scandir(root) as parts:
+        for part in parts:
+            if part.is_dir() and part.name != "_seglog":
+                try:
+                    if any(n.endswith((".cleaned", ".swap")) for n in os.listdir(part.path)):
+                        return True
+                except FileNotFoundError:
+                    continue
+    return False
+
+
 LOSS_RE = re.compile(r"seglog source: ([A-Za-z0-9._-]+)-(\d+): offsets (\d+) to (\d+) are no longer in the log")
 
 
@@ -397,7 +410,7 @@ def test_system_soak(tmp_path):
     wanted = {writer: max(2, round(SOAK_MIN)), cons_a: max(1, round(SOAK_MIN / 2)),
               cons_b: max(1, round(SOAK_MIN / 2)), sidecar: max(4, round(2 * SOAK_MIN))}
     ckpt_of = {writer: ckpt["writer"], cons_a: ckpt["cA"], cons_b: ckpt["cB"]}
-    kills_mid_batch: Counter = Counter()      # kills while a planned micro-batch was not yet committed
+    kills_mid_work: Counter = Counter()       # kills mid-batch (Spark children) or mid-rewrite (the sidecar)
 
     def mid_batch(folder: Path) -> bool:
         def last(sub):
@@ -449,12 +462,17 @@ def test_system_soak(tmp_path):
                 ready = (now - c.started_at > 1.0) if c is sidecar else c.progress >= 1
                 if ready and c not in armed:
                     armed[c] = now + rng.uniform(0.0, 1.5 if c is sidecar else 2.5)
-                # a Spark child: preferably while a micro-batch is in flight (planned, not committed)
+                # a Spark child preferably while a micro-batch is in flight (planned, not committed); the
+                # sidecar preferably while it rewrites segments (a clean's or a merge's file exists)
                 inflight = c in ckpt_of and mid_batch(ckpt_of[c])
-                if c in armed and now >= armed[c] and (inflight or c not in ckpt_of or now >= armed[c] + 5):
+                if c in armed and now >= armed[c] and (inflight or c is sidecar or now >= armed[c] + 5):
                     del armed[c]
                     times.pop(0)
-                    kills_mid_batch[c.name] += inflight
+                    if c is sidecar:
+                        until = time.monotonic() + 4
+                        while not (inflight := rewriting(root)) and time.monotonic() < until:
+                            time.sleep(0.002)
+                    kills_mid_work[c.name] += inflight
                     c.restart_after_kill()
                     print(f"soak: t={now - soak_start:.0f}s killed {c.name} (kill {c.kills})", flush=True)
             if now >= next_check:
@@ -591,7 +609,7 @@ def test_system_soak(tmp_path):
         by_topic = Counter(r[0] for r in ledger.records.values())
         print(f"soak: {files} files, {n_records} records written ({dict(by_topic)}) in {last_batch + 1} writer "
               f"micro-batches ({writer.batches} deliveries finished)")
-        print(f"soak: kills {({c.name: c.kills for c in children})}, of which mid-batch {dict(kills_mid_batch)}")
+        print(f"soak: kills {({c.name: c.kills for c in children})}, of which mid-batch or mid-rewrite {dict(kills_mid_work)}")
         print(f"soak: consumer triggers: A {cons_a.batches} batches in "
               f"{sum(1 for line in cons_a.lines if line.startswith('run '))} AvailableNow runs, B {cons_b.batches}; "
               f"records read: {({k: v for k, v in checker.reads.items()})}")
