@@ -5,11 +5,8 @@ coordinator writes, under the partition's lock, and commits it; read_committed r
 appended after it. Refusals change no file. The real broker's case is in tests/indexer/test_kafka_import.py."""
 from __future__ import annotations
 
-import hashlib
 import shutil
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import crc32c
@@ -23,24 +20,9 @@ from seglog.indexer.columns import EncodedBatches
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.records import CREATE_TIME, decode_batch, encode_batch, scan_batches
 from seglog.indexer.topics import create_topic
+from tests.cli.helpers import seglog, digest
 
 T0 = 1_700_000_000_000
-
-
-def seglog(*args) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "seglog", *map(str, args)], capture_output=True, text=True,
-                          timeout=120)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
-
-
-def digest(root: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and "locks" not in p.parts:
-            h.update(str(p.relative_to(root)).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
 
 
 def txn_batch(base: int, values: list[bytes], pid: int, epoch: int) -> bytes:

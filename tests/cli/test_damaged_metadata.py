@@ -4,11 +4,8 @@ such by the read-only commands, rebuilt by the writable ones and by `seglog impo
 refusal changes no file."""
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,25 +15,10 @@ from seglog.indexer import Log, Record
 from seglog.indexer.checkpoint import read_log_start_offsets
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.topics import create_topic
+from tests.cli.helpers import seglog, digest
 
 CFG = {"segment.bytes": 2048, "index.interval.bytes": 128, "segment.index.bytes": 4096}
 CHECKPOINT = "log-start-offset-checkpoint"
-
-
-def seglog(*args) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "seglog", *map(str, args)], capture_output=True, text=True,
-                          timeout=120)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc
-
-
-def digest(root: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and "locks" not in p.parts:
-            h.update(str(p.relative_to(root)).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
 
 
 def values(path: Path, **kw) -> list[bytes]:

@@ -4,7 +4,6 @@ trying) is a usage error naming the flag (exit 2), checked before anything runs;
 wait and give up as asked. The sidecar's `partition.lock.timeout.ms` is checked the same way."""
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from seglog.indexer import Log, Record
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.locks import partition_lock
 from seglog.indexer.topics import create_topic
+from tests.cli.helpers import digest
 
 CFG = {"segment.bytes": 4096, "cleanup.policy": "compact"}
 
@@ -48,15 +48,6 @@ def locked(root):
         yield root
     finally:
         lock.release()
-
-
-def digest(root: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and "locks" not in p.parts:
-            h.update(str(p.relative_to(root)).encode())
-            h.update(p.read_bytes())
-    return h.hexdigest()
 
 
 def run(argv: list[str], root: Path, timeout: float = 60) -> subprocess.CompletedProcess:

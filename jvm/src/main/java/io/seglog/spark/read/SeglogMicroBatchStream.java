@@ -112,22 +112,27 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
      * it list again (Planner.retrying), as every driver path of the stream does.
      */
     private SeglogSourceOffset latestAvailable() {
-        return Planner.retrying("the latest offsets of " + this, DataLoss.untold(), () -> {
-            Map<String, TreeMap<Integer, Long>> out = new TreeMap<>();
-            List<PartitionLog> logs = new ArrayList<>();
-            try {
-                for (PartitionRange r : Planner.resolveAll(opts.asLatestRead(), ScanBounds.NONE, logs, DataLoss.untold())) {
-                    out.computeIfAbsent(r.topic, k -> new TreeMap<>()).put(r.partition, r.end);
-                }
-            } finally {
-                for (PartitionLog l : logs) l.close();
+        return Planner.retrying("the latest offsets of " + this, DataLoss.untold(),
+            () -> offsetsOf(opts.asLatestRead(), DataLoss.untold(), true));
+    }
+
+    /** Each partition's resolved end (`ends`) or start, as an offset; partitions without a folder yet
+     *  (never written) at 0. */
+    private SeglogSourceOffset offsetsOf(ReadOptions read, DataLoss loss, boolean ends) {
+        Map<String, TreeMap<Integer, Long>> out = new TreeMap<>();
+        List<PartitionLog> logs = new ArrayList<>();
+        try {
+            for (PartitionRange r : Planner.resolveAll(read, ScanBounds.NONE, logs, loss)) {
+                out.computeIfAbsent(r.topic, k -> new TreeMap<>()).put(r.partition, ends ? r.end : r.start);
             }
-            for (Map.Entry<String, List<Integer>> e : Planner.checkLayout(opts).entrySet()) {
-                TreeMap<Integer, Long> parts = out.computeIfAbsent(e.getKey(), k -> new TreeMap<>());
-                for (int p : e.getValue()) parts.putIfAbsent(p, 0L);
-            }
-            return new SeglogSourceOffset(out);
-        });
+        } finally {
+            for (PartitionLog l : logs) l.close();
+        }
+        for (Map.Entry<String, List<Integer>> e : Planner.checkLayout(opts).entrySet()) {
+            TreeMap<Integer, Long> parts = out.computeIfAbsent(e.getKey(), k -> new TreeMap<>());
+            for (int p : e.getValue()) parts.putIfAbsent(p, 0L);
+        }
+        return new SeglogSourceOffset(out);
     }
 
     // ------------------------------------------------------------------ MicroBatchStream
@@ -142,21 +147,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
 
     /** The starting offsets of a new query: startingOffsets / startingTimestamp / startingOffsetsByTimestamp. */
     private SeglogSourceOffset resolveInitial(DataLoss loss) {
-        Map<String, TreeMap<Integer, Long>> out = new TreeMap<>();
-        List<PartitionLog> logs = new ArrayList<>();
-        try {
-            for (PartitionRange r : Planner.resolveAll(opts, ScanBounds.NONE, logs, loss)) {
-                out.computeIfAbsent(r.topic, k -> new TreeMap<>()).put(r.partition, r.start);
-            }
-        } finally {
-            for (PartitionLog l : logs) l.close();
-        }
-        // Partitions without a folder yet (never written) start at 0.
-        for (Map.Entry<String, List<Integer>> e : Planner.checkLayout(opts).entrySet()) {
-            TreeMap<Integer, Long> parts = out.computeIfAbsent(e.getKey(), k -> new TreeMap<>());
-            for (int p : e.getValue()) parts.putIfAbsent(p, 0L);
-        }
-        return new SeglogSourceOffset(out);
+        return offsetsOf(opts, loss, false);
     }
 
     @Override
