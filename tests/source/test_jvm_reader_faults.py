@@ -224,3 +224,11 @@ def test_skipped_data_is_counted_in_the_stream_metrics(spark, tmp_path):
     assert metrics and int(metrics[0]["dataLossSkippedOffsets"]) == log_start - 10
     got = sorted(r.offset for r in spark.read.parquet(str(tmp_path / "out")).collect())
     assert got == list(range(10)) + list(range(log_start, 300))
+
+
+def test_a_start_after_the_end_is_the_requests_mistake_not_data_loss(spark, tmp_path):
+    """Issue 27: the exception's name says what happened (it was a DataLossException)."""
+    build(tmp_path)
+    with pytest.raises(Exception, match=r"OffsetRangeException: seglog source: t-0: starting offset 250 .* is after "
+                                        r"the ending offset 100"):
+        jvm_offsets(spark, tmp_path, startingOffsets={"t": {"0": 250}}, endingOffsets={"t": {"0": 100}})

@@ -180,7 +180,7 @@ public final class Planner {
             skipped = true;
         }
         if (explicit && !skipped && start > end) {
-            throw new DataLossException("seglog source: " + topic + "-" + p + ": starting offset " + start + " ("
+            throw new OffsetRangeException("seglog source: " + topic + "-" + p + ": starting offset " + start + " ("
                 + starting.option + ") is after the ending offset " + end + " (committed end " + endCap
                 + "); ask for a start at or below the end");
         }
