@@ -13,6 +13,8 @@ import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import org.apache.kafka.common.TopicPartition;
+
 import io.seglog.spark.format.CommitLogReader;
 import io.seglog.spark.format.DataLossException;
 import io.seglog.spark.format.LogStartBeyondEndException;
@@ -63,9 +65,8 @@ public final class Planner {
     static void checkBoundPartitions(Bound bound, String topic, List<Integer> partitions) {
         if (!bound.isPerPartition()) return;
         TreeSet<Integer> named = new TreeSet<>();
-        for (String key : bound.values.keySet()) {
-            int dash = key.lastIndexOf('-');
-            if (key.substring(0, dash).equals(topic)) named.add(Integer.parseInt(key.substring(dash + 1)));
+        for (TopicPartition tp : bound.values.keySet()) {
+            if (tp.topic().equals(topic)) named.add(tp.partition());
         }
         List<String> missing = new ArrayList<>();
         for (int p : partitions) if (!named.contains(p)) missing.add(topic + "-" + p);

@@ -13,6 +13,8 @@ import java.util.function.LongPredicate;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
+import org.apache.kafka.common.TopicPartition;
+
 import io.seglog.spark.format.TopicLayout;
 
 /**
@@ -197,7 +199,7 @@ public final class ReadOptions implements Serializable {
         return List.copyOf(out);
     }
 
-    private Map<String, Long> parsePartitionJson(String option, String raw, String what, LongPredicate ok, String rule) {
+    private Map<TopicPartition, Long> parsePartitionJson(String option, String raw, String what, LongPredicate ok, String rule) {
         String example = what.equals("offset") ? "{\"events\": {\"0\": 23, \"1\": -2}}" : "{\"events\": {\"0\": 1700000000000}}";
         JsonNode doc;
         try {
@@ -208,7 +210,7 @@ public final class ReadOptions implements Serializable {
         if (doc == null || !doc.isObject() || doc.isEmpty()) {
             throw bad(option, raw, "a non-empty JSON object of topic -> {partition: " + what + "}, e.g. " + example);
         }
-        Map<String, Long> out = new LinkedHashMap<>();
+        Map<TopicPartition, Long> out = new LinkedHashMap<>();
         Iterator<Map.Entry<String, JsonNode>> topicsIt = doc.fields();
         while (topicsIt.hasNext()) {
             Map.Entry<String, JsonNode> t = topicsIt.next();
@@ -231,7 +233,7 @@ public final class ReadOptions implements Serializable {
                 if (!v.isIntegralNumber() || !v.canConvertToLong() || !ok.test(v.asLong())) {
                     throw bad(option, raw, rule + "; got " + v + " for " + t.getKey() + "-" + Integer.parseInt(p.getKey()));
                 }
-                out.put(Bound.key(t.getKey(), Integer.parseInt(p.getKey())), v.asLong());
+                out.put(new TopicPartition(t.getKey(), Integer.parseInt(p.getKey())), v.asLong());
             }
         }
         return out;
@@ -265,7 +267,7 @@ public final class ReadOptions implements Serializable {
             "an offset >= 0, or -1 for latest (-2, earliest, is not allowed for endingOffsets)"));
     }
 
-    private Map<String, Long> parseTimestamps(String option, String raw) {
+    private Map<TopicPartition, Long> parseTimestamps(String option, String raw) {
         return parsePartitionJson(option, raw.trim(), "timestamp", v -> v >= 0,
             "a timestamp in milliseconds since the epoch (an integer >= 0)");
     }
