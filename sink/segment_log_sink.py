@@ -37,7 +37,8 @@ from typing import Any, Mapping
 from seglog.conf.topic_config import requested_topic_config
 from seglog.indexer.records import BATCH_HEADER_SIZE
 from seglog.indexer.commit_log import CommitLog
-from seglog.errors import InvalidRecordError, MissingKeyError, RecordTooLargeError, TimestampOutOfRangeError
+from seglog.errors import (InvalidRecordError, MissingKeyError, RecordTooLargeError, SegmentDeletedError,
+                           TimestampOutOfRangeError)
 from seglog.indexer.locks import FileLock, check_lock_timeout, lock_path, partition_lock
 from seglog.indexer.names import partition_dir_name, validate_topic
 from seglog.indexer.topics import TopicMetadata, create_topic, forget_uncommitted_topic, load_topic
@@ -318,9 +319,14 @@ class SegmentLogSink:
             if not path.is_dir():
                 continue
             committed = ends.get(p, 0)
-            with Log.open(path, meta.config, readonly=True) as ro:
-                if ro.log_end_offset <= committed:
-                    continue
+            try:   # a look without the lock first: most partitions have nothing to cut
+                with Log.open(path, meta.config, readonly=True) as ro:
+                    if ro.log_end_offset <= committed:
+                        continue
+            except SegmentDeletedError:
+                # The look raced a swap of the sidecar's, or a killed sidecar left one (a .log.swap):
+                # the writable open below finishes it under the partition's lock, then decides.
+                pass
             with Log.open(path, meta.config, lock_timeout=self.lock_timeout) as log:
                 roll_back_to_committed(log, committed, flush=True)
 
