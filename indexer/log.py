@@ -810,40 +810,51 @@ class Log:
     def size_bytes(self) -> int:
         return sum(self.segment(b).size for b in self._segments.bases)
 
-    def byte_position(self, offset: int) -> int:
-        """A monotone estimate of the log bytes before `offset` (from the indexes, no scan)."""
+    def _position_in(self, i: int, offset: int) -> int:
+        """Log bytes of the i-th segment before `offset`, from its offset index alone: its whole size when
+        the offset is at or past the segment's end."""
         bases = self._segments.bases
-        i = self._segments.position(offset)
-        before = sum(self.segment(b).size for b in bases[:i])
-        seg = self.segment(bases[i]) if bases else None
-        if seg is None:
-            return 0
-        if offset >= seg.next_offset:
-            return before + seg.size
-        return before + seg.offset_index.lookup(offset)[1]
+        seg = self.segment(bases[i])
+        if offset >= (bases[i + 1] if i + 1 < len(bases) else seg.next_offset):
+            return seg.size
+        return seg.offset_index.lookup(offset)[1]
 
     def byte_size(self, start: int, end: int) -> int:
-        return max(0, self.byte_position(end) - self.byte_position(start))
+        """An estimate of the log bytes in [start, end), from the indexes alone (no scan); additive (the
+        bytes of [a, b) and [b, c) make those of [a, c)). Only the segments holding the range are
+        opened: planning a read costs what its range covers, not the history before it."""
+        bases = self._segments.bases
+        if not bases or end <= start:
+            return 0
+        i, j = self._segments.position(start), self._segments.position(end)
+        inner = sum(self.segment(b).size for b in bases[i:j])
+        return max(0, inner - self._position_in(i, start) + self._position_in(j, end))
 
-    def split_offsets(self, start: int, end: int, target_bytes: int) -> list[int]:
-        """Boundaries [start, ..., end] so that each range holds about `target_bytes` of log,
-        chosen among offset index entries (no log scan)."""
-        bounds = [start]
-        if end > start:
-            last_pos = self.byte_position(start)
-            before = 0  # log bytes in the segments before this one
-            for i, base in enumerate(self._segments.bases):
-                seg = self.segment(base)
-                if base < end and seg.next_offset > start:
-                    offsets, positions = seg.offset_index.offsets_and_positions()
-                    cum = before + positions.astype(np.int64)
-                    for off, pos in zip(offsets.tolist(), cum.tolist()):
-                        if bounds[-1] < off < end and pos - last_pos >= target_bytes:
-                            bounds.append(off)
-                            last_pos = pos
-                before += seg.size
-        bounds.append(max(start, end))
-        return bounds
+    def split_offset(self, start: int, end: int, target_bytes: int) -> int | None:
+        """Where a task holding at most `target_bytes` of log from `start` may end, without a log scan:
+        the last offset index entry in (start, end) at most `target_bytes` past start; when none is that
+        close, the first entry past it (a batch larger than the target cannot be cut); None when (start,
+        end) holds no entry past start's own batch. Only the segments from start's to the cut's are
+        opened. The JVM planner's `PartitionLog.splitOffset` keeps the same rule."""
+        bases = self._segments.bases
+        if not bases or end <= start:
+            return None
+        first = self._segments.position(start)
+        before = -self._position_in(first, start)   # log bytes from start to this segment's base
+        within = None
+        for base in bases[first:]:
+            if base >= end:
+                break
+            seg = self.segment(base)
+            offsets, positions = seg.offset_index.offsets_and_positions()
+            past = before + positions.astype(np.int64)
+            keep = (offsets > start) & (offsets < end) & (past > 0)   # past <= 0: start's own batch
+            for off, gone in zip(offsets[keep].tolist(), past[keep].tolist()):
+                if gone > target_bytes:
+                    return within if within is not None else off
+                within = off
+            before += seg.size
+        return within
 
     def verify(self) -> list[str]:
         from seglog.indexer.verify import verify_log

@@ -3,7 +3,7 @@
 Each partition's range is resolved here, once, from the options (docs/spec.md §8) and the pushed-down
 filters: `[start, end)` where `end` never passes the partition's committed end (docs/spec.md §4). The work
 is then cut into tasks of about a target number of bytes: small partitions share a task, large
-ones are split at offsets taken from the offset indexes (`Log.split_offsets`, no log scan),
+ones are split at offsets taken from the offset indexes (`Log.split_offset`, no log scan),
 because a Python task costs ~100 ms to start (docs/spark-notes.md).
 
 This module is pure of Spark: it sees `SourceOptions`, a `ScanBounds` and readonly `Log`s.
@@ -254,23 +254,34 @@ def resolve_range(opts: SourceOptions, bounds: ScanBounds, topic: str, partition
 
 def target_task_bytes(total: int, opts: SourceOptions, cores: int | None = None) -> int:
     """About one task per core for a modest read, never tasks above maxBytesPerTask; `minPartitions`
-    asks for at least that many tasks."""
+    asks for at least that many tasks (Spark's Kafka source): total // minPartitions, so that tasks of
+    at most the target make at least that many."""
     if opts.min_partitions is not None:
-        return max(1, min(opts.max_bytes_per_task, math.ceil(total / opts.min_partitions)))
+        return max(1, min(opts.max_bytes_per_task, total // opts.min_partitions))
     cores = cores or os.cpu_count() or 2
     return max(1, min(opts.max_bytes_per_task, max(MIN_TASK_BYTES, math.ceil(total / cores))))
 
 
+def task_slack(target: int, opts: SourceOptions) -> int:
+    """The overflow a task may take rather than cut a range: target/SLACK, none when minPartitions asks
+    for a task count (an overflow could make one task fewer)."""
+    return 0 if opts.min_partitions is not None else max(1, target // SLACK)
+
+
 def pack(ranges: Iterable[PartitionRange], target: int,
-         split: Callable[[PartitionRange, int, int, int], int | None]) -> list[list[Slice]]:
-    """Cut the ranges, in order, into tasks of about `target` bytes, as if they were one stream:
-    a range that would overflow the task is cut where the task is full (`split(range, start, end,
-    bytes)` returns an offset holding about `bytes` from `start`, or None), unless the overflow is
-    within target/SLACK. Empty ranges are dropped."""
+         split: Callable[[PartitionRange, int, int, int], tuple[int, int] | None],
+         slack: int | None = None) -> list[list[Slice]]:
+    """Cut the ranges, in order, into tasks of at most `target` bytes, as if they were one stream
+    (docs/spec.md §8; the JVM planner's `Planner.pack` keeps the same rule): a range that fits the
+    task's room (with `slack`, target/SLACK unless given) joins it whole; else it is cut where
+    `split(range, start, end, room)` says (the cut and the bytes before it, or None: it cannot be cut)
+    and the task closes; a first piece that does not fit the room closes a task that holds something
+    and goes to the next one, where a piece larger than the target is taken as it is (one batch cannot
+    be cut). Empty ranges are dropped."""
     tasks: list[list[Slice]] = []
     current: list[Slice] = []
     room = target
-    slack = max(1, target // SLACK)
+    slack = max(1, target // SLACK) if slack is None else slack
     for rng in ranges:
         start, end, left = rng.start, rng.end, rng.bytes
         while start < end:
@@ -278,17 +289,18 @@ def pack(ranges: Iterable[PartitionRange], target: int,
                 current.append(Slice(rng.topic, rng.partition, start, end))
                 room -= left
                 break
-            if room < slack:           # task nearly full: close it rather than cut a sliver
-                tasks.append(current)
-                current, room = [], target
-                continue
-            cut = split(rng, start, end, room)
-            if cut is None or not start < cut < end:
+            found = split(rng, start, end, max(1, room))
+            if found is None or not start < found[0] < end:   # it cannot be cut
                 current.append(Slice(rng.topic, rng.partition, start, end))
                 room -= left
                 break
+            cut, piece = found
+            if piece > room + slack and current:   # not even one piece fits: the next task
+                tasks.append(current)
+                current, room = [], target
+                continue
             current.append(Slice(rng.topic, rng.partition, start, cut))
-            left = max(0, left - room)
+            left = max(0, left - piece)
             start = cut
             tasks.append(current)
             current, room = [], target
@@ -300,10 +312,9 @@ def pack(ranges: Iterable[PartitionRange], target: int,
     return [t for t in tasks if t]
 
 
-def _split_with_log(rng: PartitionRange, start: int, end: int, nbytes: int) -> int | None:
-    cuts = rng.log.split_offsets(start, end, max(1, nbytes))
-    inner = [c for c in cuts if start < c < end]
-    return inner[0] if inner else None
+def _split_with_log(rng: PartitionRange, start: int, end: int, nbytes: int) -> tuple[int, int] | None:
+    cut = rng.log.split_offset(start, end, nbytes)
+    return None if cut is None else (cut, rng.log.byte_size(start, cut))
 
 
 def open_readonly(root: str, topic: str, partition: int):
@@ -361,7 +372,7 @@ def _plan_once(opts: SourceOptions, bounds: ScanBounds, *, cores: int | None = N
                 ranges.append(resolve_range(opts, bounds, topic, p, log, committed))
         total = sum(r.bytes for r in ranges)
         target = target_task_bytes(total, opts, cores)
-        return pack([r for r in ranges if r.start < r.end], target, _split_with_log)
+        return pack([r for r in ranges if r.start < r.end], target, _split_with_log, task_slack(target, opts))
     finally:
         for log in logs:
             log.close()

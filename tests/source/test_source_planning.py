@@ -19,14 +19,21 @@ from pyspark.sql.datasource import (
 
 from seglog.source.reader import BoundsBuilder, constant_strings, row_mask
 from seglog.source.options import parse_options
-from seglog.source.planning import MIN_TASK_BYTES, PartitionRange, ScanBounds, Slice, pack, target_task_bytes
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seglog.indexer import Log, Record
+from seglog.source.planning import (MIN_TASK_BYTES, PartitionRange, ScanBounds, Slice, _split_with_log, pack,
+                                    target_task_bytes, task_slack)
 
 BYTES_PER_OFFSET = 100
 
 
 def split_uniform(rng, start, end, nbytes):
-    """A partition whose records are all BYTES_PER_OFFSET bytes: the offset holding nbytes from start."""
-    return start + max(1, nbytes // BYTES_PER_OFFSET)
+    """A partition whose records are all BYTES_PER_OFFSET bytes: the last offset holding at most nbytes
+    from start (one record when none fits), and the bytes before it."""
+    cut = start + max(1, nbytes // BYTES_PER_OFFSET)
+    return cut, (cut - start) * BYTES_PER_OFFSET
 
 
 def rng(p, start, end):
@@ -70,6 +77,37 @@ def test_mixed_partitions_cut_as_one_stream():
 def test_unsplittable_range_stays_whole():
     tasks = pack([rng(0, 0, 1000)], 10_000, lambda *a: None)
     assert tasks == [[Slice("t", 0, 0, 1000)]]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch_sizes=st.lists(st.tuples(st.integers(1, 8), st.integers(0, 300)), min_size=1, max_size=60),
+       segment_bytes=st.sampled_from([1024, 2048, 1 << 20]), wanted=st.integers(1, 12), start=st.integers(0, 20))
+def test_tasks_hold_at_most_the_target_and_min_partitions_is_met_on_a_real_log(tmp_path_factory, batch_sizes,
+                                                                              segment_bytes, wanted, start):
+    """The rule both planners keep (docs/spec.md §8), on a real log whose every batch start is indexed:
+    the tasks cover the range once, in order; none holds more than the target unless it is one piece
+    that cannot be cut (one batch past the cut); minPartitions gets at least that many tasks when no
+    batch is larger than the target."""
+    path = tmp_path_factory.mktemp("plan") / "t-0"
+    with Log.open(path, {"segment.bytes": segment_bytes, "index.interval.bytes": 1}) as log:
+        for n, size in batch_sizes:
+            log.append([Record(key=None, value=b"v" * size, timestamp=1_700_000_000_000) for _ in range(n)])
+        end = log.log_end_offset
+        start = min(start, end - 1)
+        total = log.byte_size(start, end)
+        opts = parse_options({"path": "/r", "topic": "t", "minpartitions": str(wanted)})
+        target = target_task_bytes(total, opts)
+        tasks = pack([PartitionRange("t", 0, start, end, total, log)], target, _split_with_log, task_slack(target, opts))
+        slices = [s for task in tasks for s in task]
+        assert [(s.start, s.end) for s in slices] == list(zip([start] + [s.end for s in slices[:-1]],
+                                                               [s.end for s in slices]))
+        assert slices[0].start == start and slices[-1].end == end
+        sizes = [sum(log.byte_size(s.start, s.end) for s in task) for task in tasks]
+        batch_bytes = [12 + 49 + n * (size + 10) for n, size in batch_sizes]   # a bound on one batch's size
+        for task, size in zip(tasks, sizes):
+            assert size <= target or len(task) == 1, (target, sizes, tasks)
+        if max(batch_bytes) * 2 <= target:
+            assert len(tasks) >= min(wanted, end - start), (target, sizes, tasks)
 
 
 def test_target_bytes():
@@ -180,3 +218,27 @@ def test_planning_survives_retention_deleting_segments_under_it(tmp_path):
         slices = [s for task in tasks for s in task]
         start = min(s.start for s in slices)
         assert raced and 0 < raced[0] == start and max(s.end for s in slices) == end
+
+
+def test_planning_the_last_offsets_opens_only_their_segments(tmp_path):
+    """Issue 24: the byte estimate and the task cuts of the last offsets of a 300-segment partition
+    open the segments holding them, not the history before (they once summed every earlier segment's
+    size); the estimate stays additive and equals the files' bytes over the whole log."""
+    path = tmp_path / "t-0"
+    with Log.open(path, {"segment.bytes": 1024, "index.interval.bytes": 1}) as log:
+        while len(log.segments()) < 300:
+            log.append([Record(key=None, value=b"v" * 40, timestamp=1_700_000_000_000) for _ in range(4)])
+        log.flush()
+    with Log.open(path, readonly=True) as log:
+        end = log.log_end_offset
+        bases = [s.base_offset for s in log.segments()]
+        before = {s.base_offset for s in log._segments.open_segments()}
+        nbytes = log.byte_size(end - 12, end)
+        cut = log.split_offset(end - 12, end, nbytes // 2)
+        assert end - 12 < cut < end
+        opened = {s.base_offset for s in log._segments.open_segments()} - before
+        holding = {b for b in bases if b >= bases[sum(1 for b in bases if b <= end - 12) - 1]}
+        assert opened <= holding, sorted(opened - holding)[:5]
+        assert log.byte_size(0, end) == sum(p.stat().st_size for p in path.glob("*.log"))
+        for a, b, c in [(0, 5, end), (3, end // 2, end - 1), (end // 3, end // 3, end // 2)]:
+            assert log.byte_size(a, c) == log.byte_size(a, b) + log.byte_size(b, c)

@@ -98,6 +98,27 @@ public final class TestLogs {
         }
     }
 
+    /** Rewrites a segment's offset index with an entry for every batch but the first (docs/format.md, "Offset
+     *  index (`.index`)": the batch's last offset, where the batch starts), as a writer with
+     *  index.interval.bytes below one batch leaves it: every batch start becomes a place a task may cut. */
+    public static void indexEveryBatch(Path dir, long base, List<ByteBuffer> batches) {
+        ByteBuffer entries = ByteBuffer.allocate(8 * Math.max(0, batches.size() - 1));
+        int position = 0;
+        for (int i = 0; i < batches.size(); i++) {
+            ByteBuffer b = batches.get(i);
+            if (i > 0) {
+                long last = MemoryRecords.readableRecords(b.duplicate()).batches().iterator().next().lastOffset();
+                entries.putInt((int) (last - base)).putInt(position);
+            }
+            position += b.remaining();
+        }
+        try {
+            Files.write(file(dir, base, ".index"), entries.array());
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     /** The time index's seal entry for {@code batches} (docs/format.md "Time index"): 12 bytes, or none when
      *  no record carries a timestamp. */
     private static byte[] sealEntry(long base, List<ByteBuffer> batches) {

@@ -201,40 +201,57 @@ public final class PartitionLog implements Closeable {
         return -1;
     }
 
-    /** A monotone estimate of the log bytes before {@code offset}, from the indexes alone. */
-    public long bytePosition(long offset) {
-        if (bases.length == 0) return 0;
-        int i = segmentIndexFor(offset);
-        long before = 0;
-        for (int k = 0; k < i; k++) before += segment(k).size();
+    /** Log bytes of segment {@code i} before {@code offset}, from its offset index alone: its whole size
+     *  when the offset is at or past the segment's end. */
+    private long positionIn(int i, long offset) {
         Segment seg = segment(i);
-        if (i == bases.length - 1 && offset >= logEndOffset()) return before + seg.size();
-        if (i < bases.length - 1 && offset >= bases[i + 1]) return before + seg.size();
-        return before + seg.floorPosition(offset);
+        if (i == bases.length - 1 ? offset >= logEndOffset() : offset >= bases[i + 1]) return seg.size();
+        return seg.floorPosition(offset);
     }
 
+    /**
+     * An estimate of the log bytes in [start, end), from the indexes alone; additive (the bytes of
+     * [a, b) and [b, c) make those of [a, c)). Only the segments holding the range are opened: the cost
+     * of a read's planning follows the range, not the history retained before it (issue 24).
+     */
     public long byteSize(long start, long end) {
-        return Math.max(0, bytePosition(end) - bytePosition(start));
+        if (bases.length == 0 || end <= start) return 0;
+        int i = segmentIndexFor(start), j = segmentIndexFor(end);
+        long bytes = -positionIn(i, start);
+        for (int k = i; k < j; k++) bytes += segment(k).size();
+        return Math.max(0, bytes + positionIn(j, end));
     }
 
-    /** The first offset index entry in (start, end) at least {@code targetBytes} of log after start,
-     *  or -1: where a task may cut a range without a log scan. */
+    /** Where a task holding at most {@code targetBytes} of log from {@code start} may end, without a log scan:
+     *  the last offset index entry in (start, end) at most {@code targetBytes} past start; when none is that
+     *  close, the first entry past it (a batch larger than the target cannot be cut); -1 when (start, end)
+     *  holds no entry past start's own batch. The same rule as the Python planner's (`Log.split_offset`).
+     *  Only the segments from start's to the one holding the cut are opened. */
     public long splitOffset(long start, long end, long targetBytes) {
-        long startPos = bytePosition(start);
-        long before = 0;
-        for (int i = 0; i < bases.length; i++) {
+        if (bases.length == 0 || end <= start) return -1;
+        int first = segmentIndexFor(start);
+        long before = -positionIn(first, start);   // log bytes from start to the current segment's base
+        long within = -1;
+        for (int i = first; i < bases.length && bases[i] < end; i++) {
             Segment seg = segment(i);
-            long next = i + 1 < bases.length ? bases[i + 1] : Long.MAX_VALUE;
-            if (bases[i] < end && next > start) {
-                OffsetIndexFile oi = seg.offsetIndex();
-                for (int k = 0; k < oi.entries(); k++) {
-                    long off = oi.offsetAt(k);
-                    if (start < off && off < end && before + oi.positionAt(k) - startPos >= targetBytes) return off;
-                }
+            OffsetIndexFile oi = seg.offsetIndex();
+            for (int k = 0; k < oi.entries(); k++) {
+                long off = oi.offsetAt(k);
+                long past = before + oi.positionAt(k);
+                if (!(start < off && off < end) || past <= 0) continue;   // past <= 0: start's own batch
+                if (past > targetBytes) return within >= 0 ? within : off;
+                within = off;
             }
             before += seg.size();
         }
-        return -1;
+        return within;
+    }
+
+    /** Segments opened so far (tests: what a read's planning touched). */
+    int openedSegments() {
+        int n = 0;
+        for (Segment s : open) if (s != null) n++;
+        return n;
     }
 
     @Override

@@ -34,7 +34,7 @@ import io.seglog.spark.format.TopicLayout;
 public final class Planner {
     private static final Logger LOG = LoggerFactory.getLogger(Planner.class);
     static final long MIN_TASK_BYTES = 8L << 20;   // below this a second task costs more than it saves
-    static final int SLACK = 8;                    // a piece may overflow its task by target/SLACK rather than be cut
+    static final int SLACK = 8;                    // a range may overflow its task by target/SLACK rather than be cut
     /** Milliseconds before each attempt: a swap or a two-step truncation settles within them (the core's _SETTLE_WAITS). */
     private static final long[] SETTLE_WAITS_MS = {0, 2, 10, 50, 100, 200};
 
@@ -202,26 +202,37 @@ public final class Planner {
     }
 
     /** About one task per core for a modest read, never tasks above maxBytesPerTask; minPartitions asks
-     *  for at least that many tasks. */
+     *  for at least that many tasks (Spark's Kafka source): total / minPartitions rounded down, so that
+     *  tasks of at most the target make at least that many. */
     static long targetTaskBytes(long total, ReadOptions o, int cores) {
         if (o.minPartitions > 0) {
-            return Math.max(1, Math.min(o.maxBytesPerTask, ceilDiv(total, o.minPartitions)));
+            return Math.max(1, Math.min(o.maxBytesPerTask, total / o.minPartitions));
         }
         return Math.max(1, Math.min(o.maxBytesPerTask, Math.max(MIN_TASK_BYTES, ceilDiv(total, Math.max(1, cores)))));
+    }
+
+    /** The overflow a task may take rather than cut a range: target/SLACK, none when minPartitions asks for a
+     *  task count (an overflow could make one task fewer). */
+    static long slack(long target, ReadOptions o) {
+        return o.minPartitions > 0 ? 0 : Math.max(1, target / SLACK);
     }
 
     private static long ceilDiv(long a, long b) {
         return -Math.floorDiv(-a, b);
     }
 
-    /** Cuts the ranges, in order, into tasks of about {@code target} bytes as if they were one stream: a
-     *  range that would overflow the task is cut where the task is full, unless the overflow is within
-     *  target/SLACK. Empty ranges are dropped. */
-    static List<List<Slice>> pack(List<PartitionRange> ranges, long target) {
+    /**
+     * Cuts the ranges, in order, into tasks of at most {@code target} bytes as if they were one stream
+     * (docs/spec.md §8; the Python planner's `pack` keeps the same rule): a range that fits the task's room
+     * (with {@code slack}) joins it whole; else it is cut at the last offset index entry within the room
+     * ({@link PartitionLog#splitOffset}) and the task closes; a range with no entry within the room closes a
+     * task that holds something and goes to the next one, where a first piece larger than the target is
+     * taken as it is (one batch cannot be cut). Empty ranges are dropped.
+     */
+    static List<List<Slice>> pack(List<PartitionRange> ranges, long target, long slack) {
         List<List<Slice>> tasks = new ArrayList<>();
         List<Slice> current = new ArrayList<>();
         long room = target;
-        long slack = Math.max(1, target / SLACK);
         for (PartitionRange r : ranges) {
             long start = r.start, end = r.end, left = r.bytes;
             while (start < end) {
@@ -230,20 +241,21 @@ public final class Planner {
                     room -= left;
                     break;
                 }
-                if (room < slack) {    // task nearly full: close it rather than cut a sliver
+                long cut = r.log.splitOffset(start, end, Math.max(1, room));
+                if (!(start < cut && cut < end)) {   // no entry inside the range: it cannot be cut
+                    current.add(new Slice(r.topic, r.partition, start, end, r.bound));
+                    room -= left;
+                    break;
+                }
+                long piece = r.log.byteSize(start, cut);
+                if (piece > room + slack && !current.isEmpty()) {   // not even one piece fits: the next task
                     tasks.add(current);
                     current = new ArrayList<>();
                     room = target;
                     continue;
                 }
-                long cut = r.log.splitOffset(start, end, Math.max(1, room));
-                if (!(start < cut && cut < end)) {
-                    current.add(new Slice(r.topic, r.partition, start, end, r.bound));
-                    room -= left;
-                    break;
-                }
                 current.add(new Slice(r.topic, r.partition, start, cut, r.bound));
-                left = Math.max(0, left - room);
+                left = Math.max(0, left - piece);
                 start = cut;
                 tasks.add(current);
                 current = new ArrayList<>();
@@ -270,7 +282,8 @@ public final class Planner {
                 for (PartitionRange r : ranges) total += r.bytes;
                 List<PartitionRange> nonEmpty = new ArrayList<>();
                 for (PartitionRange r : ranges) if (r.start < r.end) nonEmpty.add(r);
-                return pack(nonEmpty, targetTaskBytes(total, o, cores));
+                long target = targetTaskBytes(total, o, cores);
+                return pack(nonEmpty, target, slack(target, o));
             } finally {
                 for (PartitionLog l : logs) l.close();
             }

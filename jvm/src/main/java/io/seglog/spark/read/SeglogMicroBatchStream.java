@@ -335,7 +335,8 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                         }
                     }
                 }
-                return Planner.pack(ranges, Planner.targetTaskBytes(total, opts, cores.getAsInt()));
+                long target = Planner.targetTaskBytes(total, opts, cores.getAsInt());
+                return Planner.pack(ranges, target, Planner.slack(target, opts));
             } finally {
                 for (PartitionLog l : logs) l.close();
             }
