@@ -67,6 +67,14 @@ public final class Segment implements Closeable {
      * naming it, as the core's read-only open does (indexer/segment_list.py), never read as "no entries"
      * (a missing time index under-estimates the largest timestamp, and a seek would skip the segment).
      */
+    /** Segments opened in this JVM: what a driver path costs grows with it (tests hold planning to the
+     *  segments a read covers, not the history before them). */
+    private static final java.util.concurrent.atomic.LongAdder OPENS = new java.util.concurrent.atomic.LongAdder();
+
+    public static long opens() {
+        return OPENS.sum();
+    }
+
     public static Segment open(Path dir, long base, boolean dense) {
         return open(dir, base, dense, LeaderEpochs.maxLeaderEpoch(dir));
     }
@@ -74,6 +82,7 @@ public final class Segment implements Closeable {
     /** {@link #open(Path, long, boolean)} with the folder's leader epoch bound already known (a
      *  {@link PartitionLog} reads it once for all its segments). */
     public static Segment open(Path dir, long base, boolean dense, int maxLeaderEpoch) {
+        OPENS.increment();
         Path log = dir.resolve(fileName(base, LOG));
         FileRecords records = null;
         FileChannel timeIndex = null;

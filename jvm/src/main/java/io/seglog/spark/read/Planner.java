@@ -197,8 +197,7 @@ public final class Planner {
             start = found < 0 ? end : Math.max(start, Math.min(found, end));
         }
         if (bounds.isEmpty() || start > end) start = end;
-        long bytes = start < end ? log.byteSize(start, end) : 0;
-        return new PartitionRange(topic, p, start, end, endCap, bytes, log);
+        return new PartitionRange(topic, p, start, end, endCap, log);   // unsized: the latest offsets need only ends
     }
 
     /** About one task per core for a modest read, never tasks above maxBytesPerTask; minPartitions asks
@@ -277,11 +276,14 @@ public final class Planner {
         return retrying("planning " + String.join(",", o.topics), loss, () -> {
             List<PartitionLog> logs = new ArrayList<>();
             try {
-                List<PartitionRange> ranges = resolveAll(o, bounds, logs, loss);
                 long total = 0;
-                for (PartitionRange r : ranges) total += r.bytes;
                 List<PartitionRange> nonEmpty = new ArrayList<>();
-                for (PartitionRange r : ranges) if (r.start < r.end) nonEmpty.add(r);
+                for (PartitionRange r : resolveAll(o, bounds, logs, loss)) {
+                    if (r.start >= r.end) continue;
+                    PartitionRange sized = r.sized();
+                    total += sized.bytes;
+                    nonEmpty.add(sized);
+                }
                 long target = targetTaskBytes(total, o, cores);
                 return pack(nonEmpty, target, slack(target, o));
             } finally {
