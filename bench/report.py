@@ -116,6 +116,15 @@ def summary_markdown(results: Path) -> str:
                     f"Delta -> Delta {st['rows_per_s']['delta'] / 1e3:.0f}k rows/s | time {thr['median']:.2f} "
                     f"({thr['min']:.2f}-{thr['max']:.2f}) | | |")
         meta.append(f"stream {st['_meta']['load_avg'][0]:.1f}")
+    tg = _load(results, "trigger")
+    if tg:
+        r, m = tg["ratios"]["trigger_driver_cost_10x_history"], tg["median_ms"]
+        small, large = tg["segments_per_partition"]
+        rows.append(f"| stream trigger driver cost, {small:,} -> {large:,} segments per partition ({tg['partitions']} "
+                    f"partitions, the last {tg['read_per_partition']} offsets each) | {m[f'segments_{small}']:.0f} ms -> "
+                    f"{m[f'segments_{large}']:.0f} ms | | x{r['median']:.2f} ({r['min']:.2f}-{r['max']:.2f}) | <= 1.2 | "
+                    f"{_ok(r['median'], 1.2, False)} |")
+        meta.append(f"trigger {tg['_meta']['load_avg'][0]:.1f}")
     sc = _load(results, "sidecar")
     if sc:
         base = sc["baseline_empty_root"]
