@@ -1,4 +1,4 @@
-"""Kafka's codecs as seglog runs them (indexer/compression.py) against cramjam's defaults and the
+"""Kafka's codecs as seglog runs them (indexer/codec/compression.py) against cramjam's defaults and the
 per-codec packages.
 
 `python -m bench.codecs [--quick]`: compress and decompress the records section of a realistic batch
@@ -63,7 +63,7 @@ def _cramjam_defaults():
 
 
 def _seglog():
-    from seglog.indexer import compression as c
+    from seglog.indexer.codec import compression as c
 
     return {name: (lambda d, i=c.CODEC_IDS[name]: c.compress(i, d), lambda p, i=c.CODEC_IDS[name]: c.decompress(i, p))
             for name in ("gzip", "lz4", "zstd")}

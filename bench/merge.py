@@ -27,7 +27,8 @@ import numpy as np
 import pyarrow as pa
 
 from bench.method import interleaved, ratio, summary
-from seglog.indexer import Log, segment_merge
+from seglog.indexer import Log
+from seglog.indexer.compaction import segment_merge
 
 TS = 1_700_000_000_000
 SEGMENTS = 64

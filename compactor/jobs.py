@@ -214,8 +214,8 @@ class Jobs:
               map_entries=res.map_entries, duration_ms=round(res.duration_ms, 1))
 
     def _merge(self, log, name: str, did: dict[str, Any]) -> None:
-        """Merge small sealed segments (docs/spec.md §3.10: indexer/segment_merge.py does the work)."""
-        from seglog.indexer.segment_merge import merge_log
+        """Merge small sealed segments (docs/spec.md §3.10: indexer/compaction/segment_merge.py does the work)."""
+        from seglog.indexer.compaction.segment_merge import merge_log
 
         res = merge_log(log, max_groups=self.config.schedule.merge_max_groups_per_pass)
         if not res.groups:
@@ -256,8 +256,8 @@ def observe(log, topic: str, partition: int, cfg: TopicConfig, now: int) -> Part
 
 
 def _cleaner_stats(log, cfg: TopicConfig, now: int) -> dict[str, Any]:
-    from seglog.indexer.cleaner import current_plan
-    from seglog.indexer.cleaner_checkpoint import cleaner_offset
+    from seglog.indexer.compaction.cleaner import current_plan
+    from seglog.indexer.compaction.cleaner_checkpoint import cleaner_offset
 
     checkpoint = cleaner_offset(log.path)
     stats: dict[str, Any] = {"cleaner_checkpoint": -1 if checkpoint is None else checkpoint}

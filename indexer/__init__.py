@@ -16,7 +16,7 @@ _EXPORTS = {
     "RetentionResult": "seglog.indexer.retention",
     "EARLIEST": "seglog.indexer.log",
     "LATEST": "seglog.indexer.log",
-    "Record": "seglog.indexer.records",
+    "Record": "seglog.indexer.codec.records",
     "LogRoot": "seglog.indexer.root",
 }
 

@@ -116,11 +116,11 @@ def _check_partition(folder: Path, log_start_hint: int | None) -> _Checked:
     dense offsets, leader epochs), offsets rising across segments, which index files are missing, and
     which transactions are open. Raises KafkaImportError naming the fault."""
     from seglog.conf.topic_config import validate_topic_config
-    from seglog.indexer.cleaner_checkpoint import may_have_gaps
+    from seglog.indexer.compaction.cleaner_checkpoint import may_have_gaps
     from seglog.indexer.leader_epochs import max_leader_epoch
     from seglog.indexer.segment import read_checked
     from seglog.indexer.transactions import OpenTransactions, marker_of
-    from seglog.indexer.records import decode_batch
+    from seglog.indexer.codec.records import decode_batch
 
     bases = log_bases(folder)
     dense = not may_have_gaps(folder, validate_topic_config(None))
@@ -215,7 +215,7 @@ def _rebuild_indexes(folder: Path, bases: list[int], missing: list[Path], cfg) -
     """Both indexes of every segment with a missing one, rebuilt from its `.log` (recovery's rebuild:
     `recovery.rebuild_indexes`), as Kafka's broker does when it loads a segment without its index;
     a segment below the last sealed again, the last one's indexes trimmed as a clean close leaves them."""
-    from seglog.indexer.cleaner_checkpoint import may_have_gaps
+    from seglog.indexer.compaction.cleaner_checkpoint import may_have_gaps
     from seglog.indexer.recovery import rebuild_indexes
     from seglog.indexer.segment import LogSegment
 

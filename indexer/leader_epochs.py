@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from seglog.indexer.records import INT32_MAX
+from seglog.indexer.codec.records import INT32_MAX
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 SEGLOG_LEADER_EPOCH = 0

@@ -22,18 +22,18 @@ import numpy as np
 
 from seglog.conf.topic_config import TopicConfig, validate_topic_config
 from seglog.indexer import checkpoint, recovery, retention
-from seglog.indexer.columns import EncodedBatches, compress_encoded, decode_to_arrow, encode_columns
-from seglog.indexer.batch_layout import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, PARTITION_LEADER_EPOCH_OFFSET
-from seglog.indexer.compression import expansion_headroom, topic_codec
+from seglog.indexer.codec.columns import EncodedBatches, compress_encoded, decode_to_arrow, encode_columns
+from seglog.indexer.codec.batch_layout import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, PARTITION_LEADER_EPOCH_OFFSET
+from seglog.indexer.codec.compression import expansion_headroom, topic_codec
 from seglog.indexer.leader_epochs import checkpoint_max_epoch
-from seglog.indexer.cleaner_checkpoint import may_have_gaps
+from seglog.indexer.compaction.cleaner_checkpoint import may_have_gaps
 from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, MissingKeyError,
                             OffsetOutOfRangeError, ReadOnlyLogError, RecordTooLargeError, SegmentDeletedError,
                             TimestampOutOfRangeError)
 from seglog.indexer.fsutil import make_dirs
 from seglog.indexer.locks import check_lock_timeout, partition_lock
 from seglog.indexer.names import DELETED_SUFFIX, LOG_SUFFIX, log_bases, log_bases_and_swaps, parse_partition_dir
-from seglog.indexer.records import (CONTROL_FLAG_MASK, INT64_MAX, NO_TIMESTAMP, Record, decode_batch, scan_batches,
+from seglog.indexer.codec.records import (CONTROL_FLAG_MASK, INT64_MAX, NO_TIMESTAMP, Record, decode_batch, scan_batches,
                                      first_offset_at_or_after)
 from seglog.indexer.transactions import (DEFAULT_ISOLATION_LEVEL, TransactionFates, check_isolation_level,
                                          control_type, visible_batches)
@@ -755,9 +755,9 @@ class Log:
 
     # ------------------------------------------------------------------ compaction
     def clean(self, now: int | None = None, *, dedupe_buffer_bytes: int | None = None, force: bool = False):
-        """One clean of this compacted partition if due (docs/spec.md §3.9; indexer/cleaner.py);
+        """One clean of this compacted partition if due (docs/spec.md §3.9; indexer/compaction/cleaner.py);
         returns its CleanResult. The active segment is never touched."""
-        from seglog.indexer import cleaner
+        from seglog.indexer.compaction import cleaner
 
         self._check_writable()
         budget = cleaner.DEFAULT_DEDUPE_BUFFER_BYTES if dedupe_buffer_bytes is None else dedupe_buffer_bytes
@@ -869,7 +869,7 @@ def batch_budget(cfg: Mapping[str, Any]) -> int:
     """The batching rule's budget (uncompressed bytes), the same for `Log` and the sink's JVM writer:
     batches of at most 1 MiB and max.message.bytes, and about half a segment, so that tiny segments
     still roll between batches; on a compressed topic max.message.bytes less the codec's worst-case
-    growth (indexer/compression.py), since the limit applies to the batch as written."""
+    growth (indexer/codec/compression.py), since the limit applies to the batch as written."""
     limit = cfg["max.message.bytes"]
     limit -= expansion_headroom(topic_codec(cfg["compression.type"]), limit)
     return max(1, min(limit, 1 << 20, max(cfg["segment.bytes"] // 2, 512)))

@@ -20,13 +20,14 @@ import json
 import os
 from pathlib import Path
 
-from seglog.indexer import checkpoint, clean_swap
-from seglog.indexer.cleaner_checkpoint import may_have_gaps
+from seglog.indexer import checkpoint
+from seglog.indexer.compaction import clean_swap
+from seglog.indexer.compaction.cleaner_checkpoint import may_have_gaps
 from seglog.errors import CorruptRecordError
 from seglog.indexer.fsutil import atomic_write, create_file, fsync_dir
 from seglog.indexer.names import (DELETED_SUFFIX, log_bases, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_file,
                            segment_file)
-from seglog.indexer.records import (BATCH_HEADER_SIZE, LOG_APPEND_TIME, Record, decode_batch, encode_batch,
+from seglog.indexer.codec.records import (BATCH_HEADER_SIZE, LOG_APPEND_TIME, Record, decode_batch, encode_batch,
                                      parse_header)
 from seglog.indexer.segment import LogSegment, sealed_summary
 
@@ -54,7 +55,7 @@ def recover(d: Path, config, topic: str | None, partition: int | None) -> list[s
     report: list[str] = []
     if topic is not None:
         _reset_malformed_checkpoint(d.parent, report)
-    # An interrupted clean first: finished or undone from its file names (indexer/clean_swap.py).
+    # An interrupted clean first: finished or undone from its file names (indexer/compaction/clean_swap.py).
     clean_swap.recover_swaps(d, rename_deleted, report)
     dense = not may_have_gaps(d, config)
     _drop_orphan_indexes(d, report)
@@ -259,8 +260,8 @@ def _rewrite_sparse(header, keep: list[Record]) -> bytes:
     import numpy as np
     import pyarrow as pa
 
-    from seglog.indexer.batch_layout import COMPRESSION_CODEC_MASK, DELETE_HORIZON_FLAG_MASK
-    from seglog.indexer.columns import HEADER_TYPE, encode_sparse_batches
+    from seglog.indexer.codec.batch_layout import COMPRESSION_CODEC_MASK, DELETE_HORIZON_FLAG_MASK
+    from seglog.indexer.codec.columns import HEADER_TYPE, encode_sparse_batches
 
     ts = np.array([r.timestamp for r in keep], dtype=np.int64)
     horizon = header.attributes & DELETE_HORIZON_FLAG_MASK

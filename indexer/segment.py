@@ -27,9 +27,9 @@ from seglog.errors import CorruptRecordError, ReadOnlyLogError
 from seglog.indexer.fsutil import create_file
 from seglog.indexer.leader_epochs import max_leader_epoch
 from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
-from seglog.indexer.offset_index import OffsetIndex
-from seglog.indexer.records import BATCH_HEADER_SIZE, INT32_MAX, NO_TIMESTAMP, parse_header, scan_batches, walk_batches
-from seglog.indexer.time_index import TimeIndex
+from seglog.indexer.indexes.offset_index import OffsetIndex
+from seglog.indexer.codec.records import BATCH_HEADER_SIZE, INT32_MAX, NO_TIMESTAMP, parse_header, scan_batches, walk_batches
+from seglog.indexer.indexes.time_index import TimeIndex
 
 _TIME_ENTRY = struct.Struct(">qi")
 _OFFSET_ENTRY = struct.Struct(">ii")
@@ -136,7 +136,7 @@ class LogSegment:
         self.time_index = TimeIndex(stem + TIME_INDEX_SUFFIX + file_suffix, base_offset, index_bytes,
                                     writable=writable, preallocate=prealloc)
         # Offsets dense from batch to batch (each base = the previous last + 1), checked on every
-        # walk; False for a partition compaction may have left gaps in (indexer/cleaner_checkpoint.py).
+        # walk; False for a partition compaction may have left gaps in (indexer/compaction/cleaner_checkpoint.py).
         self.dense = True
         self.next_offset = base_offset        # set by load_state / appends
         self.max_timestamp = NO_TIMESTAMP      # largest record timestamp (KIP-33 "max timestamp so far")
@@ -235,7 +235,7 @@ class LogSegment:
         """Append batches first..last-1 of an EncodedBatches, growing both indexes."""
         if not self.writable:
             raise ReadOnlyLogError(f"{self.log_path} is open read-only")
-        # Index space first (reserved only to append, indexer/mmap_index.py): a full filesystem
+        # Index space first (reserved only to append, indexer/indexes/mmap_index.py): a full filesystem
         # refuses the append here, before any byte of it is written.
         self.offset_index.reserve()
         self.time_index.reserve()
@@ -605,7 +605,7 @@ def _scan_chunked(segment: LogSegment, start: int, end: int, extra: dict):
 
 
 def _merge(parts, error, start):
-    from seglog.indexer.records import ScanResult
+    from seglog.indexer.codec.records import ScanResult
 
     if not parts:
         return ScanResult(np.zeros(0, dtype=np.int64), [], start, error)

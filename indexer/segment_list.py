@@ -25,7 +25,7 @@ import numpy as np
 
 from seglog.errors import CorruptIndexError, SegmentDeletedError
 from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
-from seglog.indexer.records import NO_TIMESTAMP
+from seglog.indexer.codec.records import NO_TIMESTAMP
 from seglog.indexer.segment import LogSegment, sealed_summary
 
 CACHE_SIZE = 16   # open inactive segments kept (memory does not grow with the log)

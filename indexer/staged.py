@@ -33,11 +33,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seglog.indexer.batch_layout import COMPRESSION_CODEC_MASK
-from seglog.indexer.columns import EncodedBatches
+from seglog.indexer.codec.batch_layout import COMPRESSION_CODEC_MASK
+from seglog.indexer.codec.columns import EncodedBatches
 from seglog.indexer.fsutil import fsync_dir
 from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
-from seglog.indexer.records import CREATE_TIME, LOG_APPEND_TIME
+from seglog.indexer.codec.records import CREATE_TIME, LOG_APPEND_TIME
 
 BATCHES_SUFFIX = ".batches"
 BATCH_META = np.dtype([("position", ">i8"), ("last", ">i8"), ("first_ts", ">i8"), ("max_ts", ">i8"),

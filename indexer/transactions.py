@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from seglog.errors import ConfigError, CorruptRecordError, SeglogError
-from seglog.indexer.batch_layout import CONTROL_FLAG_MASK, TRANSACTIONAL_FLAG_MASK
+from seglog.indexer.codec.batch_layout import CONTROL_FLAG_MASK, TRANSACTIONAL_FLAG_MASK
 
 READ_UNCOMMITTED = "read_uncommitted"
 READ_COMMITTED = "read_committed"
@@ -181,7 +181,7 @@ class OpenTransactions:
 def open_transactions(log) -> list[OpenTransaction]:
     """Every open transaction of a `Log` (indexer.log), from a walk of its batch headers (a control
     batch's one record is read for its coordinator epoch)."""
-    from seglog.indexer.records import decode_batch, parse_header
+    from seglog.indexer.codec.records import decode_batch, parse_header
 
     tracker = OpenTransactions()
     for base in log.segment_bases():
@@ -213,9 +213,9 @@ def end_transaction_marker(base_offset: int, producer_id: int, producer_epoch: i
                            coordinator_epoch: int, timestamp: int, leader_epoch: int = 0) -> bytes:
     """One control batch ending a transaction, byte for byte as Kafka's
     MemoryRecords.withEndTransactionMarker builds it (see above), at `base_offset`."""
-    from seglog.indexer.batch_layout import (ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_STRUCT, LOG_OVERHEAD,
+    from seglog.indexer.codec.batch_layout import (ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_STRUCT, LOG_OVERHEAD,
                                              MAGIC)
-    from seglog.indexer.records import NO_SEQUENCE, write_varint
+    from seglog.indexer.codec.records import NO_SEQUENCE, write_varint
     import crc32c
 
     if kind not in (ABORT, COMMIT):
@@ -258,8 +258,8 @@ def abort_transactions(log, transactions, *, producer_epoch: int | None = None,
     abort` makes it do. `producer_epoch` (default: the transaction's) may not be older than the
     transaction's: Kafka fences that. `coordinator_epoch` (default: that of the producer's latest marker
     in the partition, else 0, as kafka-transactions.sh takes it). The caller flushes and commits."""
-    from seglog.indexer.columns import EncodedBatches
-    from seglog.indexer.records import CREATE_TIME
+    from seglog.indexer.codec.columns import EncodedBatches
+    from seglog.indexer.codec.records import CREATE_TIME
     from seglog.indexer.segment import now_ms
 
     now = now_ms() if now is None else now

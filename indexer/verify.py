@@ -80,8 +80,8 @@ def _check_records(seg) -> list[str]:
     """Every record of every batch decodes (compressed batches decompressed first): what `verify`
     calls clean, a read returns."""
     from seglog.errors import CorruptRecordError
-    from seglog.indexer.columns import decode_to_arrow
-    from seglog.indexer.records import INT64_MAX
+    from seglog.indexer.codec.columns import decode_to_arrow
+    from seglog.indexer.codec.records import INT64_MAX
     from seglog.indexer.segment import read_checked
 
     try:

@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from seglog.indexer.compression import topic_codec
+from seglog.indexer.codec.compression import topic_codec
 from seglog.indexer.log import batch_budget
 from seglog.indexer.names import META_DIR
 from seglog.jvm import check_session

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from seglog.conf.topic_config import requested_topic_config
-from seglog.indexer.records import BATCH_HEADER_SIZE
+from seglog.indexer.codec.records import BATCH_HEADER_SIZE
 from seglog.indexer.commit_log import CommitLog
 from seglog.errors import (InvalidRecordError, MissingKeyError, RecordTooLargeError, SegmentDeletedError,
                            TimestampOutOfRangeError)

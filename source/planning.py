@@ -312,7 +312,7 @@ def pack(ranges: Iterable[PartitionRange], target: int,
     return [t for t in tasks if t]
 
 
-def _split_with_log(rng: PartitionRange, start: int, end: int, nbytes: int) -> tuple[int, int] | None:
+def split_with_log(rng: PartitionRange, start: int, end: int, nbytes: int) -> tuple[int, int] | None:
     cut = rng.log.split_offset(start, end, nbytes)
     return None if cut is None else (cut, rng.log.byte_size(start, cut))
 
@@ -372,7 +372,7 @@ def _plan_once(opts: SourceOptions, bounds: ScanBounds, *, cores: int | None = N
                 ranges.append(resolve_range(opts, bounds, topic, p, log, committed))
         total = sum(r.bytes for r in ranges)
         target = target_task_bytes(total, opts, cores)
-        return pack([r for r in ranges if r.start < r.end], target, _split_with_log, task_slack(target, opts))
+        return pack([r for r in ranges if r.start < r.end], target, split_with_log, task_slack(target, opts))
     finally:
         for log in logs:
             log.close()

@@ -36,7 +36,8 @@ def abandon(log) -> None:
 def run_crashing_at(monkeypatch, n: int, path, cfg, work) -> bool:
     """Open `path` writable, run `work(log)` with the n-th rename of the swap failing (in clean_swap
     and in recovery), and leave what a killed process leaves. Returns whether the crash happened."""
-    from seglog.indexer import Log, clean_swap, recovery
+    from seglog.indexer import Log, recovery
+    from seglog.indexer.compaction import clean_swap
 
     fake = CrashingOs(n)
     monkeypatch.setattr(clean_swap, "os", fake)

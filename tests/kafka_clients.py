@@ -99,6 +99,7 @@ def consume_all(broker, topic: str, partition: int = 0, isolation: str = "read_c
         c.close()
 
 
+IN_FLIGHT = 32
 _SPECS = {-1: OffsetSpec.latest, -2: OffsetSpec.earliest, -3: OffsetSpec.max_timestamp}
 
 
@@ -111,9 +112,10 @@ def offsets_for_times(broker, topic: str, timestamps, partition: int = 0,
     a = admin(broker)
     answers: dict[int, int | None] = {}
     timestamps = list(dict.fromkeys(int(t) for t in timestamps))
-    for i in range(0, len(timestamps), 500):
-        chunk = timestamps[i:i + 500]
-        # One request per timestamp (a request maps each partition to one spec), all in flight at once.
+    # One request per timestamp (a request maps each partition to one spec), IN_FLIGHT at once: 500 in
+    # flight through one AdminClient once crashed librdkafka (confluent-kafka 2.16.1) with a SIGSEGV.
+    for i in range(0, len(timestamps), IN_FLIGHT):
+        chunk = timestamps[i:i + IN_FLIGHT]
         pending = {}
         for t in chunk:
             spec = _SPECS[t]() if t in _SPECS else OffsetSpec.for_timestamp(t)

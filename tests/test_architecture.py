@@ -4,7 +4,9 @@
   still import, and load a second copy of every module);
 - layering: errors <- conf <- indexer <- {sink, source, compactor} <- the CLI, with no edge between
   sink, source and compactor;
-- no module imports another first-party module's `_private` name.
+- no module imports another first-party module's `_private` name;
+- inside the storage core, the record batch codec (`indexer/codec/`) is a leaf every part may use and
+  that uses none, and the index files (`indexer/indexes/`) use only the codec and `fsutil`.
 """
 from __future__ import annotations
 
@@ -106,7 +108,39 @@ def test_no_imports_of_another_modules_private_names():
     assert bad == [], "; ".join(bad)
 
 
+INDEXER_LEAVES = {  # subpackage of seglog.indexer -> what else of seglog.indexer it may import
+    "seglog.indexer.codec": set(),
+    "seglog.indexer.indexes": {"seglog.indexer.codec", "seglog.indexer.fsutil"},
+}
+
+
+def test_the_indexers_codec_and_index_files_stay_leaves():
+    seen, bad = set(), []
+    for p in FILES:
+        me = module_name(p) or ""
+        leaf = next((pkg for pkg in INDEXER_LEAVES if me == pkg or me.startswith(pkg + ".")), None)
+        if leaf is None:
+            continue
+        seen.add(leaf)
+        for mod, _ in imports(ast.parse(p.read_text())):
+            if not mod.startswith("seglog.indexer") or mod == leaf or mod.startswith(leaf + "."):
+                continue
+            if not any(mod == ok or mod.startswith(ok + ".") for ok in INDEXER_LEAVES[leaf]):
+                bad.append(f"{me} imports {mod}")
+    assert seen == set(INDEXER_LEAVES)
+    assert bad == [], "; ".join(bad)
+
+
 @pytest.mark.parametrize("name", sorted(OLD_NAMES))
 def test_the_wheel_maps_every_folder_under_seglog(name):
     text = (REPO / "pyproject.toml").read_text()
     assert f'"seglog.{name}" = "{name}"' in text
+
+
+def test_the_wheel_lists_every_package():
+    """setuptools packs only the packages pyproject.toml lists: a new subpackage left out of the list
+    would import from a checkout and be missing from the wheel."""
+    import tomllib
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    packages = {module_name(p) for p in FILES if p.name == "__init__.py" and module_name(p)}
+    assert packages - listed == set()

@@ -83,8 +83,8 @@ def describe_partition(part, now: int, commits: dict) -> dict:
 
 def _cleaner_state(log, now: int) -> dict:
     """The cleaner checkpoint (first dirty offset) and, for a compacted topic, the dirty ratio (docs/spec.md §3.9)."""
-    from seglog.indexer.cleaner import current_plan
-    from seglog.indexer.cleaner_checkpoint import cleaner_offset
+    from seglog.indexer.compaction.cleaner import current_plan
+    from seglog.indexer.compaction.cleaner_checkpoint import cleaner_offset
 
     state: dict = {"cleaner_checkpoint": cleaner_offset(log.path), "dirty_ratio": None}
     if log.config.compacted:

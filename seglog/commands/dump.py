@@ -101,7 +101,7 @@ def _base_offset(path: Path) -> int | None:
 def dump_log(path: Path, out, *, deep: bool, data: bool, max_bytes: int | None = None) -> int:
     """Print the batches of a .log; returns the number of faults (bad CRCs, invalid bytes)."""
     from seglog.errors import CorruptRecordError
-    from seglog.indexer.records import check_crc, decode_batch, header_problem, BATCH_HEADER_SIZE, HEADER_STRUCT, BatchHeader
+    from seglog.indexer.codec.records import check_crc, decode_batch, header_problem, BATCH_HEADER_SIZE, HEADER_STRUCT, BatchHeader
 
     faults = 0
     base = _base_offset(path)
@@ -167,7 +167,7 @@ def dump_log(path: Path, out, *, deep: bool, data: bool, max_bytes: int | None =
 
 def _producer_fields(header) -> str:
     """The producer and transaction fields of a batch, as Kafka's DumpLogSegments prints them."""
-    from seglog.indexer.batch_layout import DELETE_HORIZON_FLAG_MASK
+    from seglog.indexer.codec.batch_layout import DELETE_HORIZON_FLAG_MASK
 
     last_seq = -1 if header.base_sequence < 0 else (header.base_sequence + header.last_offset_delta) % (1 << 31)
     horizon = (f"OptionalLong[{header.base_timestamp}]" if header.attributes & DELETE_HORIZON_FLAG_MASK
@@ -204,7 +204,7 @@ def _log_batches(log_path: Path):
     """(positions, last offsets) of the good batches of a .log, or None when there is no .log."""
     if not log_path.exists():
         return None
-    from seglog.indexer.records import scan_batches
+    from seglog.indexer.codec.records import scan_batches
 
     with _mapped(log_path) as buf:
         scan = scan_batches(buf, 0, len(buf), check_crc=False)
@@ -214,7 +214,7 @@ def _log_batches(log_path: Path):
 def dump_offset_index(path: Path, out) -> int:
     import numpy as np
 
-    from seglog.indexer.offset_index import OffsetIndex
+    from seglog.indexer.indexes.offset_index import OffsetIndex
 
     base = _base_offset(path)
     size = path.stat().st_size
@@ -247,7 +247,7 @@ def dump_offset_index(path: Path, out) -> int:
 
 
 def dump_time_index(path: Path, out) -> int:
-    from seglog.indexer.time_index import TimeIndex
+    from seglog.indexer.indexes.time_index import TimeIndex
 
     base = _base_offset(path)
     size = path.stat().st_size

@@ -1,6 +1,6 @@
 """`seglog merge ROOT [--topic T] [--partition P] [--config KEY=VALUE ...]`: merge small segments now.
 
-Merges each partition's small sealed segments once (docs/spec.md §3.10, indexer/segment_merge.py), under
+Merges each partition's small sealed segments once (docs/spec.md §3.10, indexer/compaction/segment_merge.py), under
 the partition's lock, as the sidecar's merge job does: never the active segment, never anything at or
 above the committed end. Each topic's recorded configuration applies, with `--config` on top (as the
 sidecar's `topics:` section would set it), e.g. segment.merge.small.bytes.
@@ -27,7 +27,7 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from seglog.indexer import Log, LogRoot
-    from seglog.indexer.segment_merge import merge_log
+    from seglog.indexer.compaction.segment_merge import merge_log
 
     parts = find_partitions(args.root, args.topic, args.partition)
     overrides = key_values(args.config)

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from seglog.indexer import Log, LogRoot, Record
-from seglog.indexer.batch_layout import (ATTRIBUTES_OFFSET, CONTROL_FLAG_MASK, CRC_OFFSET, PRODUCER_ID_OFFSET,
+from seglog.indexer.codec.batch_layout import (ATTRIBUTES_OFFSET, CONTROL_FLAG_MASK, CRC_OFFSET, PRODUCER_ID_OFFSET,
                                          TRANSACTIONAL_FLAG_MASK)
-from seglog.indexer.columns import EncodedBatches
+from seglog.indexer.codec.columns import EncodedBatches
 from seglog.indexer.commit_log import CommitLog
-from seglog.indexer.records import CREATE_TIME, decode_batch, encode_batch, scan_batches
+from seglog.indexer.codec.records import CREATE_TIME, decode_batch, encode_batch, scan_batches
 from seglog.indexer.topics import create_topic
 from tests.cli.helpers import seglog, digest
 

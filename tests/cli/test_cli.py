@@ -124,8 +124,8 @@ def test_dump_shallow_and_index_files(root):
     sections = re.split(r"^Dumping .*$", out, flags=re.M)[1:]
     index_entries = [tuple(map(int, m)) for m in re.findall(r"^offset: (\d+) position: (\d+)$", sections[1], re.M)]
     time_entries = [tuple(map(int, m)) for m in re.findall(r"^timestamp: (\d+) offset: (\d+)$", sections[2], re.M)]
-    from seglog.indexer.offset_index import OffsetIndex
-    from seglog.indexer.time_index import TimeIndex
+    from seglog.indexer.indexes.offset_index import OffsetIndex
+    from seglog.indexer.indexes.time_index import TimeIndex
     with OffsetIndex(seg.with_suffix(".index"), int(seg.stem), 4096, writable=False, preallocate=False) as oi:
         assert index_entries == [oi.entry(i) for i in range(oi.entries)] and oi.entries > 0
     with TimeIndex(seg.with_suffix(".timeindex"), int(seg.stem), 4096, writable=False, preallocate=False) as ti:
@@ -141,7 +141,7 @@ def test_dump_shallow_and_index_files(root):
 
 def test_dump_reports_a_corrupt_log(scratch):
     seg = _segments(scratch / "events-0")[0]
-    from seglog.indexer.records import parse_header
+    from seglog.indexer.codec.records import parse_header
     data = bytearray(seg.read_bytes())
     data[parse_header(data, 0).size + 66] ^= 0x40       # inside the second batch's records
     seg.write_bytes(bytes(data[:-7]))

@@ -15,7 +15,7 @@ from seglog.compactor.config import parse_config
 from seglog.compactor.jobs import Jobs
 from seglog.compactor.metrics import Metrics
 from seglog.indexer import Log, Record
-from seglog.indexer.cleaner_checkpoint import read_cleaner_offsets
+from seglog.indexer.compaction.cleaner_checkpoint import read_cleaner_offsets
 from seglog.indexer.topics import create_topic
 
 from tests.compactor.test_compactor_jobs import metrics_samples, pmetric

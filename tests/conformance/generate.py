@@ -254,7 +254,7 @@ def case_python_merged():
     """segment_merge.merge_log: small sealed segments below the committed end become one; every batch
     and offset unchanged, indexes rebuilt."""
     from seglog.indexer.log import Log
-    from seglog.indexer.segment_merge import merge_log
+    from seglog.indexer.compaction.segment_merge import merge_log
 
     case = "python-merged"
     sizes = [[3, 4], [2, 5], [4], [3, 3], [2, 4]]

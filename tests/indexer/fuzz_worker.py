@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from seglog.errors import SeglogError
-from seglog.indexer import native
-from seglog.indexer.columns import decode_to_arrow
-from seglog.indexer.compression import inflate_batch
-from seglog.indexer.records import (BATCH_HEADER_SIZE, HEADER_STRUCT, BatchHeader, decode_batch,
+from seglog.indexer.codec import native
+from seglog.indexer.codec.columns import decode_to_arrow
+from seglog.indexer.codec.compression import inflate_batch
+from seglog.indexer.codec.records import (BATCH_HEADER_SIZE, HEADER_STRUCT, BatchHeader, decode_batch,
                                     first_offset_at_or_after, scan_batches)
 
 untyped: list[str] = []

@@ -1,10 +1,10 @@
-"""The cleaner's pure plan (indexer/clean_plan.py, docs/spec.md §3.9): the dirty section, the dirty
+"""The cleaner's pure plan (indexer/compaction/clean_plan.py, docs/spec.md §3.9): the dirty section, the dirty
 ratio against min.cleanable.dirty.ratio (strictly above, as Kafka), the two compaction lags, the
 active segment and an open transaction as limits, and the grouping bounds."""
 from __future__ import annotations
 
 from seglog.conf.topic_config import validate_topic_config
-from seglog.indexer.clean_plan import CleanFacts, first_dirty_offset, groups, plan
+from seglog.indexer.compaction.clean_plan import CleanFacts, first_dirty_offset, groups, plan
 
 NOW = 1_000_000
 

@@ -1,4 +1,4 @@
-"""The bulk codec (indexer.columns) held byte for byte to the reference codec (indexer.records)."""
+"""The bulk codec (indexer.codec.columns) held byte for byte to the reference codec (indexer.codec.records)."""
 from __future__ import annotations
 
 import mmap
@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seglog.indexer.columns import (
+from seglog.indexer.codec.columns import (
     ARROW_SCHEMA, HEADER_TYPE, EncodedBatches, decode_to_arrow, encode_columns,
     record_sizes_upper_bound)
 from seglog.errors import CorruptRecordError, InvalidRecordError
-from seglog.indexer.records import (
+from seglog.indexer.codec.records import (
     BATCH_HEADER_SIZE, LOG_APPEND_TIME, Record, decode_batch, encode_batch, parse_header,
     scan_batches)
 

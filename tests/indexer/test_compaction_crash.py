@@ -1,5 +1,5 @@
 """Crash safety of a clean (docs/spec.md §3.9): a crash at every rename of the swap, then recovery
-on open, decided from the file names alone (indexer/clean_swap.py).
+on open, decided from the file names alone (indexer/compaction/clean_swap.py).
 
 The crash is a fault injected at the n-th rename (for every n a clean makes), after which the Log
 is dropped without closing (as a killed process leaves it). Reopening must then give a log that
@@ -14,7 +14,8 @@ import shutil
 
 import pytest
 
-from seglog.indexer import Log, Record, clean_swap, recovery
+from seglog.indexer import Log, Record, recovery
+from seglog.indexer.compaction import clean_swap
 from tests.crashing_os import CrashingOs, run_crashing_at
 
 CFG = {"cleanup.policy": "compact", "segment.bytes": 1024, "index.interval.bytes": 64,

@@ -17,7 +17,7 @@ import random
 import pytest
 
 from seglog.indexer.log import Log
-from seglog.indexer.records import Record
+from seglog.indexer.codec.records import Record
 from seglog.indexer.segment import now_ms
 from tests.indexer.test_kafka_format import parse_dump
 from tests.kafka_tools import dump_log_segments

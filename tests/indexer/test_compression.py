@@ -1,4 +1,4 @@
-"""Every Kafka codec both ways (indexer/compression.py): a compressed batch decodes to exactly the
+"""Every Kafka codec both ways (indexer/codec/compression.py): a compressed batch decodes to exactly the
 records of its uncompressed twin through every reader (the reference decoder, the numpy and compiled
 Arrow paths, the lookup by timestamp), and bad compressed bytes are a CorruptRecordError, never a crash."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from seglog.errors import CorruptRecordError
-from seglog.indexer import compression
-from seglog.indexer.columns import decode_to_arrow
-from seglog.indexer.records import (Record, decode_batch, encode_batch, first_offset_at_or_after, parse_header,
+from seglog.indexer.codec import compression
+from seglog.indexer.codec.columns import decode_to_arrow
+from seglog.indexer.codec.records import (Record, decode_batch, encode_batch, first_offset_at_or_after, parse_header,
                                     scan_batches)
 
 CODECS = ["gzip", "snappy", "lz4", "zstd"]

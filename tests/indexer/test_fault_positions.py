@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from seglog.errors import CorruptRecordError
 from seglog.indexer import Log
-from seglog.indexer.records import ATTRIBUTES_OFFSET, scan_batches
+from seglog.indexer.codec.records import ATTRIBUTES_OFFSET, scan_batches
 
 CONFIG = {"segment.bytes": 1 << 30, "max.message.bytes": 1 << 21}
 

@@ -4,7 +4,7 @@ Hypothesis builds segment files from real batches seglog writes with every codec
 flipped bytes, a length or count overwritten, truncation, garbage records, whole random files, and
 the harshest case, compressed batches whose records are damaged *before* compression and then
 compressed and checksummed again (valid codec stream, valid CRC, broken records). Each example runs
-every byte-reading kernel (`indexer.native`), the numpy and reference decoders, the lookup by
+every byte-reading kernel (`indexer.codec.native`), the numpy and reference decoders, the lookup by
 timestamp, `inflate_batch`, and `seglog dump`, `verify` and `offsets-for-times`, in a subprocess
 (tests/indexer/fuzz_worker.py). A signal (negative return code) fails the test; so does any error
 that is not one of seglog's typed errors.
@@ -22,9 +22,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from seglog.errors import SeglogError
-from seglog.indexer import compression
+from seglog.indexer.codec import compression
 from seglog.indexer.log import Log
-from seglog.indexer.records import BATCH_HEADER_SIZE, HEADER_STRUCT, BatchHeader, Record
+from seglog.indexer.codec.records import BATCH_HEADER_SIZE, HEADER_STRUCT, BatchHeader, Record
 
 ROOT = Path(__file__).resolve().parents[2]
 CODECS = ["uncompressed", "gzip", "snappy", "lz4", "zstd"]

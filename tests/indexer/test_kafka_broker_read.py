@@ -148,7 +148,7 @@ def test_transactions_are_really_there(kafka_broker, broker_topics):
 
 
 def test_the_restart_raised_the_leader_epoch(kafka_broker, broker_topics):
-    from seglog.indexer.records import scan_batches
+    from seglog.indexer.codec.records import scan_batches
 
     data = b"".join(p.read_bytes() for p in sorted(kafka_broker.partition_dir("read-epoch").glob("*.log")))
     epochs = [h.partition_leader_epoch for h in scan_batches(data, 0).headers]

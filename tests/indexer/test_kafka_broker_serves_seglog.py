@@ -24,7 +24,7 @@ import time
 import pytest
 
 from seglog.indexer.log import Log
-from seglog.indexer.records import Record
+from seglog.indexer.codec.records import Record
 from seglog.indexer.segment import now_ms
 from tests.kafka_clients import consume_all, create_topic, offsets_for_times
 

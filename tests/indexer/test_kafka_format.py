@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from seglog.indexer.records import LOG_APPEND_TIME, NO_TIMESTAMP, Record, encode_batch
+from seglog.indexer.codec.records import LOG_APPEND_TIME, NO_TIMESTAMP, Record, encode_batch
 from tests.kafka_tools import dump_log_segments, ensure_jars
 
 T0 = 1_700_000_000_000
@@ -241,7 +241,7 @@ def _segment_files(part: Path) -> tuple[list[Path], list[Path]]:
     filled); Kafka's tool counts file size / 8 entries and stops at the first zero entry after the
     first, so slot 0 of an EMPTY preallocated index would be read as (base, 0). The tests therefore
     leave index entries in the active segment, and say so, rather than leaving any file out."""
-    from seglog.indexer.offset_index import OffsetIndex
+    from seglog.indexer.indexes.offset_index import OffsetIndex
 
     logs = sorted(part.glob("*.log"))
     indexes = [p.with_suffix(".index") for p in logs]

@@ -17,8 +17,8 @@ import pytest
 
 from seglog.indexer import LogRoot
 from seglog.indexer.commit_log import CommitLog
-from seglog.indexer.batch_layout import CONTROL_FLAG_MASK, TRANSACTIONAL_FLAG_MASK
-from seglog.indexer.records import Record, decode_batch, scan_batches
+from seglog.indexer.codec.batch_layout import CONTROL_FLAG_MASK, TRANSACTIONAL_FLAG_MASK
+from seglog.indexer.codec.records import Record, decode_batch, scan_batches
 from seglog.indexer.topics import load_topic
 from tests.indexer.test_kafka_broker_read import broker_records, write_transactions
 from tests.kafka_clients import consume_all, create_topic, produce, producer

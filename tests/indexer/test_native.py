@@ -1,4 +1,4 @@
-"""The compiled codec kernels (indexer.native) held to the numpy path and the reference codec.
+"""The compiled codec kernels (indexer.codec.native) held to the numpy path and the reference codec.
 
 Every test runs the same public call twice, once with SEGLOG_NO_NUMBA=1 (the numpy path) and once
 through the kernels, and asserts the same bytes, the same metadata, the same Arrow output, or the
@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seglog.indexer import columns
-from seglog.indexer.columns import ARROW_SCHEMA, HEADER_TYPE, decode_to_arrow, encode_columns
+from seglog.indexer.codec import columns
+from seglog.indexer.codec.columns import ARROW_SCHEMA, HEADER_TYPE, decode_to_arrow, encode_columns
 from seglog.errors import SeglogError
-from seglog.indexer.records import Record, decode_batch, encode_batch
+from seglog.indexer.codec.records import Record, decode_batch, encode_batch
 
 import numba  # noqa: F401  (a hard dependency: its absence must fail, not skip)
-from seglog.indexer import native  # noqa: E402
+from seglog.indexer.codec import native  # noqa: E402
 
 T0 = 1_700_000_000_000
 INT64_MAX = (1 << 63) - 1

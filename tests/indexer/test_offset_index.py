@@ -16,13 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seglog.errors import ReadOnlyLogError, SeglogError
-from seglog.indexer.mmap_index import (
+from seglog.indexer.indexes.mmap_index import (
     IndexClosedError,
     IndexFullError,
     IndexOffsetOverflowError,
     InvalidIndexEntryError,
 )
-from seglog.indexer.offset_index import OffsetIndex
+from seglog.indexer.indexes.offset_index import OffsetIndex
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = settings(max_examples=150, deadline=None)
@@ -141,7 +141,7 @@ def test_zero_tail_after_a_crash_is_never_read_as_entries(tmp_path):
     path = tmp_path / "00000000000000000000.index"
     code = (
         "import os, sys\n"
-        "from seglog.indexer.offset_index import OffsetIndex\n"
+        "from seglog.indexer.indexes.offset_index import OffsetIndex\n"
         f"idx = OffsetIndex({str(path)!r}, 0, 8 * 1000)\n"
         "for i in range(1, 101):\n"
         "    idx.append(i * 3, i * 100)\n"

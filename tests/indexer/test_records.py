@@ -1,4 +1,4 @@
-"""The reference batch codec (indexer.records): byte layout, varints, CRC, scan and decode."""
+"""The reference batch codec (indexer.codec.records): byte layout, varints, CRC, scan and decode."""
 from __future__ import annotations
 
 import mmap
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seglog.errors import CorruptRecordError, InvalidRecordError
-from seglog.indexer.records import (
+from seglog.indexer.codec.records import (
     BATCH_HEADER_SIZE, CREATE_TIME, LOG_APPEND_TIME, LOG_OVERHEAD, MAGIC, NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK, BatchHeader, Record, check_crc, decode_batch, encode_batch, parse_header,
     read_varint, scan_batches, varint_size, write_varint)

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seglog.indexer import Log
-from seglog.indexer.records import scan_batches
+from seglog.indexer.codec.records import scan_batches
 
 CONFIG = {"segment.bytes": 1 << 30, "max.message.bytes": 1 << 21}
 

@@ -1,4 +1,4 @@
-"""Merging small segments (indexer/segment_merge.py, docs/spec.md §3.10): the plan's rules, and crash
+"""Merging small segments (indexer/compaction/segment_merge.py, docs/spec.md §3.10): the plan's rules, and crash
 safety of the swap (a crash at every rename, then recovery from the file names alone, as the
 cleaner's tests/indexer/test_compaction_crash.py)."""
 from __future__ import annotations
@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seglog.indexer import Log, Record, clean_swap, recovery, segment_merge
-from seglog.indexer.segment_merge import MergeFacts, plan
+from seglog.indexer import Log, Record, recovery
+from seglog.indexer.compaction import clean_swap, segment_merge
+from seglog.indexer.compaction.segment_merge import MergeFacts, plan
 from seglog.conf.topic_config import validate_topic_config
 from tests.crashing_os import Crash, CrashingOs, abandon, run_crashing_at
 
@@ -261,7 +262,7 @@ def test_a_reader_racing_the_swap_reads_everything_or_is_told_to_reopen(tmp_path
 def test_a_compacted_partition_merges_on_either_side_of_the_cleaner_checkpoint(tmp_path):
     """Offsets keep their identity and no merged segment straddles the cleaner checkpoint, so the
     cleaner's next clean gives exactly what it gives without the merge."""
-    from seglog.indexer.cleaner_checkpoint import cleaner_offset
+    from seglog.indexer.compaction.cleaner_checkpoint import cleaner_offset
 
     cfg = {"cleanup.policy": "compact", "segment.bytes": 4096, "index.interval.bytes": 100,
            "delete.retention.ms": 3_600_000, "segment.index.bytes": 4096}

@@ -8,9 +8,9 @@ import random
 
 import pytest
 
-from seglog.indexer import segment_merge
+from seglog.indexer.compaction import segment_merge
 from seglog.indexer.log import Log
-from seglog.indexer.records import Record
+from seglog.indexer.codec.records import Record
 from seglog.indexer.segment import now_ms
 from tests.indexer.test_kafka_format import parse_dump
 from tests.kafka_tools import dump_log_segments

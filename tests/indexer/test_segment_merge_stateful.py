@@ -1,4 +1,4 @@
-"""Merging small segments (indexer/segment_merge.py, docs/spec.md §3.10) inside the live `Log`'s
+"""Merging small segments (indexer/compaction/segment_merge.py, docs/spec.md §3.10) inside the live `Log`'s
 brute-force machine (tests/indexer/test_log_stateful.py): every operation there, plus commits of the
 sink's committed end, merges, and roll backs to the committed end.
 
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
-from seglog.indexer import segment_merge
+from seglog.indexer.compaction import segment_merge
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.committed_end import roll_back_to_committed
 from tests.indexer.test_log_stateful import RETENTION_MS, LiveLog

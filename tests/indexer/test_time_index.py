@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seglog.errors import ReadOnlyLogError
-from seglog.indexer.mmap_index import IndexFullError, IndexOffsetOverflowError, InvalidIndexEntryError
-from seglog.indexer.time_index import TimeIndex
+from seglog.indexer.indexes.mmap_index import IndexFullError, IndexOffsetOverflowError, InvalidIndexEntryError
+from seglog.indexer.indexes.time_index import TimeIndex
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = settings(max_examples=150, deadline=None)
@@ -243,7 +243,7 @@ def test_zero_tail_after_a_crash_is_never_an_entry_even_with_timestamp_zero(tmp_
     path = tmp_path / "00000000000000000000.timeindex"
     code = (
         "import os\n"
-        "from seglog.indexer.time_index import TimeIndex\n"
+        "from seglog.indexer.indexes.time_index import TimeIndex\n"
         f"idx = TimeIndex({str(path)!r}, 0, 12 * 500)\n"
         "for i in range(50):\n"
         "    idx.maybe_append(i, i + 1)  # the first entry has timestamp 0\n"

@@ -9,7 +9,7 @@ import pytest
 from seglog.conf.topic_config import validate_topic_config
 from seglog.errors import ConfigError, TimestampOutOfRangeError
 from seglog.indexer.log import Log
-from seglog.indexer.records import Record
+from seglog.indexer.codec.records import Record
 from tests.indexer.test_log_recovery import snapshot
 
 

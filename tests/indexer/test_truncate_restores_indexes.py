@@ -19,7 +19,7 @@ appends = st.lists(st.lists(st.integers(-1, 40), min_size=1, max_size=6), min_si
 
 def files(part: Path) -> dict[str, bytes]:
     """Each file's bytes; an index file's without its zero tail: a writer reserves the preallocated
-    tail only once an append needs it (indexer/mmap_index.py), and a truncation keeps it reserved."""
+    tail only once an append needs it (indexer/indexes/mmap_index.py), and a truncation keeps it reserved."""
     out = {}
     for p in sorted(part.iterdir()):
         if p.suffix in (".log", ".index", ".timeindex"):

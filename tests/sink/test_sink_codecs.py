@@ -18,9 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from seglog.indexer.compression import CODEC_IDS
+from seglog.indexer.codec.compression import CODEC_IDS
 from seglog.indexer.log import Log
-from seglog.indexer.records import LOG_APPEND_TIME, scan_batches
+from seglog.indexer.codec.records import LOG_APPEND_TIME, scan_batches
 from seglog.sink.segment_log_sink import SegmentLogSink
 
 pytestmark = pytest.mark.spark

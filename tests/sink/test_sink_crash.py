@@ -14,9 +14,9 @@ import time
 import pytest
 
 from seglog.indexer.commit_log import CommitLog
-from seglog.indexer.compression import CODEC_IDS
+from seglog.indexer.codec.compression import CODEC_IDS
 from seglog.indexer.log import Log
-from seglog.indexer.records import scan_batches
+from seglog.indexer.codec.records import scan_batches
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

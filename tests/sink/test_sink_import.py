@@ -11,7 +11,7 @@ import pytest
 
 from seglog.indexer.leader_epochs import LEADER_EPOCH_CHECKPOINT, checkpoint_max_epoch
 from seglog.indexer.log import Log
-from seglog.indexer.records import scan_batches
+from seglog.indexer.codec.records import scan_batches
 from seglog.indexer.topics import load_topic
 from seglog.sink.segment_log_sink import SegmentLogSink
 from tests.indexer.test_kafka_broker_read import broker_records

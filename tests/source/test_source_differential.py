@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seglog.indexer.batch_layout import ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, CRC_OFFSET, HEADER_STRUCT, LOG_OVERHEAD
+from seglog.indexer.codec.batch_layout import ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, CRC_OFFSET, HEADER_STRUCT, LOG_OVERHEAD
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.log import Log
-from seglog.indexer.records import write_varint
+from seglog.indexer.codec.records import write_varint
 from seglog.indexer.topics import create_topic
 
 pytestmark = pytest.mark.spark

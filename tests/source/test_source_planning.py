@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seglog.indexer import Log, Record
-from seglog.source.planning import (MIN_TASK_BYTES, PartitionRange, ScanBounds, Slice, _split_with_log, pack,
+from seglog.source.planning import (MIN_TASK_BYTES, PartitionRange, ScanBounds, Slice, split_with_log, pack,
                                     target_task_bytes, task_slack)
 
 BYTES_PER_OFFSET = 100
@@ -97,7 +97,7 @@ def test_tasks_hold_at_most_the_target_and_min_partitions_is_met_on_a_real_log(t
         total = log.byte_size(start, end)
         opts = parse_options({"path": "/r", "topic": "t", "minpartitions": str(wanted)})
         target = target_task_bytes(total, opts)
-        tasks = pack([PartitionRange("t", 0, start, end, total, log)], target, _split_with_log, task_slack(target, opts))
+        tasks = pack([PartitionRange("t", 0, start, end, total, log)], target, split_with_log, task_slack(target, opts))
         slices = [s for task in tasks for s in task]
         assert [(s.start, s.end) for s in slices] == list(zip([start] + [s.end for s in slices[:-1]],
                                                                [s.end for s in slices]))

@@ -17,7 +17,8 @@ import time
 import numpy as np
 import pytest
 
-from seglog.indexer import Log, segment_merge
+from seglog.indexer import Log
+from seglog.indexer.compaction import segment_merge
 from seglog.indexer.topics import create_topic
 
 pytestmark = pytest.mark.slow

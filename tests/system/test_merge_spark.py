@@ -15,7 +15,8 @@ import pytest
 from seglog.compactor.config import parse_config
 from seglog.compactor.jobs import Jobs
 from seglog.compactor.metrics import Metrics
-from seglog.indexer import Log, segment_merge
+from seglog.indexer import Log
+from seglog.indexer.compaction import segment_merge
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.topics import create_topic
 
@@ -130,7 +131,8 @@ def test_a_jvm_read_between_any_two_renames_of_the_swap(spark, tmp_path, monkeyp
     before the fix, it read a log that started after it); never fewer rows or a row twice."""
     from py4j.protocol import Py4JJavaError
 
-    from seglog.indexer import clean_swap, recovery
+    from seglog.indexer import recovery
+    from seglog.indexer.compaction import clean_swap
 
     root = tmp_path / "root"
     cfg = {"segment.bytes": 1 << 20, "index.interval.bytes": 512}

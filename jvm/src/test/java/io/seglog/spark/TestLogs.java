@@ -98,8 +98,8 @@ public final class TestLogs {
         }
     }
 
-    /** Rewrites a segment's offset index with an entry for every batch but the first (docs/format.md, "Offset
-     *  index (`.index`)": the batch's last offset, where the batch starts), as a writer with
+    /** Rewrites a segment's offset index with an entry for every batch but the first (the batch's last
+     *  offset, where the batch starts: docs/format.md, "Offset index (`.index`)"), as a writer with
      *  index.interval.bytes below one batch leaves it: every batch start becomes a place a task may cut. */
     public static void indexEveryBatch(Path dir, long base, List<ByteBuffer> batches) {
         ByteBuffer entries = ByteBuffer.allocate(8 * Math.max(0, batches.size() - 1));

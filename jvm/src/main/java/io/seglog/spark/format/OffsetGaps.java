@@ -4,7 +4,7 @@ import java.nio.file.Path;
 
 /**
  * Whether a partition's offsets may have gaps between batches (compaction's doing: surviving records
- * keep their offsets, docs/spec.md §3.9). One rule, the Python core's (indexer/cleaner_checkpoint.py
+ * keep their offsets, docs/spec.md §3.9). One rule, the Python core's (indexer/compaction/cleaner_checkpoint.py
  * {@code may_have_gaps}), from the same two files: the topic's recorded config
  * ({@code _seglog/topics/<topic>.json}) is compacted, or the cleaner checkpoint
  * {@code <root>/cleaner-offset-checkpoint} names the partition.

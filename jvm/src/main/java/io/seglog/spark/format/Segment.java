@@ -343,7 +343,7 @@ public final class Segment implements Closeable {
                 done = true;
                 return false;
             }
-            // Leader epochs, in the core's words (indexer/records.py walk_batches). Not in an estimate's walk
+            // Leader epochs, in the core's words (indexer/codec/records.py walk_batches). Not in an estimate's walk
             // (the core's load_state does not judge them either): a read reports them.
             int epoch = b.partitionLeaderEpoch();
             if (!tolerateTornTail && epoch < minEpoch) {
@@ -367,7 +367,7 @@ public final class Segment implements Closeable {
             return true;
         }
 
-        /** What the bytes after the last whole batch are, in the core's words (indexer/records.py walk_batches). */
+        /** What the bytes after the last whole batch are, in the core's words (indexer/codec/records.py walk_batches). */
         private String tornTail() {
             int left = size - end;
             if (left < HEADER) {

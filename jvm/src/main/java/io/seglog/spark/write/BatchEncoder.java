@@ -22,7 +22,7 @@ import org.apache.kafka.common.utils.ByteBufferOutputStream;
  * max.message.bytes). As Log.append_columns then compress_encoded: the topic's codec compresses
  * each finished batch's records section (everything after the 61-byte header) as one stream, with
  * kafka-clients' own {@code Compression} at Kafka's default level (gzip 6, lz4 fast, zstd 3: what
- * indexer/compression.py writes); the header stays uncompressed, its codec bits set and its CRC
+ * indexer/codec/compression.py writes); the header stays uncompressed, its codec bits set and its CRC
  * over the compressed bytes (docs/kafka.md, "Compression").
  */
 final class BatchEncoder {

@@ -15,7 +15,7 @@ public final class StageConfig implements Serializable {
     final boolean logAppendTime;
     final long beforeMaxMs;        // message.timestamp.before.max.ms (Long.MAX_VALUE: unbounded)
     final long afterMaxMs;
-    final int codec;               // the topic's codec id (indexer/compression.py's topic_codec; 0: none)
+    final int codec;               // the topic's codec id (indexer/codec/compression.py's topic_codec; 0: none)
 
     public StageConfig(long segmentBytes, int indexBytes, long indexInterval, long segmentMs, int maxMessageBytes,
                        int maxBatchBytes, boolean logAppendTime, long beforeMaxMs, long afterMaxMs, int codec) {

@@ -17,13 +17,13 @@ import struct
 
 import numpy as np
 
-from seglog.indexer.mmap_index import (
+from seglog.indexer.indexes.mmap_index import (
     IndexFullError,
     IndexOffsetOverflowError,
     InvalidIndexEntryError,
     MmapIndex,
 )
-from seglog.indexer.records import INT32_MAX
+from seglog.indexer.codec.records import INT32_MAX
 
 _ENTRY = struct.Struct(">ii")
 _INT32 = struct.Struct(">i")

@@ -1,6 +1,6 @@
 """Kafka's record batch compression codecs, both ways (docs/kafka.md, "Compression").
 
-A compressed batch keeps its header (indexer/batch_layout.py) uncompressed; only the records section (everything after
+A compressed batch keeps its header (indexer/codec/batch_layout.py) uncompressed; only the records section (everything after
 the header) is compressed, as one stream in the codec's framing as Kafka's Java clients write it:
 
 - 1 gzip: a gzip member (RFC 1952).
@@ -15,7 +15,7 @@ The codecs: gzip from the standard library's zlib (cramjam's gzip compresses ~3x
 and zstd from cramjam (one compiled wheel; as fast as the per-codec packages in bench/codecs.py once
 lz4 runs in its fast mode). `inflate_batch` turns a compressed batch into the equivalent uncompressed batch
 (codec bits cleared, batchLength adjusted, CRC recomputed), so every record walk, compiled
-(`indexer.native`) or not, only ever sees uncompressed record bytes.
+(`indexer.codec.native`) or not, only ever sees uncompressed record bytes.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ import crc32c as _crc32c
 import cramjam
 
 from seglog.errors import CorruptRecordError
-from seglog.indexer.batch_layout import (
+from seglog.indexer.codec.batch_layout import (
     ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, BATCH_LENGTH_OFFSET, COMPRESSION_CODEC_MASK, CRC_OFFSET,
     LOG_OVERHEAD)
 

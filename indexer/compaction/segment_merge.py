@@ -1,5 +1,5 @@
 """Merging small sealed segments into one (seglog's own, docs/spec.md §3.10): the plan, a pure function
-of segment facts, and the file work, through the cleaner's crash-safe swap (indexer/clean_swap.py).
+of segment facts, and the file work, through the cleaner's crash-safe swap (indexer/compaction/clean_swap.py).
 
 The sink's JVM writer publishes each large task output as its own segment, so a partition collects
 many small sealed segments. Kafka never merges them; its cleaner groups segments by size
@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seglog.errors import CompactionError
-from seglog.indexer import clean_swap
-from seglog.indexer.cleaner_checkpoint import cleaner_offset, may_have_gaps
+from seglog.indexer.compaction import clean_swap
+from seglog.indexer.compaction.cleaner_checkpoint import cleaner_offset, may_have_gaps
 from seglog.indexer.fsutil import create_file
 from seglog.indexer.names import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file
-from seglog.indexer.records import BATCH_HEADER_SIZE, INT32_MAX, parse_header
+from seglog.indexer.codec.records import BATCH_HEADER_SIZE, INT32_MAX, parse_header
 from seglog.indexer.segment import LogSegment, sealed_summary
 
 TXN_INDEX_SUFFIX = ".txnindex"      # Kafka's aborted transaction index: a merge cannot carry it
@@ -139,8 +139,8 @@ def segment_facts(log) -> list[MergeFacts]:
 
 def merge_end(log) -> int:
     """The first offset a merge may not reach: the active segment's base, or the sink's committed
-    end (its high watermark) if lower, as the cleaner bounds itself (indexer/cleaner.py)."""
-    from seglog.indexer.cleaner import committed_end
+    end (its high watermark) if lower, as the cleaner bounds itself (indexer/compaction/cleaner.py)."""
+    from seglog.indexer.compaction.cleaner import committed_end
 
     end = log.segment_bases()[-1]
     committed = committed_end(log)

@@ -10,7 +10,7 @@ record. The only Python loops are per batch (header CRCs) and per byte position 
 inherently sequential (a record's start depends on the previous record's length varint), so that is
 one tight loop reading only the length varints; every other field is parsed for all records at once.
 
-Both have a compiled twin in `indexer.native` (numba), used when numba imports and
+Both have a compiled twin in `indexer.codec.native` (numba), used when numba imports and
 SEGLOG_NO_NUMBA is unset: headerless encoding in one pass into one buffer, and decoding of all
 records in two passes. The numpy code here stays the reference the kernels are tested against, the
 path for records with headers (encode), and the path that raises: a kernel that finds anything
@@ -26,10 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from seglog.errors import CorruptRecordError, InvalidRecordError
-from seglog.indexer.batch_layout import CRC_OFFSET, RECORD_COUNT_OFFSET
-from seglog.indexer.compression import deflate_batch, inflate_batch
-from seglog.indexer.kernels import native_kernels
-from seglog.indexer.records import (
+from seglog.indexer.codec.batch_layout import CRC_OFFSET, RECORD_COUNT_OFFSET
+from seglog.indexer.codec.compression import deflate_batch, inflate_batch
+from seglog.indexer.codec.kernels import native_kernels
+from seglog.indexer.codec.records import (
     ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK, CREATE_TIME, INT32_MAX,
     INT64_MAX, LOG_APPEND_TIME, MAGIC, MIN_BATCH_LENGTH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
     NO_SEQUENCE, NO_TIMESTAMP, PARTITION_LEADER_EPOCH, TIMESTAMP_TYPE_MASK, parse_header)
@@ -44,7 +44,7 @@ ARROW_SCHEMA = pa.schema([
     pa.field("headers", HEADER_TYPE),
 ])
 
-# The batch header as a packed big-endian numpy record (indexer/batch_layout.py's layout, checked below).
+# The batch header as a packed big-endian numpy record (indexer/codec/batch_layout.py's layout, checked below).
 _HEADER_DTYPE = np.dtype([
     ("base_offset", ">i8"), ("batch_length", ">i4"), ("leader_epoch", ">i4"), ("magic", "i1"),
     ("crc", ">u4"), ("attributes", ">i2"), ("last_offset_delta", ">i4"), ("base_timestamp", ">i8"),
@@ -121,7 +121,7 @@ class EncodedBatches:
 
 
 def compress_encoded(enc: EncodedBatches, codec: int) -> EncodedBatches:
-    """`enc` with every batch compressed with `codec` (indexer.compression): same offsets, counts and
+    """`enc` with every batch compressed with `codec` (indexer.codec.compression): same offsets, counts and
     timestamps, new bytes and positions. One codec call per batch, never per record."""
     if codec == 0 or enc.num_batches == 0:
         return enc
@@ -607,7 +607,7 @@ def _decode(view: memoryview, batch_positions, start_offset: int, end_offset: in
 def _inflate_in_range(view: memoryview, batch_positions, start: int, end: int):
     """None when no batch holding offsets in [start, end) is compressed (the common case, checked
     with one vectorised look at each batch's codec bits); else (bytes, positions, original positions)
-    of just the batches in range, the compressed ones inflated (indexer.compression): the record
+    of just the batches in range, the compressed ones inflated (indexer.codec.compression): the record
     walks, compiled or not, never see compressed bytes."""
     positions = np.asarray(batch_positions, dtype=np.int64).ravel()
     if not len(positions):

@@ -1,13 +1,13 @@
 """The Kafka record batch codec, magic 2 (docs/spec.md §2.2), byte for byte as Apache Kafka writes it.
 
 This module is the reference: a plain, per-record encoder and decoder that are easy to check against
-the format. The bulk paths in `indexer.columns` are held to it byte for byte by the tests.
+the format. The bulk paths in `indexer.codec.columns` are held to it byte for byte by the tests.
 
-The batch header's layout has one home, `indexer.batch_layout`. Record: length varint (of the bytes
+The batch header's layout has one home, `indexer.codec.batch_layout`. Record: length varint (of the bytes
 after it), attributes int8, timestampDelta varlong, offsetDelta varint, keyLength varint (-1 null) +
 key, valueLength varint (-1 null) + value, headerCount varint, headers (keyLength varint + UTF-8 key,
 valueLength varint (-1 null) + value). Varints are zigzag. Compressed batches are inflated first
-(`indexer.compression`): the record walks here only ever see uncompressed records.
+(`indexer.codec.compression`): the record walks here only ever see uncompressed records.
 """
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ import crc32c as _crc32c
 import numpy as np
 
 from seglog.errors import CorruptRecordError, InvalidRecordError
-from seglog.indexer.batch_layout import (  # noqa: F401  (re-exported: the names callers import from here)
+from seglog.indexer.codec.batch_layout import (  # noqa: F401  (re-exported: the names callers import from here)
     ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, CRC_OFFSET, HEADER_STRUCT,
     LOG_OVERHEAD, MAGIC, MAGIC_OFFSET, MIN_BATCH_LENGTH, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK)
 from seglog.conf.limits import INT32_MAX, INT64_MAX, INT64_MIN  # noqa: F401  (re-exported for indexer modules)
-from seglog.indexer.compression import inflate_batch
-from seglog.indexer.kernels import native_kernels
+from seglog.indexer.codec.compression import inflate_batch
+from seglog.indexer.codec.kernels import native_kernels
 
 NO_TIMESTAMP = -1
 CREATE_TIME = 0
@@ -52,7 +52,7 @@ class Record:
 
 
 class BatchHeader(NamedTuple):
-    """The header of one record batch, as stored (indexer.batch_layout)."""
+    """The header of one record batch, as stored (indexer.codec.batch_layout)."""
     base_offset: int
     batch_length: int
     partition_leader_epoch: int

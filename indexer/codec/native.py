@@ -1,4 +1,4 @@
-"""Compiled kernels for the bulk batch codec (`indexer.columns`), with numba.
+"""Compiled kernels for the bulk batch codec (`indexer.codec.columns`), with numba.
 
 `columns` keeps the numpy/Arrow path as the reference and the fallback; these kernels do the same
 work in one compiled pass each and must produce exactly the same bytes and the same Arrow columns
@@ -69,7 +69,7 @@ from numba.core import cgutils                          # noqa: E402
 from numba.extending import intrinsic                   # noqa: E402
 
 from seglog.conf.limits import INT32_MAX, INT64_MAX  # noqa: E402
-from seglog.indexer.batch_layout import (  # noqa: E402  (numba freezes these globals into the kernels)
+from seglog.indexer.codec.batch_layout import (  # noqa: E402  (numba freezes these globals into the kernels)
     ATTRIBUTES_OFFSET, BASE_SEQUENCE_OFFSET, BASE_TIMESTAMP_OFFSET, BATCH_HEADER_SIZE, BATCH_LENGTH_OFFSET,
     COMPRESSION_CODEC_MASK, CRC_OFFSET, LAST_OFFSET_DELTA_OFFSET, LOG_OVERHEAD, MAGIC, MAGIC_OFFSET,
     MAX_TIMESTAMP_OFFSET, MIN_BATCH_LENGTH, PARTITION_LEADER_EPOCH_OFFSET, PRODUCER_EPOCH_OFFSET,

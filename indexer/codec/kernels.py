@@ -1,4 +1,4 @@
-"""Where the compiled kernels (`indexer.native`) are looked up, once per process.
+"""Where the compiled kernels (`indexer.codec.native`) are looked up, once per process.
 
 Its own module so that `records` (the reference codec) and `columns` (the bulk codec) can both reach
 the kernels without importing each other.
@@ -9,18 +9,18 @@ import logging
 import os
 
 _log = logging.getLogger(__name__)
-_native = None                  # indexer.native once imported, False when numba is unusable
+_native = None                  # indexer.codec.native once imported, False when numba is unusable
 
 
 def native_kernels():
-    """The compiled kernels (`indexer.native`), or None: numba missing or unusable, or the
+    """The compiled kernels (`indexer.codec.native`), or None: numba missing or unusable, or the
     environment variable SEGLOG_NO_NUMBA set to anything but 0 (read on every call, for tests)."""
     global _native
     if os.environ.get("SEGLOG_NO_NUMBA", "0") not in ("", "0"):
         return None
     if _native is None:
         try:
-            from seglog.indexer import native
+            from seglog.indexer.codec import native
             _native = native
         except Exception as exc:        # ImportError, or numba finding no cache dir it can use
             _log.warning("seglog: compiled codec unavailable, using the numpy path: %s", exc)

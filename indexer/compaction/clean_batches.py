@@ -24,10 +24,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from seglog.indexer.batch_layout import DELETE_HORIZON_FLAG_MASK, LOG_OVERHEAD
-from seglog.indexer.columns import decode_to_arrow, encode_sparse_batches
-from seglog.indexer.compression import deflate_batch
-from seglog.indexer.records import (COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, INT64_MAX, LOG_APPEND_TIME,
+from seglog.indexer.codec.batch_layout import DELETE_HORIZON_FLAG_MASK, LOG_OVERHEAD
+from seglog.indexer.codec.columns import decode_to_arrow, encode_sparse_batches
+from seglog.indexer.codec.compression import deflate_batch
+from seglog.indexer.codec.records import (COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, INT64_MAX, LOG_APPEND_TIME,
                                      NO_TIMESTAMP)
 
 
@@ -181,7 +181,7 @@ def filter_chunk(buf, scan, ctx: FilterContext, aborted: np.ndarray, keep_last: 
 
 def aborted_batches(scan, fates) -> np.ndarray:
     """Which of the scanned batches hold records of an aborted transaction (indexer/transactions.py)."""
-    from seglog.indexer.records import TRANSACTIONAL_FLAG_MASK
+    from seglog.indexer.codec.records import TRANSACTIONAL_FLAG_MASK
     from seglog.indexer.transactions import ABORT
 
     attrs = scan.attributes

@@ -23,7 +23,7 @@ from pathlib import Path
 from seglog.indexer.fsutil import fsync_dir
 from seglog.indexer.names import (CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
                                   log_bases, parse_segment_file, segment_file)
-from seglog.indexer.records import scan_batches
+from seglog.indexer.codec.records import scan_batches
 
 _KINDS = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX)     # the order of every rename: .log last
 

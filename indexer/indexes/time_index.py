@@ -27,13 +27,13 @@ import struct
 
 import numpy as np
 
-from seglog.indexer.mmap_index import (
+from seglog.indexer.indexes.mmap_index import (
     IndexFullError,
     IndexOffsetOverflowError,
     InvalidIndexEntryError,
     MmapIndex,
 )
-from seglog.indexer.records import INT32_MAX
+from seglog.indexer.codec.records import INT32_MAX
 
 _ENTRY = struct.Struct(">qi")
 _INT64 = struct.Struct(">q")

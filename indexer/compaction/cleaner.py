@@ -1,6 +1,6 @@
 """One clean of a compacted partition (docs/spec.md §3.9), Kafka's Cleaner in small steps: the plan
-(indexer/clean_plan.py), the offset map over the dirty section (indexer/offset_map.py), the filter
-per chunk of batches (indexer/clean_batches.py) and the file work (indexer/clean_swap.py).
+(indexer/compaction/clean_plan.py), the offset map over the dirty section (indexer/compaction/offset_map.py), the filter
+per chunk of batches (indexer/compaction/clean_batches.py) and the file work (indexer/compaction/clean_swap.py).
 
 Invariants kept here:
 - The active segment and everything from the first uncleanable offset on (which is also at most
@@ -16,13 +16,13 @@ import time
 from dataclasses import dataclass, field
 
 from seglog.errors import CompactionError
-from seglog.indexer import clean_plan, clean_swap
-from seglog.indexer.batch_layout import TRANSACTIONAL_FLAG_MASK
-from seglog.indexer.clean_batches import FilterContext, aborted_batches, filter_chunk, keys_and_offsets
-from seglog.indexer.cleaner_checkpoint import cleaner_offset, set_cleaner_offset
+from seglog.indexer.compaction import clean_plan, clean_swap
+from seglog.indexer.codec.batch_layout import TRANSACTIONAL_FLAG_MASK
+from seglog.indexer.compaction.clean_batches import FilterContext, aborted_batches, filter_chunk, keys_and_offsets
+from seglog.indexer.compaction.cleaner_checkpoint import cleaner_offset, set_cleaner_offset
 from seglog.indexer.names import CLEANED_SUFFIX
-from seglog.indexer.offset_map import OffsetMapBuilder
-from seglog.indexer.records import BATCH_HEADER_SIZE, CONTROL_FLAG_MASK, NO_TIMESTAMP, parse_header
+from seglog.indexer.compaction.offset_map import OffsetMapBuilder
+from seglog.indexer.codec.records import BATCH_HEADER_SIZE, CONTROL_FLAG_MASK, NO_TIMESTAMP, parse_header
 from seglog.indexer.segment import LogSegment, now_ms, read_checked
 from seglog.indexer.transactions import TransactionFates
 
