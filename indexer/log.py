@@ -729,8 +729,10 @@ class Log:
         purged = []
         for entry in os.scandir(self.path):
             if entry.name.endswith(DELETED_SUFFIX):
-                # rename sets ctime: that is when deletion was decided
-                if now - entry.stat().st_ctime * 1000 >= delay:
+                # rename sets ctime: that is when deletion was decided. Whole milliseconds on both sides:
+                # the kernel stamps files from its tick clock, a little behind `now_ms()`, and a ctime with
+                # a fraction above a truncated `now` would keep a file a delay of 0 must purge at once.
+                if now - entry.stat().st_ctime_ns // 1_000_000 >= delay:
                     os.unlink(entry.path)
                     purged.append(Path(entry.path))
         return purged

@@ -229,6 +229,10 @@ def test_skipped_data_is_counted_in_the_stream_metrics(spark, tmp_path):
 def test_a_start_after_the_end_is_the_requests_mistake_not_data_loss(spark, tmp_path):
     """Issue 27: the exception's name says what happened (it was a DataLossException)."""
     build(tmp_path)
-    with pytest.raises(Exception, match=r"OffsetRangeException: seglog source: t-0: starting offset 250 .* is after "
-                                        r"the ending offset 100"):
+    with pytest.raises(Exception, match=r"seglog source: t-0: starting offset 250 .* is after "
+                                        r"the ending offset 100") as caught:
         jvm_offsets(spark, tmp_path, startingOffsets={"t": {"0": 250}}, endingOffsets={"t": {"0": 100}})
+    # PySpark shows an IllegalArgumentException's message alone; the JVM exception is the one it wraps.
+    origin = caught.value._origin
+    assert origin.getClass().getName() == "io.seglog.spark.read.OffsetRangeException"
+    assert "failOnDataLoss" not in str(caught.value)
