@@ -11,6 +11,7 @@ ratios (10N over N) with min and max. Target: at most 1.2x.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import statistics
@@ -60,7 +61,6 @@ def driver_ms(spark, root: Path, ends: dict[int, int], work: Path) -> float:
     ckpt = work / "ckpt"
     shutil.rmtree(ckpt, ignore_errors=True)
     start = {str(p): e - READ for p, e in ends.items()}
-    import json
     q = (spark.readStream.format("seglog").option("topic", TOPIC)
          .option("startingOffsets", json.dumps({TOPIC: start}))
          .option("maxOffsetsPerTrigger", str(PARTITIONS * READ // TRIGGERS)).load(str(root))
@@ -108,6 +108,4 @@ def run(quick: bool = False, work: Path | None = None, n_rounds: int | None = No
 
 
 if __name__ == "__main__":
-    import json
-
     print(json.dumps(run(quick="--quick" in sys.argv), indent=2))

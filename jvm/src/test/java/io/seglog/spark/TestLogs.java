@@ -98,24 +98,29 @@ public final class TestLogs {
         }
     }
 
-    /** Rewrites a segment's offset index with an entry for every batch but the first (the batch's last
-     *  offset, where the batch starts: docs/format.md, "Offset index (`.index`)"), as a writer with
-     *  index.interval.bytes below one batch leaves it: every batch start becomes a place a task may cut. */
-    public static void indexEveryBatch(Path dir, long base, List<ByteBuffer> batches) {
-        ByteBuffer entries = ByteBuffer.allocate(8 * Math.max(0, batches.size() - 1));
-        int position = 0;
-        for (int i = 0; i < batches.size(); i++) {
-            ByteBuffer b = batches.get(i);
-            if (i > 0) {
-                long last = MemoryRecords.readableRecords(b.duplicate()).batches().iterator().next().lastOffset();
-                entries.putInt((int) (last - base)).putInt(position);
+    /** Segments of {@code perSegment} offsets covering [0, end), batches of {@code perBatch}, each segment's
+     *  offset index holding an entry for every batch but the first (the batch's last offset, where the batch
+     *  starts: docs/format.md, "Offset index (`.index`)"), as a writer with index.interval.bytes below one
+     *  batch leaves it: every batch start is a place a task may cut. */
+    public static void indexedSegments(Path dir, long end, int perSegment, int perBatch) {
+        for (long base = 0; base < end; base += perSegment) {
+            List<ByteBuffer> written = batches(base, Math.min(end, base + perSegment), perBatch);
+            segment(dir, base, written);
+            ByteBuffer entries = ByteBuffer.allocate(8 * Math.max(0, written.size() - 1));
+            int position = 0;
+            for (int i = 0; i < written.size(); i++) {
+                ByteBuffer b = written.get(i);
+                if (i > 0) {
+                    long last = MemoryRecords.readableRecords(b.duplicate()).batches().iterator().next().lastOffset();
+                    entries.putInt((int) (last - base)).putInt(position);
+                }
+                position += b.remaining();
             }
-            position += b.remaining();
-        }
-        try {
-            Files.write(file(dir, base, ".index"), entries.array());
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+            try {
+                Files.write(file(dir, base, ".index"), entries.array());
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
         }
     }
 

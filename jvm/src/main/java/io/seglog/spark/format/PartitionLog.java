@@ -247,13 +247,6 @@ public final class PartitionLog implements Closeable {
         return within;
     }
 
-    /** Segments opened so far (tests: what a read's planning touched). */
-    int openedSegments() {
-        int n = 0;
-        for (Segment s : open) if (s != null) n++;
-        return n;
-    }
-
     @Override
     public void close() {
         for (int i = 0; i < open.length; i++) {

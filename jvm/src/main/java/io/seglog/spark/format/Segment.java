@@ -60,13 +60,6 @@ public final class Segment implements Closeable {
         return String.format("%020d%s", base, suffix);
     }
 
-    /**
-     * Opens the segment's three files. The {@code .log} first: retention renames it first (the core's
-     * rename_deleted), so an index missing after it is a deletion when the {@code .log} name is gone too
-     * ({@link SegmentGoneException}: the caller lists again), or else an index that is lost: reported
-     * naming it, as the core's read-only open does (indexer/segment_list.py), never read as "no entries"
-     * (a missing time index under-estimates the largest timestamp, and a seek would skip the segment).
-     */
     /** Segments opened in this JVM: what a driver path costs grows with it (tests hold planning to the
      *  segments a read covers, not the history before them). */
     private static final java.util.concurrent.atomic.LongAdder OPENS = new java.util.concurrent.atomic.LongAdder();
@@ -75,6 +68,13 @@ public final class Segment implements Closeable {
         return OPENS.sum();
     }
 
+    /**
+     * Opens the segment's three files. The {@code .log} first: retention renames it first (the core's
+     * rename_deleted), so an index missing after it is a deletion when the {@code .log} name is gone too
+     * ({@link SegmentGoneException}: the caller lists again), or else an index that is lost: reported
+     * naming it, as the core's read-only open does (indexer/segment_list.py), never read as "no entries"
+     * (a missing time index under-estimates the largest timestamp, and a seek would skip the segment).
+     */
     public static Segment open(Path dir, long base, boolean dense) {
         return open(dir, base, dense, LeaderEpochs.maxLeaderEpoch(dir));
     }

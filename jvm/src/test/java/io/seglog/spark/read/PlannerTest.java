@@ -4,7 +4,7 @@ import static io.seglog.spark.TestLogs.T0;
 import static io.seglog.spark.TestLogs.batches;
 import static io.seglog.spark.TestLogs.commit;
 import static io.seglog.spark.TestLogs.delete;
-import static io.seglog.spark.TestLogs.indexEveryBatch;
+import static io.seglog.spark.TestLogs.indexedSegments;
 import static io.seglog.spark.TestLogs.logStart;
 import static io.seglog.spark.TestLogs.partitionDir;
 import static io.seglog.spark.TestLogs.segment;
@@ -12,7 +12,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -39,12 +38,7 @@ class PlannerTest {
     /** t-0: offsets 0 to 299 in segments at 0, 100 and 200 (batches of 10, every batch start indexed),
      *  committed up to 250: offsets 250 to 299 are a delivery still in flight. */
     private void threeSegments() {
-        Path dir = partitionDir(root, "t", 0);
-        for (long base = 0; base < 300; base += 100) {
-            List<ByteBuffer> written = batches(base, base + 100, 10);
-            segment(dir, base, written);
-            indexEveryBatch(dir, base, written);
-        }
+        indexedSegments(partitionDir(root, "t", 0), 300, 100, 10);
         commit(root, "t", Map.of(0, 250L));
     }
 

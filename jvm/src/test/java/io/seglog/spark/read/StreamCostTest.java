@@ -1,16 +1,12 @@
 package io.seglog.spark.read;
 
-import static io.seglog.spark.TestLogs.batches;
 import static io.seglog.spark.TestLogs.commit;
-import static io.seglog.spark.TestLogs.indexEveryBatch;
+import static io.seglog.spark.TestLogs.indexedSegments;
 import static io.seglog.spark.TestLogs.partitionDir;
-import static io.seglog.spark.TestLogs.segment;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.Map;
 
 import org.apache.hadoop.conf.Configuration;
@@ -33,13 +29,8 @@ class StreamCostTest {
     Path checkpoint;
 
     private long history(int segments) {
-        Path dir = partitionDir(root, "t", 0);
         long end = segments * 20L;
-        for (long base = 0; base < end; base += 20) {
-            List<ByteBuffer> written = batches(base, base + 20, 5);
-            segment(dir, base, written);
-            indexEveryBatch(dir, base, written);
-        }
+        indexedSegments(partitionDir(root, "t", 0), end, 20, 5);
         commit(root, "t", Map.of(0, end));
         return end;
     }
