@@ -33,7 +33,7 @@ from pathlib import Path
 if __package__ in (None, ""):                      # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.conformance.model import Model, Rec, expected, fault, files_fault, walk  # noqa: E402
+from tests.conformance.model import Model, Rec, expected, fault, files_fault, planning, walk  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "corpus"
@@ -536,6 +536,11 @@ def dump(doc: dict) -> str:
             lines.append(" }" + comma)
         elif k in ("offset_for_timestamp", "segments"):
             lines += [f' "{k}": [', *rows(v, "  "), " ]" + comma]
+        elif k == "planning":
+            lines.append(' "planning": {')
+            for j, (rule, probes) in enumerate(v.items()):
+                lines += [f'  "{rule}": [', *rows(probes, "   "), "  ]" + ("," if j < len(v) - 1 else "")]
+            lines.append(" }" + comma)
         else:
             lines.append(f" {json.dumps(k)}: {json.dumps(v)}{comma}")
     lines.append("}")
@@ -561,6 +566,21 @@ def run(builders, only: set[str] | None) -> None:
         print(f"{label}: {time.monotonic() - started:.1f} s", file=sys.stderr)
 
 
+def add_planning(case_dir: Path) -> None:
+    """The planning rule's answers (model.planning) for a case whose reads are ok: from its files as they
+    are, so the broker's and the sink's cases get them too, whoever wrote the files. Idempotent."""
+    path = case_dir / "expected.json"
+    doc = json.loads(path.read_text())
+    doc.pop("planning", None)
+    if doc["verdict"]["read"]["status"] == "ok" and "segments" in doc:
+        segs = doc["segments"]
+        answers = planning(case_dir / PART, [s["base"] for s in segs], segs[-1]["next_offset"], doc["log_start"],
+                           doc["committed_end"])
+        if answers is not None:
+            doc["planning"] = answers
+    path.write_text(dump(doc))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", help="comma-separated case names")
@@ -576,6 +596,9 @@ def main(argv=None) -> int:
     if "spark" not in skip:
         from tests.conformance import sink_case
         sink_case.generate(only)
+    for case_dir in sorted(CORPUS.iterdir()):
+        if (case_dir / "expected.json").is_file() and (not only or case_dir.name in only):
+            add_planning(case_dir)
     return 0
 
 

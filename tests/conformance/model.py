@@ -188,3 +188,132 @@ def expected(model: Model, case: str, source: str, description: str, *, read: di
         if facts:
             doc["segments"] = model.segment_facts()
     return doc
+
+
+# ------------------------------------------------------------------------------------- planning
+# The task-cut rule both planners keep (Python `Log.byte_size` / `Log.split_offset`, JVM
+# `PartitionLog.byteSize` / `splitOffset`): sizes and cuts from the offset indexes alone, no log scan.
+# The answers come from the files' own bytes (segment sizes, index entries as the writer placed them),
+# by brute force over every entry, never from either implementation.
+INDEX_ENTRY = struct.Struct(">ii")       # relative offset, position (docs/format.md "Offset index")
+
+
+@dataclass(frozen=True)
+class IndexedSegment:
+    base: int
+    next_offset: int
+    size: int                          # the .log's bytes
+    entries: tuple                     # ((offset, position), ...): the index's entries, oldest first
+
+
+def index_entries(path: Path, base: int, log_size: int) -> tuple | None:
+    """The entries of an offset index file: whole 8-byte entries with rising offsets and positions inside
+    the .log, then nothing but a zero-filled tail (preallocated, or zeroed by a truncation). An entry is
+    never at position 0 (the first batch is where a lookup without an entry starts anyway: Kafka's writer
+    indexes a batch only after index.interval.bytes of others), so an all-zero entry is tail, even the
+    first. None when the file is not that (missing, an odd size, garbage): how a reader then sizes a range
+    is its own affair."""
+    if not path.is_file():
+        return None
+    raw = path.read_bytes()
+    if len(raw) % INDEX_ENTRY.size:
+        return None
+    out: list[tuple[int, int]] = []
+    for k in range(len(raw) // INDEX_ENTRY.size):
+        rel, pos = INDEX_ENTRY.unpack_from(raw, k * INDEX_ENTRY.size)
+        if rel == 0 and pos == 0:
+            return tuple(out) if not any(raw[k * INDEX_ENTRY.size:]) else None
+        if rel < 0 or not 0 < pos < log_size or (out and (base + rel <= out[-1][0] or pos <= out[-1][1])):
+            return None
+        out.append((base + rel, pos))
+    return tuple(out)
+
+
+def whole_batches_size(path: Path) -> int:
+    """Bytes of a .log up to the end of its last whole batch (a torn tail past it is no part of the log)."""
+    data = Path(path).read_bytes()
+    pos = 0
+    while pos + HEADER.size <= len(data):
+        length = HEADER.unpack_from(data, pos)[1] + 12
+        if pos + length > len(data):
+            break
+        pos += length
+    return pos
+
+
+def indexed_segments(part: Path, bases: list[int], file_end: int) -> list[IndexedSegment] | None:
+    segs = []
+    for i, base in enumerate(bases):
+        log = part / f"{base:020d}.log"
+        last = i == len(bases) - 1
+        size = whole_batches_size(log) if last else log.stat().st_size
+        entries = index_entries(part / f"{base:020d}.index", base, size)
+        if entries is None:
+            return None
+        segs.append(IndexedSegment(base, file_end if last else bases[i + 1], size, entries))
+    return segs
+
+
+def _holding(segs: list[IndexedSegment], offset: int) -> int:
+    """The segment an offset falls in (the last whose base is at or below it; the first below them all)."""
+    return max([i for i, s in enumerate(segs) if s.base <= offset], default=0)
+
+
+def _bytes_before(seg: IndexedSegment, offset: int) -> int:
+    """Log bytes of `seg` before `offset` as its index alone tells: all of them at or past its end, else
+    the position of the last entry at or below the offset (0 when there is none)."""
+    if offset >= seg.next_offset:
+        return seg.size
+    return max([pos for off, pos in seg.entries if off <= offset], default=0)
+
+
+def byte_size(segs: list[IndexedSegment], start: int, end: int) -> int:
+    if not segs or end <= start:
+        return 0
+    i, j = _holding(segs, start), _holding(segs, end)
+    return max(0, sum(s.size for s in segs[i:j]) - _bytes_before(segs[i], start) + _bytes_before(segs[j], end))
+
+
+def split_offset(segs: list[IndexedSegment], start: int, end: int, target: int) -> int | None:
+    """The last index entry in (start, end) at most `target` log bytes past start; when none is, the first
+    past it; None when (start, end) holds no entry past start's own batch."""
+    if not segs or end <= start:
+        return None
+    first = _holding(segs, start)
+    candidates = []                                   # (offset, bytes from start), offset order
+    before = -_bytes_before(segs[first], start)
+    for s in segs[first:]:
+        if s.base >= end:
+            break
+        candidates += [(off, before + pos) for off, pos in s.entries if start < off < end and before + pos > 0]
+        before += s.size
+    # only entries before the first one past the target count: the cut never jumps over a too-far entry
+    first_far = next((k for k, (_, past) in enumerate(candidates) if past > target), len(candidates))
+    within = [off for off, _ in candidates[:first_far]]
+    if within:
+        return within[-1]
+    return candidates[first_far][0] if first_far < len(candidates) else None
+
+
+def planning(part: Path, bases: list[int], file_end: int, log_start: int, end: int) -> dict | None:
+    """Probes of both rules over [log start, committed end]: byte sizes of pairs of offsets (segment
+    bases, index entries and their neighbours, the range's ends), and cuts of those pairs at targets from
+    0 and 1 byte to past the whole range, including targets equal to an entry's exact distance (the "at
+    most" edge). None when an index is not well formed (see index_entries)."""
+    segs = indexed_segments(part, bases, file_end)
+    if segs is None or end <= log_start:
+        return None
+    points = {log_start, end} | {b for b in bases} | {o + d for s in segs for o, _ in s.entries for d in (-1, 0, 1)}
+    points = sorted(p for p in points if log_start <= p <= end)
+    if len(points) > 12:
+        step = (len(points) - 1) / 11
+        points = sorted({points[round(k * step)] for k in range(12)})
+    pairs = [(a, b) for a in points for b in points if a < b]
+    sizes = [[a, b, byte_size(segs, a, b)] for a, b in pairs]
+    cuts = []
+    for a, b in pairs[:: max(1, len(pairs) // 24)]:
+        whole = byte_size(segs, a, b)
+        exact = sorted({byte_size(segs, a, o) for s in segs for o, _ in s.entries if a < o < b})[:3]
+        for target in sorted({0, 1, whole // 2, whole, whole + 1, *exact}):
+            cuts.append([a, b, target, split_offset(segs, a, b, target)])
+    return {"byte_size": sizes, "split_offset": cuts}

@@ -10,6 +10,8 @@ ConformanceTest.java) holds the JVM reader to the same files. Here, read-only, a
   high watermark (an answer at or past it is no answer); -1 is the Python source's latest,
   min(log end, committed end), -2 the log start;
 - each segment's base, next offset, largest timestamp and sealed state (`Log.segments()`);
+- the planning rule (source/planning.py's task cuts): `Log.byte_size` and `Log.split_offset` for each
+  probe, answers from the indexes alone;
 - the verdict of the reads (a fault must be raised, of the expected kind, naming where: never fewer
   rows returned quietly) and of a full check of the files (`Log.verify()`, as `seglog verify`).
 
@@ -31,7 +33,7 @@ CASES = sorted(p.name for p in CORPUS.iterdir() if (p / "expected.json").is_file
 
 # Known disagreements of the Python core with the construction, "case/aspect" -> what differs. Each is a
 # bug to fix in the implementation (never in the corpus); remove its line with the fix. The aspects:
-# committed_end, log_start, records, offset_for_timestamp, segments, read (a fault verdict), files.
+# committed_end, log_start, records, offset_for_timestamp, segments, planning, read (a fault verdict), files.
 #
 # None of these is what the engineer fixing the JVM reader works on (torn tails, damaged lengths, a log start
 # beyond the end: those cases agree on both sides). Found by this corpus and not yet owned: marked so that
@@ -179,6 +181,26 @@ def ok_answers(log, exp: dict, committed: int, problems: dict[str, str]) -> None
             got = f"{type(exc).__name__}: {exc}"
         if got != exp["segments"]:
             problems["segments"] = f"got {got}, expected {exp['segments']}"
+    if "planning" in exp:
+        wrong = planning_problems(log, exp["planning"])
+        if wrong:
+            problems["planning"] = f"{len(wrong)} probes differ (probe, got, expected): {wrong[:6]}"
+
+
+def planning_problems(log, want: dict) -> list:
+    from seglog.errors import SeglogError
+
+    wrong = []
+    probes = [(p[:2], p[2], log.byte_size) for p in want["byte_size"]]
+    probes += [(p[:3], p[3], log.split_offset) for p in want["split_offset"]]
+    for args, expected_answer, rule in probes:
+        try:
+            got = rule(*args)
+        except (SeglogError, OSError) as exc:
+            got = f"{type(exc).__name__}: {exc}"
+        if got != expected_answer:
+            wrong.append((rule.__name__, args, got, expected_answer))
+    return wrong
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -202,11 +202,12 @@ public final class PartitionLog implements Closeable {
     }
 
     /** Log bytes of segment {@code i} before {@code offset}, from its offset index alone: its whole size
-     *  when the offset is at or past the segment's end. */
+     *  when the offset is at or past the segment's end (the last segment's up to its last whole batch: a
+     *  torn tail is no part of the log). */
     private long positionIn(int i, long offset) {
         Segment seg = segment(i);
-        if (i == bases.length - 1 ? offset >= logEndOffset() : offset >= bases[i + 1]) return seg.size();
-        return seg.floorPosition(offset);
+        if (i == bases.length - 1) return offset >= logEndOffset() ? seg.wholeBatchesEnd() : seg.floorPosition(offset);
+        return offset >= bases[i + 1] ? seg.size() : seg.floorPosition(offset);
     }
 
     /**

@@ -244,6 +244,14 @@ public final class Segment implements Closeable {
         return next;
     }
 
+    /** The file position after the last whole, valid batch: the segment's bytes without a torn tail (as the
+     *  Python core's segment size), so that sizes of a range to the log end agree on both sides. */
+    public int wholeBatchesEnd() {
+        Batches it = tail();
+        while (it.hasNext()) it.next();
+        return it.position();
+    }
+
     @Override
     public void close() {
         closeQuietly(records, timeIndexFile);

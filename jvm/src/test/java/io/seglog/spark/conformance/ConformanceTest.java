@@ -50,6 +50,8 @@ import io.seglog.spark.read.ConformanceReads;
  *       skipped;</li>
  *   <li>each segment's base, next offset, largest timestamp and sealed state ({@link Segment}; sealed is its
  *       private rule, called by reflection);</li>
+ *   <li>the planning rule (the planner's task cuts): {@link PartitionLog#byteSize} and
+ *       {@link PartitionLog#splitOffset} for each probe, answers from the indexes alone;</li>
  *   <li>the read's verdict: a fault must be thrown, of the expected kind (tests/conformance/fault_kinds.json),
  *       naming where, never fewer rows returned quietly. The "files" verdict is the Python core's full check
  *       ({@code seglog verify}), which the JVM has no counterpart of.</li>
@@ -68,7 +70,7 @@ class ConformanceTest {
     /**
      * Known disagreements of the JVM reader with the construction, "case/aspect" -> what differs. Each is a bug
      * to fix in the implementation (never in the corpus); remove its line with the fix. Aspects: committed_end,
-     * log_start, records, offset_for_timestamp, segments, read (a fault verdict).
+     * log_start, records, offset_for_timestamp, segments, planning, read (a fault verdict).
      */
     // None at present: the three this corpus found (lookups by timestamp passing over transaction markers, no
     // leader epoch check, a sealed segment without timestamps taken as inactive) were fixed in the reader.
@@ -266,6 +268,41 @@ class ConformanceTest {
                 problems.put("segments", "threw " + e.getClass().getSimpleName() + ": " + e.getMessage());
             }
         }
+        if (exp.has("planning")) {
+            List<String> differ = planningProblems(log, exp.get("planning"));
+            if (!differ.isEmpty()) {
+                problems.put("planning", differ.size() + " probes differ (probe, got, expected): "
+                    + differ.subList(0, Math.min(6, differ.size())));
+            }
+        }
+    }
+
+    /** The planning probes that differ: byte_size [start, end, bytes], split_offset [start, end, target, cut|null]. */
+    static List<String> planningProblems(PartitionLog log, JsonNode want) {
+        List<String> wrong = new ArrayList<>();
+        for (JsonNode p : want.get("byte_size")) {
+            Object got;
+            try {
+                got = log.byteSize(p.get(0).asLong(), p.get(1).asLong());
+            } catch (RuntimeException e) {
+                got = e.getClass().getSimpleName() + ": " + e.getMessage();
+            }
+            if (!Objects.equals(got, p.get(2).asLong())) wrong.add("(byte_size " + p.get(0) + " " + p.get(1) + ", " + got + ", " + p.get(2) + ")");
+        }
+        for (JsonNode p : want.get("split_offset")) {
+            Object got;
+            try {
+                long cut = log.splitOffset(p.get(0).asLong(), p.get(1).asLong(), p.get(2).asLong());
+                got = cut < 0 ? null : cut;
+            } catch (RuntimeException e) {
+                got = e.getClass().getSimpleName() + ": " + e.getMessage();
+            }
+            Long expected = p.get(3).isNull() ? null : p.get(3).asLong();
+            if (!Objects.equals(got, expected)) {
+                wrong.add("(split_offset " + p.get(0) + " " + p.get(1) + " " + p.get(2) + ", " + got + ", " + expected + ")");
+            }
+        }
+        return wrong;
     }
 
     static Map<String, Object> facts(long base, long next, long largest, boolean sealed) {
