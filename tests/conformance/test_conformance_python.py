@@ -231,5 +231,7 @@ def test_the_corpus_is_whole():
         assert files["status"] == "ok" or set(files["kinds"]) <= set(KINDS), (case, files)
         total += sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
     assert total < 2_000_000, f"the corpus is {total} bytes"
+    planned = [c for c in CASES if "planning" in json.loads((CORPUS / c / "expected.json").read_text())]
+    assert {"python-segments", "python-compacted", "torn-tail-uncommitted", "broker-codecs", "jvm-sink"} <= set(planned), planned
     for key in KNOWN_DRIFT:
         assert key.split("/", 1)[0] in CASES, f"KNOWN_DRIFT names no case: {key}"
