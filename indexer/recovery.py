@@ -210,9 +210,9 @@ def rebuild_indexes(seg: LogSegment, report: list[str]) -> None:
     seg.bytes_since_index_entry = 0
     if not len(scan.positions):
         return
+    # No msync/fsync here: an active segment's indexes need not be durable (recovery rebuilds what a
+    # crash lost), and an inactive one is sealed next, which makes them durable (docs/spec.md §3.8).
     seg.index_scanned(scan)
-    seg.offset_index.flush()
-    seg.time_index.flush()
 
 
 # ---------------------------------------------------------------------- truncation

@@ -28,6 +28,7 @@ from seglog.indexer.fsutil import create_file
 from seglog.indexer.leader_epochs import max_leader_epoch
 from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from seglog.indexer.indexes.offset_index import OffsetIndex
+from seglog.indexer.codec.kernels import native_kernels
 from seglog.indexer.codec.records import BATCH_HEADER_SIZE, INT32_MAX, NO_TIMESTAMP, parse_header, scan_batches, walk_batches
 from seglog.indexer.indexes.time_index import TimeIndex
 
@@ -36,6 +37,7 @@ _OFFSET_ENTRY = struct.Struct(">ii")
 READ_CHUNK = 4 << 20   # bytes read at a time when scanning or decoding
 HEADER_WINDOW = 16 << 10   # bytes read at a time when walking batch headers only
 FIRST_CHUNK = 64 << 10  # the first read after a seek
+_BULK_INDEX_MIN = 8     # batches from which the compiled index plan beats the rule batch by batch
 
 
 @dataclass(frozen=True)
@@ -244,11 +246,9 @@ class LogSegment:
         written = 0
         while written < len(data):  # os.pwrite may write less than asked
             written += os.pwrite(self._fd, data[written:], self.size + written)
-        base_pos = self.size - start
-        for i in range(first, last):  # per batch, never per record
-            self.index_batch(int(enc.last_offsets[i]), base_pos + int(enc.positions[i]),
-                             int(enc.positions[i + 1] - enc.positions[i]),
-                             int(enc.first_timestamps[i]), int(enc.max_timestamps[i]))
+        positions = np.asarray(enc.positions[first:last + 1], dtype=np.int64)
+        self.index_batches(enc.last_offsets[first:last], positions[:-1] + (self.size - start), np.diff(positions),
+                           enc.first_timestamps[first:last], enc.max_timestamps[first:last])
         self.size += end - start
         self.next_offset = int(enc.last_offsets[last - 1]) + 1
 
@@ -269,18 +269,41 @@ class LogSegment:
             self.bytes_since_index_entry = 0
         self.bytes_since_index_entry += size
 
+    def index_batches(self, last_offsets, positions, sizes, first_timestamps, max_timestamps) -> None:
+        """`index_batch` for each of many batches in order, with the same result: a compiled plan of the
+        rule (indexer/codec/native.py `index_plan`) and the entries stored at once (time index first, so
+        that the last time index entry always covers the batches up to the last offset index entry's,
+        the invariant `_time_index_covered` reads by); batch by batch where numba is unavailable."""
+        kernels = native_kernels()
+        if kernels is None or len(sizes) < _BULK_INDEX_MIN:
+            for i in range(len(sizes)):   # per batch, never per record
+                self.index_batch(int(last_offsets[i]), int(positions[i]), int(sizes[i]),
+                                 int(first_timestamps[i]), int(max_timestamps[i]))
+            return
+        if self.first_timestamp < 0:
+            stamped = np.flatnonzero(np.asarray(first_timestamps) >= 0)
+            if stamped.size:
+                self.first_timestamp = int(first_timestamps[stamped[0]])
+        last_offsets = np.asarray(last_offsets, dtype=np.int64)
+        picked, t_ts, t_off, self.bytes_since_index_entry, self.max_timestamp, self.offset_of_max_timestamp = \
+            kernels.index_plan(last_offsets, sizes, max_timestamps, self.config["index.interval.bytes"],
+                               self.bytes_since_index_entry, self.max_timestamp, self.offset_of_max_timestamp,
+                               self.time_index.max_timestamp(), self.base_offset)
+        self.bytes_since_index_entry, self.max_timestamp, self.offset_of_max_timestamp = (
+            int(self.bytes_since_index_entry), int(self.max_timestamp), int(self.offset_of_max_timestamp))
+        self.time_index.append_entries(t_ts, t_off)
+        self.offset_index.append_entries(last_offsets[picked], np.asarray(positions, dtype=np.int64)[picked])
+
     def index_scanned(self, scan) -> None:
         """Both indexes of the batches a scan of this segment found (`scan_batches` from position 0),
-        each through `index_batch`, the segment's first timestamp from its first batch: how recovery
+        through `index_batches`, the segment's first timestamp from its first batch: how recovery
         rebuilds a segment's indexes and how a merge builds the merged one's."""
         if not len(scan.positions):
             return
         first = parse_header(self.pread(0, BATCH_HEADER_SIZE), 0)
-        first_ts = first.base_timestamp if first.base_timestamp >= 0 else first.max_timestamp
-        sizes = scan.sizes.tolist()
-        for k, (last_offset, pos, max_ts) in enumerate(zip(scan.last_offsets.tolist(), scan.positions.tolist(),
-                                                           scan.max_timestamps.tolist())):
-            self.index_batch(last_offset, pos, sizes[k], first_ts if k == 0 else -1, max_ts)
+        first_ts = np.full(len(scan.positions), -1, dtype=np.int64)
+        first_ts[0] = first.base_timestamp if first.base_timestamp >= 0 else first.max_timestamp
+        self.index_batches(scan.last_offsets, scan.positions, scan.sizes, first_ts, scan.max_timestamps)
 
     # ------------------------------------------------------------------ the roll rule
     def fits(self, batch_bytes: int, last_offset: int, max_timestamp: int, now: int) -> bool:
@@ -585,8 +608,8 @@ def _scan_chunked(segment: LogSegment, start: int, end: int, extra: dict):
     while pos < end:
         buf = segment.pread(pos, min(READ_CHUNK, end - pos))
         if parts and extra:
-            extra = dict(extra, prev_last_offset=parts[-1].headers[-1].last_offset,
-                         min_leader_epoch=parts[-1].headers[-1].partition_leader_epoch)
+            last = parts[-1].rows[-1]    # BatchHeader's order: base offset, ..., leader epoch 2, lastOffsetDelta 6
+            extra = dict(extra, prev_last_offset=int(last[0] + last[6]), min_leader_epoch=int(last[2]))
         result = scan_batches(buf, pos, origin=pos, **extra)
         if result.valid_end == pos and len(buf) >= BATCH_HEADER_SIZE:
             try:  # a single batch larger than the chunk
@@ -609,5 +632,5 @@ def _merge(parts, error, start):
 
     if not parts:
         return ScanResult(np.zeros(0, dtype=np.int64), [], start, error)
-    return ScanResult(np.concatenate([p.positions for p in parts]), [h for p in parts for h in p.headers],
-                      parts[-1].valid_end, error)
+    return ScanResult(np.concatenate([p.positions for p in parts]), None, parts[-1].valid_end, error,
+                      rows=np.concatenate([p.rows for p in parts]))

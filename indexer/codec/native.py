@@ -642,3 +642,123 @@ def first_at_or_after(buf, pos: int, header, timestamp: int, min_offset: int) ->
     if found == -2:
         return False
     return None if found == -1 else int(found)
+
+
+# ---------------------------------------------------------------------------------------------
+# the index rule over many batches (`LogSegment.index_batches`; the reference is `index_batch`)
+
+@njit(**_JIT)
+def _index_plan(last_offsets, sizes, max_timestamps, interval, bytes_since, max_seen, offset_of_max,
+                last_time_ts, skip_time_offset):
+    """Kafka's index rule over batches in order, from the segment's state: which batches get an offset
+    index entry (their indices), the time index entries written with them (timestamp, offset: the
+    largest timestamp so far when it grew past the last entry's, never (0, skip_time_offset)), and the
+    state after the last batch. The same decisions as `LogSegment.index_batch` one batch at a time."""
+    n = len(sizes)
+    picked = np.empty(n, np.int64)
+    t_ts = np.empty(n, np.int64)
+    t_off = np.empty(n, np.int64)
+    k = 0
+    t = 0
+    for b in range(n):
+        if max_timestamps[b] > max_seen:
+            max_seen = max_timestamps[b]
+            offset_of_max = last_offsets[b]
+        if bytes_since > interval:
+            picked[k] = b
+            k += 1
+            # last_time_ts is -1 for an empty index: a segment without timestamps (max_seen -1) writes none
+            if max_seen > last_time_ts and not (max_seen == 0 and offset_of_max == skip_time_offset):
+                t_ts[t] = max_seen
+                t_off[t] = offset_of_max
+                t += 1
+                last_time_ts = max_seen
+            bytes_since = 0
+        bytes_since += sizes[b]
+    return picked[:k], t_ts[:t], t_off[:t], bytes_since, max_seen, offset_of_max
+
+
+def index_plan(last_offsets, sizes, max_timestamps, interval: int, bytes_since: int, max_seen: int,
+               offset_of_max: int, last_time_ts: int, skip_time_offset: int):
+    return _index_plan(np.ascontiguousarray(last_offsets, dtype=np.int64), np.ascontiguousarray(sizes, dtype=np.int64),
+                       np.ascontiguousarray(max_timestamps, dtype=np.int64), np.int64(interval), np.int64(bytes_since),
+                       np.int64(max_seen), np.int64(offset_of_max), np.int64(last_time_ts), np.int64(skip_time_offset))
+
+
+# ---------------------------------------------------------------------------------------------
+# the batch walk (`records.scan_batches`; the reference is `records.walk_batches`)
+
+HEADER_FIELDS = 13       # records.BatchHeader's fields, in its order
+TORN_HEADER = 2          # the walk stopped where fewer than a header's bytes are left before `end`
+PAST_END = 3             # the walk stopped at a sound header whose batch runs past `end`
+
+
+@njit(**_JIT)
+def _walk(a, start, end, has_prev, prev_last, dense, has_min, min_epoch, has_max, max_epoch):
+    """The batches of a[start:end] while every check of `records.walk_batches` but the CRC holds: their
+    positions, their header fields (one row each, BatchHeader's order) and the stored CRCs are the
+    caller's to check. Returns (positions, rows, count, the position after the last batch kept,
+    status): OK when the walk reached `end`; TORN_HEADER or PAST_END when it stopped there for that
+    reason, the first two checks of the reference (a chunked read's normal end); ERROR for any other
+    fault (the caller reruns the reference walk, which says what the fault is)."""
+    cap = 64
+    positions = np.empty(cap, np.int64)
+    rows = np.empty((cap, HEADER_FIELDS), np.int64)
+    n = 0
+    pos = start
+    while pos < end:
+        if pos + _HEADER > end:
+            return positions, rows, n, pos, TORN_HEADER
+        if not _header_ok(a, pos):
+            return positions, rows, n, pos, ERROR
+        blen = _get_be(a, pos + BATCH_LENGTH_OFFSET, 4)
+        size = blen + LOG_OVERHEAD
+        if pos + size > end:
+            return positions, rows, n, pos, PAST_END
+        base = _get_be(a, pos, 8)
+        if has_prev and (base <= prev_last or (dense and base != prev_last + 1)):
+            return positions, rows, n, pos, ERROR
+        epoch = _get_be(a, pos + PARTITION_LEADER_EPOCH_OFFSET, 4)
+        if (has_min and epoch < min_epoch) or (has_max and epoch > max_epoch):
+            return positions, rows, n, pos, ERROR
+        if n == cap:
+            cap *= 2
+            grown = np.empty(cap, np.int64)
+            grown[:n] = positions[:n]
+            positions = grown
+            grown_rows = np.empty((cap, HEADER_FIELDS), np.int64)
+            grown_rows[:n] = rows[:n]
+            rows = grown_rows
+        lod = _get_be(a, pos + LAST_OFFSET_DELTA_OFFSET, 4)
+        positions[n] = pos
+        r = rows[n]
+        r[0] = base
+        r[1] = blen
+        r[2] = epoch
+        r[3] = a[pos + MAGIC_OFFSET]
+        r[4] = _get_be(a, pos + CRC_OFFSET, 4) & 0xFFFFFFFF
+        r[5] = _get_be(a, pos + ATTRIBUTES_OFFSET, 2)
+        r[6] = lod
+        r[7] = _get_be(a, pos + BASE_TIMESTAMP_OFFSET, 8)
+        r[8] = _get_be(a, pos + MAX_TIMESTAMP_OFFSET, 8)
+        r[9] = _get_be(a, pos + PRODUCER_ID_OFFSET, 8)
+        r[10] = _get_be(a, pos + PRODUCER_EPOCH_OFFSET, 2)
+        r[11] = _get_be(a, pos + BASE_SEQUENCE_OFFSET, 4)
+        r[12] = _get_be(a, pos + RECORD_COUNT_OFFSET, 4)
+        n += 1
+        has_prev = True
+        prev_last = base + lod
+        if has_min:
+            min_epoch = epoch
+        pos += size
+    return positions, rows, n, pos, OK
+
+
+def walk(buf: np.ndarray, start: int, end: int, prev_last_offset, dense: bool, min_leader_epoch, max_leader_epoch):
+    """`_walk` over a uint8 array, None standing for "not given" as in `records.walk_batches`."""
+    positions, rows, n, valid_end, status = _walk(
+        buf, np.int64(start), np.int64(end), prev_last_offset is not None,
+        np.int64(-1 if prev_last_offset is None else prev_last_offset), bool(dense),
+        min_leader_epoch is not None, np.int64(0 if min_leader_epoch is None else min_leader_epoch),
+        max_leader_epoch is not None, np.int64(0 if max_leader_epoch is None else max_leader_epoch))
+    return positions[:n], rows[:n], int(valid_end), status

@@ -199,20 +199,48 @@ def check_crc(buf, pos: int, header: BatchHeader) -> bool:
 # ---------------------------------------------------------------------------------------------
 # scanning a log region
 
-@dataclass(slots=True)
 class ScanResult:
     """What `scan_batches` found: the good batches from the start, in order, and the first fault.
 
     Invariant: `positions[i]` + `headers[i].size` == `positions[i + 1]`, and `valid_end` is the byte
-    position after the last good batch (the start position when none is good)."""
-    positions: np.ndarray             # int64, start of each good batch
-    headers: list[BatchHeader]
-    valid_end: int
-    error: str | None                 # None when the walk reached `end` cleanly
+    position after the last good batch (the start position when none is good).
+
+    The headers are held either as BatchHeader tuples or, from the compiled walk, as one int64 row
+    per batch in BatchHeader's field order (`rows`): the column properties read the rows directly,
+    and `headers` builds the tuples only when asked."""
+    __slots__ = ("positions", "_headers", "_rows", "valid_end", "error")
+
+    def __init__(self, positions: np.ndarray, headers: list[BatchHeader] | None, valid_end: int, error: str | None,
+                 rows: np.ndarray | None = None):
+        self.positions = positions    # int64, start of each good batch
+        self._headers = headers
+        self._rows = rows
+        self.valid_end = valid_end
+        self.error = error            # None when the walk reached `end` cleanly
+
+    @property
+    def headers(self) -> list[BatchHeader]:
+        if self._headers is None:
+            self._headers = [BatchHeader._make(r) for r in self._rows.tolist()]
+        return self._headers
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The headers as an (n, 13) int64 array, BatchHeader's field order."""
+        if self._rows is None:
+            self._rows = np.array(self._headers, dtype=np.int64).reshape(len(self._headers), len(BatchHeader._fields))
+        return self._rows
 
     def _col(self, field: str) -> np.ndarray:
-        return np.fromiter((getattr(h, field) for h in self.headers), dtype=np.int64,
-                           count=len(self.headers))
+        if self._rows is None:
+            return np.fromiter((getattr(h, field) for h in self._headers), dtype=np.int64,
+                               count=len(self._headers))
+        r = self._rows
+        if field == "last_offset":
+            return r[:, 0] + r[:, 6]
+        if field == "size":
+            return r[:, 1] + LOG_OVERHEAD
+        return r[:, _FIELD[field]].copy()
 
     @property
     def base_offsets(self) -> np.ndarray:
@@ -241,7 +269,13 @@ class ScanResult:
     @property
     def next_offset(self) -> int | None:
         """The offset after the last good batch, or None when there is none."""
-        return self.headers[-1].next_offset if self.headers else None
+        if not len(self.positions):
+            return None
+        return self.headers[-1].next_offset if self._rows is None else int(self._rows[-1, 0] + self._rows[-1, 6] + 1)
+
+
+_FIELD = {name: i for i, name in enumerate(BatchHeader._fields)}
+_COMPILED_WALK_MIN = 64 << 10   # bytes from which the compiled walk pays for its call
 
 
 def scan_batches(buf, start: int, end: int | None = None, *, check_crc: bool = True,
@@ -270,6 +304,13 @@ def scan_batches(buf, start: int, end: int | None = None, *, check_crc: bool = T
     if view.ndim != 1 or view.itemsize != 1:
         view = view.cast("B")
     crc = _crc32c.crc32c
+    kernels = native_kernels() if end - start >= _COMPILED_WALK_MIN else None
+    if kernels is not None:
+        fast = _compiled_scan(kernels, view, start, end, origin, check_crc, prev_last_offset, dense,
+                              min_leader_epoch, max_leader_epoch)
+        if fast is not None:
+            view.release()
+            return fast
     try:
         return walk_batches(lambda pos: (view, pos - origin), start, end,
                             (lambda pos, size: crc(view[pos - origin + ATTRIBUTES_OFFSET:pos - origin + size]))
@@ -278,6 +319,33 @@ def scan_batches(buf, start: int, end: int | None = None, *, check_crc: bool = T
                             max_leader_epoch=max_leader_epoch)
     finally:
         view.release()
+
+
+def _compiled_scan(kernels, view, start, end, origin, check_crc, prev_last_offset, dense, min_leader_epoch,
+                   max_leader_epoch) -> ScanResult | None:
+    """scan_batches through the compiled walk (indexer/codec/native.py) and the crc32c library: the
+    result of a clean walk, or None when anything is wrong (the reference walk then says what, where)."""
+    a = kernels.readonly(np.frombuffer(view, dtype=np.uint8))
+    positions, rows, valid_end, status = kernels.walk(a, start - origin, end - origin, prev_last_offset, dense,
+                                                      min_leader_epoch, max_leader_epoch)
+    if status not in (kernels.OK, kernels.TORN_HEADER, kernels.PAST_END):
+        return None
+    if check_crc:
+        crc = _crc32c.crc32c
+        at, stored = ATTRIBUTES_OFFSET, rows[:, 4].tolist()
+        for k, (pos, size) in enumerate(zip(positions.tolist(), (rows[:, 1] + LOG_OVERHEAD).tolist())):
+            if crc(view[pos + at:pos + size]) != stored[k]:
+                return None
+    pos = valid_end + origin
+    error = None          # the reference walk's words for the two stops the compiled walk names
+    if status == kernels.TORN_HEADER:
+        error = (f"torn batch header at position {pos}: {end - pos} bytes left, "
+                 f"a header needs {BATCH_HEADER_SIZE}")
+    elif status == kernels.PAST_END:
+        header = BatchHeader._make(HEADER_STRUCT.unpack_from(view, valid_end))
+        error = (f"batch at position {pos} (offset {header.base_offset}) has length {header.size}, "
+                 f"past the end at {end}")
+    return ScanResult(positions + origin, None, pos, error, rows=rows)
 
 
 def walk_batches(header_at, start: int, end: int, crc_at=None, *, prev_last_offset: int | None = None,

@@ -225,6 +225,27 @@ class MmapIndex:
         if slot >= self._slots:
             self.reserve()
 
+    def _store_entries(self, rows: np.ndarray, limit: int, marker: str) -> None:
+        """Append `rows` (ENTRY_DTYPE, already checked by the subclass) after the valid entries: every
+        slot is made room for before the first store, or IndexFullError and nothing is written; every
+        field but `marker` is stored for all rows first, the marker fields last, so a concurrent reader
+        (or a crash) sees whole entries and zeros, never a marker without its payload."""
+        n, k = self._entries, len(rows)
+        if not k:
+            return
+        if n + k > limit:
+            raise IndexFullError(f"{self._path} is full ({n} entries of {limit}, {k} more asked): roll the segment")
+        self._room_for(n + k - 1)
+        if n + k > self._slots:
+            raise IndexFullError(f"{self._path} is full ({n} entries of {self._slots}, {k} more asked): roll the segment")
+        dst = np.frombuffer(self._mm, dtype=self.ENTRY_DTYPE, count=k, offset=n * self.ENTRY_SIZE)
+        for name in self.ENTRY_DTYPE.names:
+            if name != marker:
+                dst[name] = rows[name]
+        dst[marker] = rows[marker]
+        del dst        # no view may outlive the map (trim and resize remap it)
+        self._entries = n + k
+
     # ---- counting ---------------------------------------------------------------------------
     def _marker_at(self, slot: int) -> int:
         """The marker of a slot read with pread (0 past the end of the file: never SIGBUS)."""

@@ -118,6 +118,38 @@ class OffsetIndex(MmapIndex):
         _INT32.pack_into(self._mm, at + 4, position)  # marker last: now it is an entry
         self._entries = n + 1
 
+    def append_entries(self, offsets: np.ndarray, positions: np.ndarray) -> None:
+        """`append` of many entries at once (an index rebuilt, a bulk append): the same checks on all of
+        them before anything is stored, so a refused call changes nothing."""
+        self._check_writable()
+        offsets, positions = np.asarray(offsets, dtype=np.int64), np.asarray(positions, dtype=np.int64)
+        if not len(offsets):
+            return
+        rel = offsets - self._base
+        bad = np.flatnonzero((rel < 0) | (rel > INT32_MAX))
+        if bad.size:
+            raise IndexOffsetOverflowError(
+                f"offset {offsets[bad[0]]} does not fit {self._path}: allowed {self._base} to "
+                f"{self._base + INT32_MAX} (relative offsets are int32)")
+        bad = np.flatnonzero((positions <= 0) | (positions > INT32_MAX))
+        if bad.size:
+            raise InvalidIndexEntryError(
+                f"position {positions[bad[0]]} for offset {offsets[bad[0]]} refused by {self._path}: positions "
+                f"are 1 to {INT32_MAX} (the first batch of a segment, at 0, is never indexed)")
+        last = self.last_entry()
+        prev_rel = np.concatenate(([-1 if last is None else last[0] - self._base], rel[:-1]))
+        prev_pos = np.concatenate(([0 if last is None else last[1]], positions[:-1]))
+        bad = np.flatnonzero((rel <= prev_rel) | (positions <= prev_pos))
+        if bad.size:
+            i = bad[0]
+            raise InvalidIndexEntryError(
+                f"entry (offset {offsets[i]}, position {positions[i]}) refused by {self._path}: entries must be "
+                f"strictly increasing in both fields; the entry before is (offset {self._base + prev_rel[i]}, "
+                f"position {prev_pos[i]})")
+        rows = np.empty(len(offsets), dtype=self.ENTRY_DTYPE)
+        rows["rel"], rows["pos"] = rel, positions
+        self._store_entries(rows, self.max_entries, marker="pos")
+
     def truncate_to(self, offset: int) -> None:
         """Drop every entry whose offset is >= offset (their slots are zeroed)."""
         self._check_writable()

@@ -159,6 +159,33 @@ class TimeIndex(MmapIndex):
         self._entries += 1
         return True
 
+    def append_entries(self, timestamps: np.ndarray, offsets: np.ndarray) -> None:
+        """Entries that `maybe_append` would each append (timestamps strictly rising above the last
+        entry's, offsets rising, never (0, base)), stored at once after the same checks on all of
+        them, so a refused call changes nothing. The last slot stays kept for the seal entry."""
+        self._check_writable()
+        timestamps, offsets = np.asarray(timestamps, dtype=np.int64), np.asarray(offsets, dtype=np.int64)
+        if not len(timestamps):
+            return
+        rel = offsets - self._base
+        bad = np.flatnonzero((rel < 0) | (rel > INT32_MAX))
+        if bad.size:
+            raise IndexOffsetOverflowError(
+                f"offset {offsets[bad[0]]} does not fit {self._path}: allowed {self._base} to "
+                f"{self._base + INT32_MAX} (relative int32 from the base)")
+        last = self.last_entry()
+        prev_ts = np.concatenate(([NO_TIMESTAMP if last is None else last[0]], timestamps[:-1]))
+        prev_off = np.concatenate(([self._base - 1 if last is None else last[1]], offsets[:-1]))
+        bad = np.flatnonzero((timestamps <= prev_ts) | (offsets <= prev_off) | ((timestamps == 0) & (rel == 0)))
+        if bad.size:
+            i = bad[0]
+            raise InvalidIndexEntryError(
+                f"entry (timestamp {timestamps[i]}, offset {offsets[i]}) refused by {self._path}: entries must "
+                f"rise in both fields after ({prev_ts[i]}, {prev_off[i]}), and (0, base) is never written")
+        rows = np.empty(len(timestamps), dtype=self.ENTRY_DTYPE)
+        rows["ts"], rows["rel"] = timestamps, rel
+        self._store_entries(rows, self.max_entries - 1, marker="rel")
+
     def seal_entry(self, max_timestamp: int, offset_of_max: int) -> bool:
         """Write the seal entry (the segment's largest timestamp, the last offset of the first batch
         holding it) if the last entry does not already hold that timestamp, as Kafka does when a
