@@ -28,7 +28,7 @@ import crc32c as _crc32c
 
 from seglog.indexer.codec.batch_layout import (ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, CRC_OFFSET,
                                                DELETE_HORIZON_FLAG_MASK, LOG_OVERHEAD)
-from seglog.indexer.codec.columns import _inflate_in_range, decode_to_arrow, encode_sparse_batches
+from seglog.indexer.codec.columns import inflate_in_range, decode_to_arrow, encode_sparse_batches
 from seglog.indexer.codec.compression import deflate_batch
 from seglog.indexer.compaction.offset_map import clean_kernels, key_positions
 from seglog.indexer.codec.records import (COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, INT64_MAX, LOG_APPEND_TIME,
@@ -125,7 +125,7 @@ def _uncompressed(buf, scan):
     view = memoryview(buf)
     if view.ndim != 1 or view.format != "B":
         view = view.cast("B")
-    inflated = _inflate_in_range(view, scan.positions, 0, INT64_MAX)
+    inflated = inflate_in_range(view, scan.positions, 0, INT64_MAX)
     if inflated is None:
         return np.frombuffer(view, dtype=np.uint8), np.asarray(scan.positions, dtype=np.int64), False
     data, positions, _ = inflated
