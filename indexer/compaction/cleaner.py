@@ -126,7 +126,7 @@ def clean_log(log, *, now: int | None = None, dedupe_buffer_bytes: int = DEFAULT
     fates = TransactionFates(log._control_markers)
 
     # 1. The offset map over the dirty section, whole segments, within the budget.
-    builder = OffsetMapBuilder(dedupe_buffer_bytes, plan.first_dirty)
+    builder = OffsetMapBuilder(dedupe_buffer_bytes, plan.first_dirty, most_bytes=plan.dirty_bytes)
     open_txn = False
     for f in facts[:-1]:
         if f.base < plan.first_dirty or f.next_offset > plan.first_uncleanable:

@@ -10,7 +10,8 @@ never a record, and the map holds more keys than Kafka's when keys are shorter t
 
 Memory (`memory_of`) is exactly what the arrays hold: key bytes + 24 per entry + 4 per table slot +
 16 per undo entry (the value an entry had before the segment being added, kept to roll it back).
-The arrays are reserved at sizes the budget allows and only the pages written are ever resident.
+The arrays are reserved at the sizes the budget and the dirty section allow, and only the pages
+written are ever resident.
 Invariants:
 - `memory_bytes` <= the budget given to `OffsetMapBuilder`; segments are added whole, and one that
   would overflow the budget is refused (`end_segment` returns False, the map as before it), so the
@@ -29,6 +30,7 @@ ENTRY_BYTES = 24            # hash + offset + arena start
 SLOT_BYTES = 4              # int32 entry number + 1 (0 = empty)
 UNDO_BYTES = 16             # entry number + its offset before the segment
 MIN_SLOTS = 16
+MIN_RECORD_BYTES = 7        # a record's smallest encoding: length, attributes, deltas, key and value lengths, headers
 
 
 def clean_kernels():
@@ -92,7 +94,9 @@ class OffsetMapBuilder:
     `add(a, kpos, klen, offsets)` for the records of each chunk the map takes, then
     `end_segment(next_offset)` (or `drop_segment()`), then `build()`."""
 
-    def __init__(self, budget: int, start: int):
+    def __init__(self, budget: int, start: int, most_bytes: int | None = None):
+        """`most_bytes`: the size of what will be mapped, when known (the dirty section's bytes): no
+        array is reserved larger than that can fill (a budget far above it reserves nothing more)."""
         self.budget = budget
         self.end = start
         self.peak_bytes = 0
@@ -106,14 +110,17 @@ class OffsetMapBuilder:
             self._undo: dict[bytes, int | None] = {}
             return
         self._table = np.zeros(MIN_SLOTS, np.int32)
-        cap = max(0, budget // ENTRY_BYTES)
-        # Reserved, not resident: np.empty maps pages only as the map writes them.
+        # Reserved, not resident: np.empty maps pages only as the map writes them. A record takes at
+        # least MIN_RECORD_BYTES of the log, so most_bytes bounds the keys, entries and undo entries.
+        most = max(0, budget) if most_bytes is None else max(0, min(budget, most_bytes))
+        cap = min(max(0, budget // ENTRY_BYTES), most // MIN_RECORD_BYTES + 1)
+        undo = min(max(0, budget // UNDO_BYTES), most // MIN_RECORD_BYTES + 1)
         self._hashes = np.empty(cap, np.uint64)
         self._offsets = np.empty(cap, np.int64)
         self._kstart = np.zeros(cap + 1, np.int64)
-        self._arena = np.empty(max(0, budget), np.uint8)
-        self._undo_e = np.empty(max(0, budget // UNDO_BYTES), np.int64)
-        self._undo_o = np.empty(max(0, budget // UNDO_BYTES), np.int64)
+        self._arena = np.empty(most, np.uint8)
+        self._undo_e = np.empty(undo, np.int64)
+        self._undo_o = np.empty(undo, np.int64)
         self._state = np.array([0, 0, 0, start], np.int64)
 
     def _used(self, undo: int) -> int:

@@ -214,3 +214,13 @@ def test_a_structural_fault_behind_a_good_crc_raises_and_changes_nothing(tmp_pat
             log.clean(BASE_TS + 1000, force=True)
     assert _files(part) == before
     assert os.environ.get("SEGLOG_NO_NUMBA") is None
+
+
+def test_a_budget_far_above_the_machine_reserves_only_what_the_dirty_section_can_need(tmp_path, monkeypatch):
+    monkeypatch.delenv("SEGLOG_NO_NUMBA", raising=False)
+    with Log.open(tmp_path / "t-0", {"cleanup.policy": "compact", "segment.bytes": 2000}) as log:
+        for i in range(30):
+            log.append([Record(b"k%d" % (i % 4), b"v" * 40, BASE_TS + i)])
+        log.roll()
+        res = log.clean(BASE_TS + 1000, dedupe_buffer_bytes=1 << 46, force=True)   # 64 TiB
+    assert res.cleaned and res.map_entries == 4
