@@ -6,7 +6,9 @@ key's 64-bit hash, latest offset and arena start (24 bytes), and an open-address
 entry numbers kept at most half full. Unlike Kafka's SkimpyOffsetMap, which keeps only a 16-byte
 MD5 of each key and accepts that two keys with one hash become one (the older key's latest record
 then dropped), this map keeps the keys themselves and compares them whole: a collision costs a probe,
-never a record, and the map holds more keys than Kafka's when keys are shorter than 16 bytes.
+never a record. The price is room: a 12-byte key takes 44-52 bytes here (its bytes, 24, a table
+slot or two), about 27 in Kafka's map (24 bytes a slot at a 0.9 load) whatever the key's length; a
+dirty section with more keys than the budget holds is cleaned over several passes, as in Kafka.
 
 Memory (`memory_of`) is exactly what the arrays hold: key bytes + 24 per entry + 4 per table slot +
 16 per undo entry (the value an entry had before the segment being added, kept to roll it back).
