@@ -145,6 +145,15 @@ def summary_markdown(results: Path) -> str:
                         f"+{c['peak_rss_growth_mb']:.0f} MB (map {c['map_mb']:.1f} MB, budget {c['dedupe_budget_mb']:.0f} MB) "
                         f"| raw read {c['raw_read_mb_per_s_median']:.0f} MB/s | x{r['median']:.3f} "
                         f"(min {r['min']:.3f}, max {r['max']:.3f}) | | |")
+    ck = _load(results, "cleaner_vs_kafka")
+    if ck:
+        r = ck["seglog_vs_kafka"]
+        worst = max(m["growth_mib"] - m["budget_mib"] for m in ck["memory"])
+        rows.append(f"| compaction clean vs Kafka's LogCleaner, {ck['dirty_mib']:.0f} MiB dirty ({ck['records']:,} "
+                    f"records, {ck['keys']:,} keys) | {ck['seglog_mib_per_s_median']:.0f} MiB/s; `seglog compact` "
+                    f"RSS growth at most budget +{worst:.0f} MiB | Kafka {ck['kafka_mib_per_s_median']:.0f} MiB/s | "
+                    f"x{r['median']:.2f} (min {r['min']:.2f}, max {r['max']:.2f}) | >= 1, RSS <= budget + 64 MiB | "
+                    f"{_ok(r['median'], 1.0)}, {_ok(worst, 64, False)} |")
     note = ("Measured on the 2-core development machine, sometimes while other work ran (load average at "
             "the start of each part: " + "; ".join(meta) + "): absolute figures are noisy, every ratio is "
             "taken within one run.")

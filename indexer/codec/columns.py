@@ -584,7 +584,7 @@ def decode_to_arrow(buf, batch_positions, *, start_offset: int, end_offset: int)
     view = memoryview(buf)
     if view.ndim != 1 or view.format != "B":      # Arrow buffers export signed 'b': bytes as ints < 0
         view = view.cast("B")
-    inflated = _inflate_in_range(view, batch_positions, int(start_offset), int(end_offset))
+    inflated = inflate_in_range(view, batch_positions, int(start_offset), int(end_offset))
     if inflated is None:
         return _decode(view, batch_positions, start_offset, end_offset)
     data, positions, origins = inflated
@@ -604,7 +604,7 @@ def _decode(view: memoryview, batch_positions, start_offset: int, end_offset: in
     return _decode_numpy(view, batch_positions, start_offset, end_offset)
 
 
-def _inflate_in_range(view: memoryview, batch_positions, start: int, end: int):
+def inflate_in_range(view: memoryview, batch_positions, start: int, end: int):
     """None when no batch holding offsets in [start, end) is compressed (the common case, checked
     with one vectorised look at each batch's codec bits); else (bytes, positions, original positions)
     of just the batches in range, the compressed ones inflated (indexer.codec.compression): the record

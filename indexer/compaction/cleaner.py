@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from seglog.errors import CompactionError
 from seglog.indexer.compaction import clean_plan, clean_swap
 from seglog.indexer.codec.batch_layout import TRANSACTIONAL_FLAG_MASK
-from seglog.indexer.compaction.clean_batches import FilterContext, aborted_batches, filter_chunk, keys_and_offsets
+from seglog.indexer.compaction.clean_batches import FilterContext, aborted_batches, filter_chunk, map_chunk
 from seglog.indexer.compaction.cleaner_checkpoint import cleaner_offset, set_cleaner_offset
 from seglog.indexer.names import CLEANED_SUFFIX
 from seglog.indexer.compaction.offset_map import OffsetMapBuilder
@@ -126,19 +126,21 @@ def clean_log(log, *, now: int | None = None, dedupe_buffer_bytes: int = DEFAULT
     fates = TransactionFates(log._control_markers)
 
     # 1. The offset map over the dirty section, whole segments, within the budget.
-    builder = OffsetMapBuilder(dedupe_buffer_bytes, plan.first_dirty)
+    builder = OffsetMapBuilder(dedupe_buffer_bytes, plan.first_dirty, most_bytes=plan.dirty_bytes)
     open_txn = False
     for f in facts[:-1]:
         if f.base < plan.first_dirty or f.next_offset > plan.first_uncleanable:
             continue
         seg = log.segment(f.base)
-        parts = []
         for _, buf, scan in read_checked(seg, 0, seg.base_offset - 1):
             if _open_transaction(scan, fates):
                 open_txn = True       # Kafka cleans only below the first unstable offset
                 break
-            parts.append(keys_and_offsets(buf, scan, aborted_batches(scan, fates), plan.first_dirty))
-        if open_txn or not builder.add_segment(parts, f.next_offset):
+            map_chunk(buf, scan, aborted_batches(scan, fates), plan.first_dirty, builder)
+        if open_txn:
+            builder.drop_segment()
+            break
+        if not builder.end_segment(f.next_offset):
             break
         result.dirty_bytes_cleaned += f.size
     result.map_peak_bytes = builder.peak_bytes
