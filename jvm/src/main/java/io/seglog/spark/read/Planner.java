@@ -19,8 +19,10 @@ import io.seglog.spark.format.CommitLogReader;
 import io.seglog.spark.format.DataLossException;
 import io.seglog.spark.format.LogStartBeyondEndException;
 import io.seglog.spark.format.LogStartCheckpoint;
+import io.seglog.spark.format.OffsetGaps;
 import io.seglog.spark.format.PartitionLog;
 import io.seglog.spark.format.SegmentGoneException;
+import io.seglog.spark.format.SegmentListings;
 import io.seglog.spark.format.TopicLayout;
 
 /**
@@ -278,7 +280,7 @@ public final class Planner {
             try {
                 long total = 0;
                 List<PartitionRange> nonEmpty = new ArrayList<>();
-                for (PartitionRange r : resolveAll(o, bounds, logs, loss)) {
+                for (PartitionRange r : resolveAll(o, bounds, logs, loss, SegmentListings.NONE)) {
                     if (r.start >= r.end) continue;
                     PartitionRange sized = r.sized();
                     total += sized.bytes;
@@ -292,11 +294,14 @@ public final class Planner {
         });
     }
 
-    /** Every kept partition's range; the logs opened are added to {@code logs} (the caller closes them). */
-    static List<PartitionRange> resolveAll(ReadOptions o, ScanBounds bounds, List<PartitionLog> logs, DataLoss loss) {
+    /** Every kept partition's range; the logs opened are added to {@code logs} (the caller closes them);
+     *  folders are looked at through {@code listings} (a stream's kept listings, or none). */
+    static List<PartitionRange> resolveAll(ReadOptions o, ScanBounds bounds, List<PartitionLog> logs, DataLoss loss,
+                                           SegmentListings listings) {
         Map<String, List<Integer>> layout = checkLayout(o);
         Path root = Paths.get(o.root);
         Map<String, Long> checkpoint = LogStartCheckpoint.read(root);
+        OffsetGaps gaps = OffsetGaps.at(root);
         List<PartitionRange> ranges = new ArrayList<>();
         for (Map.Entry<String, List<Integer>> e : layout.entrySet()) {
             String topic = e.getKey();
@@ -317,7 +322,7 @@ public final class Planner {
                     }
                     continue;
                 }
-                PartitionLog log = PartitionLog.open(root, topic, p, checkpoint.getOrDefault(topic + "-" + p, 0L));
+                PartitionLog log = PartitionLog.open(root, topic, p, checkpoint.getOrDefault(topic + "-" + p, 0L), gaps, listings);
                 logs.add(log);
                 long committed = ends.getOrDefault(p, log.logStartOffset());
                 ranges.add(resolve(o, bounds, topic, p, log, committed, loss));
