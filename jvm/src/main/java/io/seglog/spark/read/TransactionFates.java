@@ -93,6 +93,7 @@ final class TransactionFates {
     }
 
     private long firstOpen(long scanFrom, long from, long end) {
+        if (scanFrom >= end) return end;     // all decided: no segment to read
         for (int i = log.segmentIndexFor(scanFrom); i < log.segmentCount() && log.base(i) < end; i++) {
             Segment seg = log.segment(i);
             Segment.Batches it = seg.batchesHolding(Math.max(scanFrom, seg.base), end);
