@@ -31,7 +31,6 @@ import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow
 
 import org.apache.kafka.common.TopicPartition;
 
-import io.seglog.spark.format.CommitLogReader;
 import io.seglog.spark.format.LogStartBeyondEndException;
 import io.seglog.spark.format.LogStartCheckpoint;
 import io.seglog.spark.format.OffsetGaps;
@@ -52,7 +51,8 @@ import io.seglog.spark.format.SegmentListings;
  *
  * <p>A trigger's driver cost follows the partitions, not the history they retain (issue 24): the stream
  * lives for the query, and keeps per partition what a later trigger can reuse: the folders' segment
- * listings (listed again only when a folder changed: {@link SegmentListings}) and, for read_committed,
+ * listings (listed again only when a folder changed: {@link SegmentListings}), the commit logs followed
+ * from the seq seen last ({@link LogLooks}) and, for read_committed,
  * what is known of transactions' fates ({@link TransactionFates}). Neither hides a change: a segment gone
  * under a kept listing makes every driver path forget the listings and list again ({@link #retrying}).
  */
@@ -72,7 +72,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
     private long lastTriggerMs = System.currentTimeMillis();
     private final Supplier<Configuration> hadoopConf;
     private final IntSupplier cores;
-    private final SegmentListings listings = SegmentListings.kept();
+    private final LogLooks looks = LogLooks.kept();
     private final Map<TopicPartition, TransactionFates> fates = new ConcurrentHashMap<>();   // read_committed
 
     SeglogMicroBatchStream(ReadOptions opts, String checkpointLocation) {
@@ -136,7 +136,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
         Map<String, TreeMap<Integer, Long>> out = new TreeMap<>();
         List<PartitionLog> logs = new ArrayList<>();
         try {
-            for (PartitionRange r : Planner.resolveAll(read, ScanBounds.NONE, logs, loss, listings)) {
+            for (PartitionRange r : Planner.resolveAll(read, ScanBounds.NONE, logs, loss, looks)) {
                 out.computeIfAbsent(r.topic, k -> new TreeMap<>()).put(r.partition, ends ? r.end : r.start);
             }
         } finally {
@@ -169,7 +169,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
             try {
                 return attempt.get();
             } catch (SegmentGoneException | LogStartBeyondEndException e) {
-                listings.forget();
+                looks.forget();
                 throw e;
             }
         });
@@ -260,7 +260,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                 long end = p.getValue();
                 if (begin < end && Files.isDirectory(root.resolve(t.getKey() + "-" + p.getKey()))) {
                     try (PartitionLog log = PartitionLog.open(root, t.getKey(), p.getKey(),
-                            checkpointed.getOrDefault(t.getKey() + "-" + p.getKey(), 0L), gaps, listings)) {
+                            checkpointed.getOrDefault(t.getKey() + "-" + p.getKey(), 0L), gaps, looks.listings)) {
                         TransactionFates known = fates.computeIfAbsent(new TopicPartition(t.getKey(), p.getKey()),
                             k -> new TransactionFates());
                         end = known.lastStableOffset(log, Math.max(begin, log.logStartOffset()), end);
@@ -336,7 +336,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                 long total = 0;
                 for (Map.Entry<String, TreeMap<Integer, Long>> t : end.offsets.entrySet()) {
                     String topic = t.getKey();
-                    Map<Integer, Long> committed = CommitLogReader.committedEnds(root, topic);
+                    Map<Integer, Long> committed = looks.committedEnds(root, topic);
                     for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
                         int partition = p.getKey();
                         long until = p.getValue();
@@ -349,7 +349,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                             continue;
                         }
                         PartitionLog log = PartitionLog.open(root, topic, partition,
-                            checkpointed.getOrDefault(topic + "-" + partition, 0L), gaps, listings);
+                            checkpointed.getOrDefault(topic + "-" + partition, 0L), gaps, looks.listings);
                         logs.add(log);
                         log.requireStartWithinEnd();
                         long logStart = log.logStartOffset();
