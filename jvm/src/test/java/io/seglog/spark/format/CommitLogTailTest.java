@@ -31,10 +31,11 @@ class CommitLogTailTest {
         CommitLogReader.Tail tail = new CommitLogReader.Tail(root, "t");
         assertEquals(Map.of(), tail.committedEnds());
         long end = 0;
-        for (int round = 0; round < 6; round++) {
-            int commits = new int[] {1, 0, 3, 40, 2, 1}[round];
+        for (int round = 0; round < 7; round++) {
+            int commits = new int[] {1, 0, 3, 40, 2, 1, 5}[round];
             for (int c = 0; c < commits; c++) commit(root, "t", Map.of(0, end += 10, 1, end / 2));
             if (round == 4) prune(44);       // the seq seen last (43) and everything before it pruned
+            if (round == 6) prune(50);       // the seq seen last (46) and the next ones (47 to 49) pruned
             assertEquals(CommitLogReader.committedEnds(root, "t"), tail.committedEnds(), "round " + round);
             assertEquals(end, tail.committedEnds().get(0), "round " + round);
         }
