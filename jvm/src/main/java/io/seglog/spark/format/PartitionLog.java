@@ -36,6 +36,7 @@ public final class PartitionLog implements Closeable {
     /** The largest partition leader epoch a batch here may carry ({@link LeaderEpochs}). */
     public final int maxLeaderEpoch;
     private final long[] bases;
+    private final boolean keptListing;   // the segments are a listing kept from an earlier look (SegmentListings)
     private final Segment[] open;
     private final long logStart;
     private long logEnd = -1;
@@ -47,14 +48,15 @@ public final class PartitionLog implements Closeable {
         afterListing = hook == null ? dir -> { } : hook;
     }
 
-    private PartitionLog(Path dir, String topic, int partition, boolean dense, long[] bases, int maxLeaderEpoch,
-                         long checkpointed) {
+    private PartitionLog(Path dir, String topic, int partition, boolean dense, long[] bases, boolean keptListing,
+                         int maxLeaderEpoch, long checkpointed) {
         this.dir = dir;
         this.dense = dense;
         this.maxLeaderEpoch = maxLeaderEpoch;
         this.topic = topic;
         this.partition = partition;
         this.bases = bases;
+        this.keptListing = keptListing;
         this.open = new Segment[bases.length];
         this.logStart = bases.length == 0 ? checkpointed : Math.max(checkpointed, bases[0]);
     }
@@ -77,7 +79,8 @@ public final class PartitionLog implements Closeable {
         boolean dense = !gaps.mayHaveGaps(topic, partition);
         SegmentListings.Found found = listings.look(dir);
         afterListing.accept(dir);
-        return new PartitionLog(dir, topic, partition, dense, found.bases(), found.maxLeaderEpoch(), checkpointed);
+        return new PartitionLog(dir, topic, partition, dense, found.bases(), found.kept(), found.maxLeaderEpoch(),
+            checkpointed);
     }
 
     /**
@@ -147,6 +150,11 @@ public final class PartitionLog implements Closeable {
             logEnd = bases.length == 0 ? logStart : Math.max(segment(bases.length - 1).nextOffset(), logStart);
         }
         return logEnd;
+    }
+
+    /** The segments are a listing kept from an earlier look, not one taken when this log was opened. */
+    public boolean keptListing() {
+        return keptListing;
     }
 
     public int segmentCount() {

@@ -22,6 +22,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * folder mtime was within {@link #GRANULARITY_MS} of the time it was read is never reused, and the next
  * look lists again. A segment gone under a reused listing still surfaces as a {@link SegmentGoneException}
  * when it is opened: the caller {@link #forget}s the listings and lists again, as after any listing.
+ * A segment added under a kept listing that the mtime missed (a clock set back, a shared volume's stale
+ * attributes) is caught where missing it would skip records: read_committed's scan that finds a kept
+ * listing ending before the committed end lists again ({@code TransactionFates}).
  */
 public final class SegmentListings {
     /** Wider than any filesystem's mtime granularity (FAT's 2 s) plus clock skew between a shared
@@ -45,8 +48,9 @@ public final class SegmentListings {
         return new SegmentListings(true);
     }
 
-    /** What a look at a folder found: its segments' bases (sorted) and the leader epoch bound of its batches. */
-    record Found(long[] bases, int maxLeaderEpoch) {}
+    /** What a look at a folder found: its segments' bases (sorted), the leader epoch bound of its batches, and
+     *  whether it is a kept listing (not taken now). */
+    record Found(long[] bases, int maxLeaderEpoch, boolean kept) {}
 
     /** The folder's segments as of now: the kept listing when the folder did not change since, else a new one. */
     Found look(Path dir) {
@@ -63,7 +67,7 @@ public final class SegmentListings {
             return list(dir);
         }
         Kept k = kept.get(dir);
-        if (k != null && k.mtime.equals(mtime)) return new Found(k.bases, k.maxLeaderEpoch);
+        if (k != null && k.mtime.equals(mtime)) return new Found(k.bases, k.maxLeaderEpoch, true);
         Found found = list(dir);
         // Within the clock's tick of now, a change may still come with this same mtime: not kept (see above).
         if (mtime.toMillis() <= now - GRANULARITY_MS) {
@@ -76,7 +80,7 @@ public final class SegmentListings {
 
     private static Found list(Path dir) {
         long[] bases = PartitionLog.settledBases(dir);
-        return new Found(bases, LeaderEpochs.maxLeaderEpoch(dir));
+        return new Found(bases, LeaderEpochs.maxLeaderEpoch(dir), false);
     }
 
     /** Drops every kept listing: the next look at each folder lists it (after a segment was found gone). */

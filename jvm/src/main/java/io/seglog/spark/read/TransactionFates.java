@@ -12,6 +12,7 @@ import org.apache.kafka.common.record.Record;
 
 import io.seglog.spark.format.PartitionLog;
 import io.seglog.spark.format.Segment;
+import io.seglog.spark.format.SegmentGoneException;
 
 /**
  * read_committed (docs/kafka.md "Transactions", the Python core's indexer/transactions.py): a
@@ -94,16 +95,25 @@ final class TransactionFates {
 
     private long firstOpen(long scanFrom, long from, long end) {
         if (scanFrom >= end) return end;     // all decided: no segment to read
+        long seen = scanFrom;                // the offset after the last batch read
         for (int i = log.segmentIndexFor(scanFrom); i < log.segmentCount() && log.base(i) < end; i++) {
             Segment seg = log.segment(i);
             Segment.Batches it = seg.batchesHolding(Math.max(scanFrom, seg.base), end);
             while (it.hasNext()) {
                 FileChannelRecordBatch b = it.next();
                 BATCHES_READ.increment();
+                seen = Math.max(seen, b.lastOffset() + 1);
                 if (b.baseOffset() >= end) return end;
                 if (b.lastOffset() < scanFrom || b.isControlBatch() || !b.isTransactional()) continue;
                 if (fate(b.producerId(), b.baseOffset()) == OPEN) return Math.max(from, b.baseOffset());
             }
+        }
+        // A kept listing that ends before the committed end lacks a segment its folder's mtime did not show:
+        // an open transaction there would be read past. List again (a listing taken now that ends short is a
+        // lost tail, which the read reports).
+        if (seen < end && log.keptListing()) {
+            throw new SegmentGoneException(log.dir + ": the kept segment listing ends at offset " + seen
+                + ", before the committed end " + end + "; listing the folder again");
         }
         return end;
     }

@@ -216,6 +216,26 @@ class StreamStateTest {
             "the open transaction at 100, in a segment the kept listing lacked, was read past");
     }
 
+    @Test
+    void aSegmentAddedUnderAKeptListingThatTheMtimeMissedIsSeenByReadCommitted() {
+        Path dir = partitionDir(root, "t", 0);
+        segment(dir, 0, batches(0, 100, 10));
+        commit(root, "t", Map.of(0, 100L));
+        FileTime old = age(dir);
+        SeglogMicroBatchStream s = stream("kafka.isolation.level", "read_committed");
+        assertEquals(at(100).json(), ((SeglogSourceOffset) s.latestOffset(at(0), ReadLimit.allAvailable())).json());
+
+        // A roll whose new segment holds an open transaction; the folder's mtime shows nothing (a clock set
+        // back, a shared volume's stale attributes): the kept listing lacks the segment.
+        List<ByteBuffer> rolled = new ArrayList<>(List.of(txnBatch(100, 10, 7)));
+        rolled.addAll(batches(110, 120, 10));
+        segment(dir, 100, rolled);
+        commit(root, "t", Map.of(0, 120L));
+        setMtime(dir, old);
+        assertEquals(at(100).json(), ((SeglogSourceOffset) s.latestOffset(at(100), ReadLimit.allAvailable())).json(),
+            "the open transaction at 100, in a segment the kept listing lacked, was read past");
+    }
+
     private static List<long[]> ranges(InputPartition[] parts) {
         List<long[]> out = new ArrayList<>();
         for (InputPartition p : parts) {
