@@ -8,6 +8,11 @@ micro-batches into the `noop` sink; a run's figure is the median over its micro-
 
 Method (bench/method.py): one session; every case warmed up; interleaved rounds; the median of per-round
 ratios (10N over N) with min and max. Target: at most 1.2x.
+
+The wide case: `WIDE_PARTITIONS` partitions of `WIDE_SEGMENTS` segments each (one partition written through
+the Log API, hard-linked into the others: readers never write, and a root of 300,000 files builds in
+seconds), read the same way, `WIDE_READ` offsets per partition over `TRIGGERS` micro-batches. Target: at
+most 250 ms per trigger.
 """
 from __future__ import annotations
 
@@ -29,6 +34,7 @@ if str(REPO) not in sys.path:
 from bench import method  # noqa: E402
 from seglog.indexer import Log  # noqa: E402
 from seglog.indexer.commit_log import CommitLog  # noqa: E402
+from seglog.indexer.topics import create_topic  # noqa: E402
 
 TOPIC = "events"
 PARTITIONS = 2
@@ -36,41 +42,60 @@ SEGMENT_BYTES = 16 << 10          # small segments: history in segments, not in 
 VALUE_BYTES = 200
 READ = 400                        # offsets read per partition, the same at every history
 TRIGGERS = 4
+WIDE_PARTITIONS = 1_000
+WIDE_SEGMENTS = 100
+WIDE_READ = 40
+
+
+def write_partition(folder: Path, segments: int) -> int:
+    """A partition filled until it holds `segments` segments; returns its end."""
+    rng = np.random.default_rng(1)
+    per_append = 2_000
+    with Log.open(folder, {"segment.bytes": SEGMENT_BYTES}) as log:
+        while len(log.segments()) < segments:
+            values = pa.array([rng.bytes(VALUE_BYTES) for _ in range(per_append)], pa.binary())
+            keys = pa.array([f"k{i}".encode() for i in range(per_append)], pa.binary())
+            ts = 1_700_000_000_000 + log.log_end_offset + np.arange(per_append, dtype=np.int64)
+            log.append_columns(values, keys, ts)
+        log.flush()
+        return log.log_end_offset
 
 
 def write_history(root: Path, segments: int) -> dict[int, int]:
     """Each partition filled until it holds `segments` segments; returns the committed ends."""
-    ends = {}
-    rng = np.random.default_rng(1)
-    per_append = 2_000
-    for p in range(PARTITIONS):
-        with Log.open(root / f"{TOPIC}-{p}", {"segment.bytes": SEGMENT_BYTES}) as log:
-            while len(log.segments()) < segments:
-                values = pa.array([rng.bytes(VALUE_BYTES) for _ in range(per_append)], pa.binary())
-                keys = pa.array([f"k{i}".encode() for i in range(per_append)], pa.binary())
-                ts = 1_700_000_000_000 + log.log_end_offset + np.arange(per_append, dtype=np.int64)
-                log.append_columns(values, keys, ts)
-            log.flush()
-            ends[p] = log.log_end_offset
+    ends = {p: write_partition(root / f"{TOPIC}-{p}", segments) for p in range(PARTITIONS)}
     CommitLog(root, TOPIC).commit("bench", 0, ends)
     return ends
 
 
-def driver_ms(spark, root: Path, ends: dict[int, int], work: Path) -> float:
-    """The median driver cost (s) of one run's micro-batches."""
+def write_wide(root: Path, partitions: int, segments: int) -> dict[int, int]:
+    """One partition written through the Log API, its files hard-linked into the others (a reader's view of
+    `partitions` identical partitions); returns the committed ends."""
+    create_topic(root, TOPIC, partitions, {"segment.bytes": SEGMENT_BYTES})
+    template = root / f"{TOPIC}-0"
+    end = write_partition(template, segments)
+    for p in range(1, partitions):
+        shutil.copytree(template, root / f"{TOPIC}-{p}", copy_function=os.link)
+    ends = {p: end for p in range(partitions)}
+    CommitLog(root, TOPIC).commit("bench", 0, ends)
+    return ends
+
+
+def driver_ms(spark, root: Path, ends: dict[int, int], work: Path, read: int = READ) -> float:
+    """The median driver cost (s) of one run's micro-batches, each run reading `read` offsets per partition."""
     ckpt = work / "ckpt"
     shutil.rmtree(ckpt, ignore_errors=True)
-    start = {str(p): e - READ for p, e in ends.items()}
+    start = {str(p): e - read for p, e in ends.items()}
     q = (spark.readStream.format("seglog").option("topic", TOPIC)
          .option("startingOffsets", json.dumps({TOPIC: start}))
-         .option("maxOffsetsPerTrigger", str(PARTITIONS * READ // TRIGGERS)).load(str(root))
+         .option("maxOffsetsPerTrigger", str(len(ends) * read // TRIGGERS)).load(str(root))
          .writeStream.format("noop").option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())
     q.awaitTermination()
     costs = [sum(p["durationMs"].get(k, 0) for k in ("latestOffset", "queryPlanning", "getBatch"))
              for p in q.recentProgress if p["numInputRows"] > 0]
     rows = sum(p["numInputRows"] for p in q.recentProgress)
-    if rows != PARTITIONS * READ:
-        raise AssertionError(f"the run read {rows} rows, expected {PARTITIONS * READ}")
+    if rows != len(ends) * read:
+        raise AssertionError(f"the run read {rows} rows, expected {len(ends) * read}")
     return statistics.median(costs) / 1e3
 
 
@@ -89,6 +114,10 @@ def run(quick: bool = False, work: Path | None = None, n_rounds: int | None = No
         ends = {n: write_history(r, n) for n, r in roots.items()}
         cases = {f"segments_{n}": (lambda n=n: driver_ms(spark, roots[n], ends[n], work)) for n in (small, large)}
         times = method.interleaved(cases, rounds=n_rounds, warmup=1)
+        wide_root = work / "wide"
+        wide_ends = write_wide(wide_root, WIDE_PARTITIONS, WIDE_SEGMENTS)
+        wide = method.interleaved({"wide": lambda: driver_ms(spark, wide_root, wide_ends, work, WIDE_READ)},
+                                  rounds=max(2, n_rounds // 2), warmup=1)["wide"]
         return {
             "quick": quick, "partitions": PARTITIONS, "segments_per_partition": [small, large],
             "segment_bytes": SEGMENT_BYTES, "read_per_partition": READ, "triggers_per_run": TRIGGERS,
@@ -100,6 +129,9 @@ def run(quick: bool = False, work: Path | None = None, n_rounds: int | None = No
             "ratios": {"trigger_driver_cost_10x_history": method.ratio(times[f"segments_{large}"],
                                                                         times[f"segments_{small}"])},
             "target": "at most 1.2x",
+            "wide": {"partitions": WIDE_PARTITIONS, "segments_per_partition": WIDE_SEGMENTS,
+                     "read_per_partition": WIDE_READ, "runs_seconds": [round(x, 4) for x in wide],
+                     "median_ms": round(statistics.median(wide) * 1e3, 1), "target": "at most 250 ms per trigger"},
             "load": {"before": load_before, "after": os.getloadavg(), "cpus": os.cpu_count()},
         }
     finally:

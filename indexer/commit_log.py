@@ -190,6 +190,8 @@ class CommitLog:
                 pass
 
     def _prune(self, newest: int) -> None:
+        # Ascending: a reader that finds seq n + 1 missing and then seq n still there knows n was the newest
+        # (the JVM's CommitLogReader.Tail follows the log so, without a listing).
         for seq in self._seqs():
             if seq <= newest - self.retain:
                 try:

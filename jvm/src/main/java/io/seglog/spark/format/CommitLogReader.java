@@ -33,9 +33,19 @@ public final class CommitLogReader {
         return root.resolve("_seglog").resolve("commits").resolve(topic);
     }
 
-    /** partition -> committed end offset (exclusive); empty before the first commit. */
+    /** partition -> committed end offset (exclusive), read-only; empty before the first commit. */
     public static Map<Integer, Long> committedEnds(Path root, String topic) {
-        Path dir = dir(root, topic);
+        return newest(dir(root, topic)).ends;
+    }
+
+    /** A commit file's seq and its end offsets; seq -1 before the first commit. */
+    private record Newest(long seq, Map<Integer, Long> ends) {}
+
+    private static Path file(Path dir, long seq) {
+        return dir.resolve(String.format("%020d.json", seq));
+    }
+
+    private static Newest newest(Path dir) {
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
             TreeSet<Long> seqs = new TreeSet<>();
             try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
@@ -44,12 +54,12 @@ public final class CommitLogReader {
                     if (m.matches()) seqs.add(Long.parseLong(m.group(1)));
                 }
             } catch (NoSuchFileException e) {
-                return new HashMap<>();
+                return new Newest(-1, Map.of());
             } catch (IOException e) {
                 throw new CorruptLogException("cannot list the commit log " + dir + ": " + e, e);
             }
-            if (seqs.isEmpty()) return new HashMap<>();
-            Path newest = dir.resolve(String.format("%020d.json", seqs.last()));
+            if (seqs.isEmpty()) return new Newest(-1, Map.of());
+            Path newest = file(dir, seqs.last());
             byte[] raw;
             try {
                 raw = Files.readAllBytes(newest);
@@ -58,9 +68,51 @@ public final class CommitLogReader {
             } catch (IOException e) {
                 throw new CorruptLogException("cannot read commit file " + newest + ": " + e, e);
             }
-            return parse(newest, raw, seqs.last());
+            return new Newest(seqs.last(), parse(newest, raw, seqs.last()));
         }
         throw new CorruptLogException("commit log " + dir + " keeps changing under the reader");
+    }
+
+    /**
+     * One topic's commit log followed from the seq seen last (a stream's triggers, issue 24): the files
+     * after it are probed by name, and the newest read; nothing new costs two file checks, not a listing
+     * and a parse of every partition's end.
+     *
+     * <p>Why a probe is enough: a committer links seq newest + 1 (docs/format.md), so seqs are taken in
+     * order, and a commit prunes older files in ascending seq order (indexer/commit_log.py {@code _prune}).
+     * So when seq n + 1 is missing and, looked at after that, seq n is still there, n + 1 had not been
+     * written yet (had it been pruned, n would have been pruned before it): n was the newest at the first
+     * look. Anything else (the seq seen last gone, a long run of new seqs) lists the folder.
+     */
+    public static final class Tail {
+        private static final int PROBES = 16;
+        private final Path dir;
+        private Newest seen = new Newest(-1, Map.of());
+
+        public Tail(Path root, String topic) {
+            this.dir = dir(root, topic);
+        }
+
+        /** As {@link CommitLogReader#committedEnds}, as of now. */
+        public Map<Integer, Long> committedEnds() {
+            if (seen.seq >= 0) {
+                long n = seen.seq;
+                while (n - seen.seq < PROBES && Files.exists(file(dir, n + 1))) n++;
+                if (n - seen.seq < PROBES && Files.exists(file(dir, n))) {
+                    if (n == seen.seq) return seen.ends;
+                    try {
+                        seen = new Newest(n, parse(file(dir, n), Files.readAllBytes(file(dir, n)), n));
+                        return seen.ends;
+                    } catch (NoSuchFileException e) {
+                        // pruned under the probe by many commits since: list
+                    } catch (IOException e) {
+                        throw new CorruptLogException("cannot read commit file " + file(dir, n) + ": " + e, e);
+                    }
+                }
+            }
+            seen = newest(dir);
+            return seen.ends;
+        }
     }
 
     private static Map<Integer, Long> parse(Path path, byte[] raw, long seq) {
@@ -76,7 +128,7 @@ public final class CommitLogReader {
                 if (!e.getValue().canConvertToLong()) throw new IllegalArgumentException("end offset " + e.getValue());
                 ends.put(Integer.parseInt(e.getKey()), e.getValue().asLong());
             }
-            return ends;
+            return java.util.Collections.unmodifiableMap(ends);
         } catch (IOException | RuntimeException e) {
             if (e instanceof CorruptLogException) throw (CorruptLogException) e;
             throw new CorruptLogException("commit file " + path + " is unreadable: " + e, e);

@@ -1,6 +1,8 @@
 package io.seglog.spark.format;
 
 import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
 
 /**
  * Whether a partition's offsets may have gaps between batches (compaction's doing: surviving records
@@ -16,10 +18,23 @@ import java.nio.file.Path;
 public final class OffsetGaps {
     public static final String CLEANER_CHECKPOINT = "cleaner-offset-checkpoint";
 
-    private OffsetGaps() {}
+    private final Path root;
+    private final Map<String, Long> cleaned;
+    private final Map<String, Boolean> compacted = new HashMap<>();   // topic -> its recorded config compacts
 
-    public static boolean mayHaveGaps(Path root, String topic, int partition) {
-        return TopicLayout.recordedCompacted(root, topic)
-            || LogStartCheckpoint.readFile(root.resolve(CLEANER_CHECKPOINT)).containsKey(topic + "-" + partition);
+    private OffsetGaps(Path root, Map<String, Long> cleaned) {
+        this.root = root;
+        this.cleaned = cleaned;
+    }
+
+    /** The rule's files as of now, read once for every partition a look opens (the cleaner checkpoint names
+     *  every cleaned partition of the root: reading it per partition cost O(partitions) each). */
+    public static OffsetGaps at(Path root) {
+        return new OffsetGaps(root, LogStartCheckpoint.readFile(root.resolve(CLEANER_CHECKPOINT)));
+    }
+
+    public boolean mayHaveGaps(String topic, int partition) {
+        return compacted.computeIfAbsent(topic, t -> TopicLayout.recordedCompacted(root, t))
+            || cleaned.containsKey(topic + "-" + partition);
     }
 }

@@ -36,6 +36,7 @@ public final class PartitionLog implements Closeable {
     /** The largest partition leader epoch a batch here may carry ({@link LeaderEpochs}). */
     public final int maxLeaderEpoch;
     private final long[] bases;
+    private final boolean keptListing;   // the segments are a listing kept from an earlier look (SegmentListings)
     private final Segment[] open;
     private final long logStart;
     private long logEnd = -1;
@@ -47,26 +48,39 @@ public final class PartitionLog implements Closeable {
         afterListing = hook == null ? dir -> { } : hook;
     }
 
-    private PartitionLog(Path dir, String topic, int partition, boolean dense, long[] bases, long checkpointed) {
+    private PartitionLog(Path dir, String topic, int partition, boolean dense, long[] bases, boolean keptListing,
+                         int maxLeaderEpoch, long checkpointed) {
         this.dir = dir;
         this.dense = dense;
-        this.maxLeaderEpoch = LeaderEpochs.maxLeaderEpoch(dir);
+        this.maxLeaderEpoch = maxLeaderEpoch;
         this.topic = topic;
         this.partition = partition;
         this.bases = bases;
+        this.keptListing = keptListing;
         this.open = new Segment[bases.length];
         this.logStart = bases.length == 0 ? checkpointed : Math.max(checkpointed, bases[0]);
     }
 
     /** Opens {@code <root>/<topic>-<partition>}; {@code checkpointed} is its checkpointed log start. */
     public static PartitionLog open(Path root, String topic, int partition, long checkpointed) {
+        return open(root, topic, partition, checkpointed, OffsetGaps.at(root), SegmentListings.NONE);
+    }
+
+    /**
+     * {@link #open(Path, String, int, long)} with the gap rule's files read once for many partitions
+     * ({@code gaps}, read before this call) and listings kept from an earlier look ({@code listings}).
+     */
+    public static PartitionLog open(Path root, String topic, int partition, long checkpointed, OffsetGaps gaps,
+                                    SegmentListings listings) {
         Path dir = root.resolve(topic + "-" + partition);
         // The gap rule first: the cleaner names the partition in its checkpoint before it swaps anything
-        // in, so a listing taken after this read cannot hold cleaned segments of a partition judged dense.
-        boolean dense = !OffsetGaps.mayHaveGaps(root, topic, partition);
-        long[] bases = settledBases(dir);
+        // in, so a listing taken after this read cannot hold cleaned segments of a partition judged dense;
+        // nor can a kept one reused now (it is reused only when the folder did not change since it was taken).
+        boolean dense = !gaps.mayHaveGaps(topic, partition);
+        SegmentListings.Found found = listings.look(dir);
         afterListing.accept(dir);
-        return new PartitionLog(dir, topic, partition, dense, bases, checkpointed);
+        return new PartitionLog(dir, topic, partition, dense, found.bases(), found.kept(), found.maxLeaderEpoch(),
+            checkpointed);
     }
 
     /**
@@ -95,7 +109,16 @@ public final class PartitionLog implements Closeable {
             + "listing may lack its group; open the log again");
     }
 
+    /** Folder listings taken in this JVM: a trigger's driver cost grows with them (tests hold a stream's
+     *  triggers to none for a folder that did not change). */
+    private static final java.util.concurrent.atomic.LongAdder LISTINGS = new java.util.concurrent.atomic.LongAdder();
+
+    public static long listings() {
+        return LISTINGS.sum();
+    }
+
     static long[] listBases(Path dir, List<Long> swaps) {
+        LISTINGS.increment();
         List<Long> found = new ArrayList<>();
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
             for (Path p : ds) {
@@ -129,6 +152,11 @@ public final class PartitionLog implements Closeable {
         return logEnd;
     }
 
+    /** The segments are a listing kept from an earlier look, not one taken when this log was opened. */
+    public boolean keptListing() {
+        return keptListing;
+    }
+
     public int segmentCount() {
         return bases.length;
     }
@@ -152,10 +180,11 @@ public final class PartitionLog implements Closeable {
     /**
      * The Python core's rule (indexer/log.py {@code _bounds}): a checkpointed log start beyond the log end
      * hides every record; it is reported, never read as an empty log. A log without segments has no end
-     * but its start.
+     * but its start. A start at or below the last segment's base is within the end without opening it
+     * (the end is at least that base): the usual case costs no segment open.
      */
     public void requireStartWithinEnd() {
-        if (bases.length == 0) return;
+        if (bases.length == 0 || logStart <= bases[bases.length - 1]) return;
         long end = segment(bases.length - 1).nextOffset();
         if (logStart > end) {
             throw new LogStartBeyondEndException(dir + ": the log start offset " + logStart + " (from " + dir.getParent()

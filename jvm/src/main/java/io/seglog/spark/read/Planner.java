@@ -15,10 +15,10 @@ import org.slf4j.LoggerFactory;
 
 import org.apache.kafka.common.TopicPartition;
 
-import io.seglog.spark.format.CommitLogReader;
 import io.seglog.spark.format.DataLossException;
 import io.seglog.spark.format.LogStartBeyondEndException;
 import io.seglog.spark.format.LogStartCheckpoint;
+import io.seglog.spark.format.OffsetGaps;
 import io.seglog.spark.format.PartitionLog;
 import io.seglog.spark.format.SegmentGoneException;
 import io.seglog.spark.format.TopicLayout;
@@ -278,7 +278,7 @@ public final class Planner {
             try {
                 long total = 0;
                 List<PartitionRange> nonEmpty = new ArrayList<>();
-                for (PartitionRange r : resolveAll(o, bounds, logs, loss)) {
+                for (PartitionRange r : resolveAll(o, bounds, logs, loss, LogLooks.fresh())) {
                     if (r.start >= r.end) continue;
                     PartitionRange sized = r.sized();
                     total += sized.bytes;
@@ -292,18 +292,21 @@ public final class Planner {
         });
     }
 
-    /** Every kept partition's range; the logs opened are added to {@code logs} (the caller closes them). */
-    static List<PartitionRange> resolveAll(ReadOptions o, ScanBounds bounds, List<PartitionLog> logs, DataLoss loss) {
+    /** Every kept partition's range; the logs opened are added to {@code logs} (the caller closes them);
+     *  folders and commit logs are looked at through {@code looks} (a stream's, or afresh). */
+    static List<PartitionRange> resolveAll(ReadOptions o, ScanBounds bounds, List<PartitionLog> logs, DataLoss loss,
+                                           LogLooks looks) {
         Map<String, List<Integer>> layout = checkLayout(o);
         Path root = Paths.get(o.root);
         Map<String, Long> checkpoint = LogStartCheckpoint.read(root);
+        OffsetGaps gaps = OffsetGaps.at(root);
         List<PartitionRange> ranges = new ArrayList<>();
         for (Map.Entry<String, List<Integer>> e : layout.entrySet()) {
             String topic = e.getKey();
             List<Integer> kept = new ArrayList<>();
             for (int p : e.getValue()) if (bounds.keepsPartition(topic, p)) kept.add(p);
             if (kept.isEmpty()) continue;
-            Map<Integer, Long> ends = CommitLogReader.committedEnds(root, topic);
+            Map<Integer, Long> ends = looks.committedEnds(root, topic);
             for (int p : kept) {
                 Path dir = TopicLayout.partitionDir(root, topic, p);
                 if (!Files.isDirectory(dir)) {
@@ -317,7 +320,7 @@ public final class Planner {
                     }
                     continue;
                 }
-                PartitionLog log = PartitionLog.open(root, topic, p, checkpoint.getOrDefault(topic + "-" + p, 0L));
+                PartitionLog log = PartitionLog.open(root, topic, p, checkpoint.getOrDefault(topic + "-" + p, 0L), gaps, looks.listings);
                 logs.add(log);
                 long committed = ends.getOrDefault(p, log.logStartOffset());
                 ranges.add(resolve(o, bounds, topic, p, log, committed, loss));

@@ -29,9 +29,14 @@ import org.apache.spark.sql.connector.read.streaming.ReadMinRows;
 import org.apache.spark.sql.connector.read.streaming.ReportsSourceMetrics;
 import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
 
-import io.seglog.spark.format.CommitLogReader;
+import org.apache.kafka.common.TopicPartition;
+
+import io.seglog.spark.format.LogStartBeyondEndException;
 import io.seglog.spark.format.LogStartCheckpoint;
+import io.seglog.spark.format.OffsetGaps;
 import io.seglog.spark.format.PartitionLog;
+import io.seglog.spark.format.SegmentGoneException;
+import io.seglog.spark.format.SegmentListings;
 
 /**
  * {@code readStream.format("seglog")}: micro-batches of committed records with Spark's Kafka-source
@@ -43,6 +48,13 @@ import io.seglog.spark.format.PartitionLog;
  * latestOffset. The first start offsets are resolved once and written under the checkpoint, so a restart
  * before the first batch commits starts at the same place. Partitions that appear later are read
  * from their log start.
+ *
+ * <p>A trigger's driver cost follows the partitions, not the history they retain (issue 24): the stream
+ * lives for the query, and keeps per partition what a later trigger can reuse: the folders' segment
+ * listings (listed again only when a folder changed: {@link SegmentListings}), the commit logs followed
+ * from the seq seen last ({@link LogLooks}) and, for read_committed,
+ * what is known of transactions' fates ({@link TransactionFates}). Neither hides a change: a segment gone
+ * under a kept listing makes every driver path forget the listings and list again ({@link #retrying}).
  */
 final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerAvailableNow, ReportsSourceMetrics {
     private static final String INITIAL = "seglog-initial-offsets.json";
@@ -60,6 +72,8 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
     private long lastTriggerMs = System.currentTimeMillis();
     private final Supplier<Configuration> hadoopConf;
     private final IntSupplier cores;
+    private final LogLooks looks = LogLooks.kept();
+    private final Map<TopicPartition, TransactionFates> fates = new ConcurrentHashMap<>();   // read_committed
 
     SeglogMicroBatchStream(ReadOptions opts, String checkpointLocation) {
         this(opts, checkpointLocation, () -> SparkSession.active().sparkContext().hadoopConfiguration(), SeglogScan::cores);
@@ -112,7 +126,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
      * it list again (Planner.retrying), as every driver path of the stream does.
      */
     private SeglogSourceOffset latestAvailable() {
-        return Planner.retrying("the latest offsets of " + this, DataLoss.untold(),
+        return retrying("the latest offsets of " + this, DataLoss.untold(),
             () -> offsetsOf(opts.asLatestRead(), DataLoss.untold(), true));
     }
 
@@ -122,7 +136,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
         Map<String, TreeMap<Integer, Long>> out = new TreeMap<>();
         List<PartitionLog> logs = new ArrayList<>();
         try {
-            for (PartitionRange r : Planner.resolveAll(read, ScanBounds.NONE, logs, loss)) {
+            for (PartitionRange r : Planner.resolveAll(read, ScanBounds.NONE, logs, loss, looks)) {
                 out.computeIfAbsent(r.topic, k -> new TreeMap<>()).put(r.partition, ends ? r.end : r.start);
             }
         } finally {
@@ -142,7 +156,23 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
     public Offset initialOffset() {
         DataLoss loss = new DataLoss(opts.failOnDataLoss, skipped, told);
         return InitialOffsetsFile.getOrCreate(new org.apache.hadoop.fs.Path(checkpoint, INITIAL), hadoopConf.get(),
-            () -> Planner.retrying("the initial offsets of " + this, loss, () -> resolveInitial(loss)));
+            () -> retrying("the initial offsets of " + this, loss, () -> resolveInitial(loss)));
+    }
+
+    /**
+     * {@link Planner#retrying} for the stream's driver paths: an attempt that finds the log changed under it
+     * (a segment gone, a log start beyond the end) forgets the kept listings first, so the next attempt
+     * lists every folder anew: a kept listing never outlives a change it missed.
+     */
+    private <T> T retrying(String what, DataLoss loss, Supplier<T> attempt) {
+        return Planner.retrying(what, loss, () -> {
+            try {
+                return attempt.get();
+            } catch (SegmentGoneException | LogStartBeyondEndException e) {
+                looks.forget();
+                throw e;
+            }
+        });
     }
 
     /** The starting offsets of a new query: startingOffsets / startingTimestamp / startingOffsetsByTimestamp. */
@@ -198,7 +228,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
         }
         if (opts.readCommitted) {
             SeglogSourceOffset all = latest;
-            SeglogSourceOffset stable = Planner.retrying("the last stable offsets of " + this, DataLoss.untold(),
+            SeglogSourceOffset stable = retrying("the last stable offsets of " + this, DataLoss.untold(),
                 () -> capAtOpenTransactions(from, all));
             total -= totalBetween(from, latest) - totalBetween(from, stable);
             latest = stable;
@@ -222,6 +252,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
     private SeglogSourceOffset capAtOpenTransactions(Map<String, TreeMap<Integer, Long>> from, SeglogSourceOffset latest) {
         Path root = Paths.get(opts.root);
         Map<String, Long> checkpointed = LogStartCheckpoint.read(root);
+        OffsetGaps gaps = OffsetGaps.at(root);
         Map<String, TreeMap<Integer, Long>> out = new TreeMap<>();
         for (Map.Entry<String, TreeMap<Integer, Long>> t : latest.offsets.entrySet()) {
             for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
@@ -229,8 +260,10 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                 long end = p.getValue();
                 if (begin < end && Files.isDirectory(root.resolve(t.getKey() + "-" + p.getKey()))) {
                     try (PartitionLog log = PartitionLog.open(root, t.getKey(), p.getKey(),
-                            checkpointed.getOrDefault(t.getKey() + "-" + p.getKey(), 0L))) {
-                        end = TransactionFates.lastStableOffset(log, Math.max(begin, log.logStartOffset()), end);
+                            checkpointed.getOrDefault(t.getKey() + "-" + p.getKey(), 0L), gaps, looks.listings)) {
+                        TransactionFates known = fates.computeIfAbsent(new TopicPartition(t.getKey(), p.getKey()),
+                            k -> new TransactionFates());
+                        end = known.lastStableOffset(log, Math.max(begin, log.logStartOffset()), end);
                     }
                 }
                 out.computeIfAbsent(t.getKey(), k -> new TreeMap<>()).put(p.getKey(), Math.max(begin, end));
@@ -293,16 +326,17 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
         SeglogSourceOffset end = (SeglogSourceOffset) endOffset;
         Path root = Paths.get(opts.root);
         DataLoss loss = new DataLoss(opts.failOnDataLoss, skipped, told);
-        List<List<Slice>> tasks = Planner.retrying("planning a batch of " + this, loss, () -> {
+        List<List<Slice>> tasks = retrying("planning a batch of " + this, loss, () -> {
             reportGone(start, end, loss);
             Map<String, Long> checkpointed = LogStartCheckpoint.read(root);
+            OffsetGaps gaps = OffsetGaps.at(root);
             List<PartitionLog> logs = new ArrayList<>();
             try {
                 List<PartitionRange> ranges = new ArrayList<>();
                 long total = 0;
                 for (Map.Entry<String, TreeMap<Integer, Long>> t : end.offsets.entrySet()) {
                     String topic = t.getKey();
-                    Map<Integer, Long> committed = CommitLogReader.committedEnds(root, topic);
+                    Map<Integer, Long> committed = looks.committedEnds(root, topic);
                     for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
                         int partition = p.getKey();
                         long until = p.getValue();
@@ -314,7 +348,8 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                             }
                             continue;
                         }
-                        PartitionLog log = PartitionLog.open(root, topic, partition, checkpointed.getOrDefault(topic + "-" + partition, 0L));
+                        PartitionLog log = PartitionLog.open(root, topic, partition,
+                            checkpointed.getOrDefault(topic + "-" + partition, 0L), gaps, looks.listings);
                         logs.add(log);
                         log.requireStartWithinEnd();
                         long logStart = log.logStartOffset();

@@ -49,7 +49,7 @@ class ReadCommittedBoundTest {
         assertEquals(want, got);                           // stops at the open transaction (offset 10)
 
         try (PartitionLog p = PartitionLog.open(root, "t", 0, 0)) {
-            assertEquals(10, TransactionFates.lastStableOffset(p, 0, 20));
+            assertEquals(10, new TransactionFates().lastStableOffset(p, 0, 20));
         }
     }
 }
