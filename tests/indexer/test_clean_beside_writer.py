@@ -1,8 +1,8 @@
 """Clean and merge beside the writer (docs/spec.md §3.9, indexer/compaction/swap_gate.py): the output is
 built without the partition's lock, which is taken for each group's swap only, re-checked under it.
 
-- A writer appends and rolls through the Log API in this process while another process cleans and
-  merges the same partition in a loop: the partition's lock is free while a build's `.cleaned` files
+- A writer appends and rolls through the Log API in this process while another process cleans (or
+  merges) the same partition in a loop: the partition's lock is free while a build's `.cleaned` files
   are being written, every lock hold of the cleaner is one group's swap (as many holds as groups, each
   short), and the log ends as the brute-force compaction model says (tests/indexer/test_compaction_model.py).
 - Retention or a truncation between a group's build and its swap: the group is not swapped, its
@@ -102,17 +102,18 @@ def cleaner(path: Path, rounds: int, *extra: str) -> subprocess.Popen:
                             cwd=ROOT, env=env)
 
 
-def test_a_writer_appends_while_another_process_cleans_and_merges(tmp_path):
+@pytest.mark.parametrize("op", ["clean", "merge"])
+def test_a_writer_appends_while_another_process_cleans_or_merges(tmp_path, op):
     path = tmp_path / "state-0"
     rng = random.Random(3)
     written: dict[int, Record] = {}
     fill(path, 40, rng, written)
-    proc = cleaner(path, 1000, "merge")
+    proc = cleaner(path, 1000, op)
     free_during_build = 0
     try:
         for r in range(40, 70):
             with Log.open(path, CFG, lock_timeout=60) as log:   # the sink's executor: open, append, close
-                append_round(log, rng, written, r)
+                append_round(log, rng, written, r, 400 if op == "clean" else 60)   # merge: small segments
                 log.roll()
             # While a build writes its `.cleaned` files (before its commit renames them), the lock is free.
             for _ in range(20):
@@ -131,13 +132,13 @@ def test_a_writer_appends_while_another_process_cleans_and_merges(tmp_path):
     assert proc.returncode == 0, err[-3000:]
     lines = [json.loads(line) for line in out.splitlines()]
     swaps = [line for line in lines if line["op"] in ("clean", "merge")]
-    assert any(line["groups"] for line in swaps if line["op"] == "clean")
+    assert any(line["groups"] for line in swaps if line["op"] == op)
     assert free_during_build > 0, "the partition's lock was held while a build wrote its output"
     for line in swaps:
         # One hold per group tried: every swapped group, plus the one given up under the lock, if any.
         assert len(line["holds_ms"]) in (len(line["groups"]), len(line["groups"]) + 1), line
         assert max(line["holds_ms"], default=0) < 1000, line       # a swap, never a build (loaded machine)
-    assert sum(len(line["holds_ms"]) for line in swaps) > len(swaps), "many groups, many short holds"
+    assert any(len(line["holds_ms"]) > 1 for line in swaps), "many groups, many short holds"
     # A last clean over everything: the model's records.
     with Log.open(path, CFG) as log:
         log.roll()
@@ -160,7 +161,7 @@ def _racing(monkeypatch, change) -> None:
     monkeypatch.setattr(swap_gate.SwapGate, "swap_in", swap_in)
 
 
-@pytest.mark.parametrize("what", ["retention", "truncation below the group", "truncation into the group"])
+@pytest.mark.parametrize("what", ["retention", "truncation below the group", "truncation below the key map's end"])
 def test_a_change_between_build_and_swap_gives_the_group_up(tmp_path, monkeypatch, what):
     path = tmp_path / "state-0"
     written: dict[int, Record] = {}
@@ -254,7 +255,7 @@ def test_cleaner_killed_at_random_moments_beside_a_writer(tmp_path):
     work_s = 0.5          # how long a round's first clean took (learnt from an unkilled one): kills fall within it
     for round_ in range(KILLS):
         fill(path, 6, rng, written)                # dirty segments: the clean rewrites every group
-        proc = cleaner(path, 1000, "merge")        # cleans and merges until killed
+        proc = cleaner(path, 1000, "both")         # cleans and merges until killed
         assert json.loads(proc.stdout.readline())["op"] == "start"
         done = threading.Event()
 
