@@ -170,10 +170,16 @@ def _clean(log, now: int | None, dedupe_buffer_bytes: int, force: bool, gate: Sw
                               f"topic (compact or compact,delete) is cleaned")
     if not log.readonly:
         log.flush()
-    facts = segment_facts(log)
     checkpoint = cleaner_offset(log.path)
+    try:
+        facts = segment_facts(log)
+        first_unstable = _first_unstable(log)
+    except _GONE as exc:       # retention beside the plan (a view's segment went): the next clean plans again
+        result = CleanResult(clean_plan.plan([], cfg, checkpoint=checkpoint, log_start=log.log_start_offset, now=now))
+        result.given_up = f"a segment went while the clean was planned: {exc}"
+        return result
     plan = clean_plan.plan(facts, cfg, checkpoint=checkpoint, log_start=log.log_start_offset, now=now,
-                           first_unstable=_first_unstable(log))
+                           first_unstable=first_unstable)
     result = CleanResult(plan)
     if not plan.dirty_bytes or not (plan.due or force):
         return result

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog.errors import CompactionError
+from seglog.errors import CompactionError, OffsetOutOfRangeError
 from seglog.indexer.compaction import clean_swap, swap_gate
 from seglog.indexer.compaction.swap_gate import SwapGate
 from seglog.indexer.compaction.cleaner_checkpoint import cleaner_offset, may_have_gaps
@@ -197,7 +197,7 @@ def _merge(log, max_groups: int | None, gate: SwapGate) -> MergeResult:
     result = MergeResult()
     try:
         groups = current_plan(log)
-    except FileNotFoundError as exc:        # retention beside the plan: the next pass plans again
+    except (FileNotFoundError, OffsetOutOfRangeError) as exc:   # retention beside the plan: the next pass plans again
         result.given_up = f"a segment went while the merge was planned: {exc}"
         return result
     if max_groups is not None:
