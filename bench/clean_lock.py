@@ -10,13 +10,15 @@ cleaner process (`clean_partition`, as the sidecar and `seglog compact` run it) 
 its first `.cleaned` file shows (the rewrite and its swaps under way) the writer runs BATCHES batches,
 50 ms apart; the case's time is the sum of the batches' times. The `alone` case runs the same batches
 with no cleaner. Reported: the median of per-round ratios (beside / alone) with min and max, the
-clean's longest lock hold and its number of holds, and how long the clean took (the writer's wait when
+clean's longest lock hold and its number of holds, each batch's `Log.open` time (the lock wait: apart
+from the CPU and disk the clean takes from the writer on a small machine), and how long the clean took (the writer's wait when
 the whole clean held the lock). Run: `python -m bench.clean_lock [--quick]`, or `python -m bench --only clean_lock`.
 """
 from __future__ import annotations
 
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,7 +36,7 @@ CONFIG = {"cleanup.policy": "compact", "segment.bytes": 8 << 20, "index.interval
           "min.cleanable.dirty.ratio": 0.01, "delete.retention.ms": 86_400_000}
 VALUE = 200
 ROWS = 1_000
-BATCHES = 5
+BATCHES = 10
 
 _CLEANER = r"""
 import json, sys
@@ -63,12 +65,14 @@ _BATCH_KEYS = pa.array([b"batch-key-%04d" % i for i in range(ROWS)], pa.binary()
 _BATCH_VALUES = pa.array([b"w" * VALUE] * ROWS, pa.binary())
 
 
-def batches(path: Path) -> float:
-    """BATCHES sink-like batches, 50 ms apart (untimed): the seconds they took together."""
+def batches(path: Path, opens: list[float]) -> float:
+    """BATCHES sink-like batches, 50 ms apart (untimed): the seconds they took together. `opens` gets
+    each batch's `Log.open` time (the lock wait and recovery: where a clean holding the lock shows)."""
     total = 0.0
     for _ in range(BATCHES):
         t = time.perf_counter()
         with Log.open(path, CONFIG, lock_timeout=600) as log:
+            opens.append(time.perf_counter() - t)
             log.append_columns(_BATCH_VALUES, _BATCH_KEYS, np.full(ROWS, TS + 1, np.int64))
             log.flush()
         total += time.perf_counter() - t
@@ -78,9 +82,10 @@ def batches(path: Path) -> float:
 
 def run(quick: bool = False) -> dict:
     mb = 48 if quick else 200
-    rounds = 3 if quick else 5
+    rounds = 5 if quick else 7
     work = Path(tempfile.mkdtemp(prefix="seglog-bench-clean-lock-"))
     cleans: list[dict] = []
+    opens: dict[str, list[float]] = {"beside": [], "alone": []}
     try:
         src = work / "src" / "bench-0"
         build(src, mb)
@@ -96,7 +101,7 @@ def run(quick: bool = False) -> dict:
             return copy
 
         def alone() -> float:
-            return batches(fresh("alone"))
+            return batches(fresh("alone"), opens["alone"])
 
         def beside() -> float:
             path = fresh("beside")
@@ -104,7 +109,7 @@ def run(quick: bool = False) -> dict:
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             while proc.poll() is None and not any(p.name.endswith(".log.cleaned") for p in path.iterdir()):
                 time.sleep(0.005)
-            seconds = batches(path)
+            seconds = batches(path, opens["beside"])
             out, err = proc.communicate()
             if proc.returncode != 0:
                 raise RuntimeError(err[-2000:])
@@ -120,6 +125,8 @@ def run(quick: bool = False) -> dict:
             "batch_beside_clean_vs_alone": method.ratio(times["beside"], times["alone"]),
             "beside": method.summary(times["beside"]), "alone": method.summary(times["alone"]),
             "clean_longest_lock_hold_ms": max(holds, default=0.0),
+            # Log.open per batch (lock wait + recovery), warm-up included: ms median and max per case.
+            "open_ms": {k: {"median": 1000 * statistics.median(v), "max": 1000 * max(v)} for k, v in opens.items()},
             "clean_lock_holds_per_clean": [len(c["holds_ms"]) for c in cleans],
             "clean_duration_ms": [round(c["duration_ms"], 1) for c in cleans],
             "clean_dirty_bytes": [c["dirty_bytes"] for c in cleans],
