@@ -159,6 +159,16 @@ def summary_markdown(results: Path) -> str:
                     f"RSS growth at most budget +{worst:.0f} MiB | Kafka {ck['kafka_mib_per_s_median']:.0f} MiB/s | "
                     f"x{r['median']:.2f} (min {r['min']:.2f}, max {r['max']:.2f}) | >= 1, RSS <= budget + 64 MiB | "
                     f"{_ok(r['median'], 1.0)}, {_ok(worst, 64, False)} |")
+    cl = _load(results, "clean_lock")
+    if cl:
+        r = cl["batch_beside_clean_vs_alone"]
+        rows.append(f"| sink-like batch ({cl['params']['rows_per_batch']:,} rows) while a clean of {cl['params']['mb']} MB "
+                    f"runs; the clean's longest lock hold {cl['clean_longest_lock_hold_ms']:.0f} ms | "
+                    f"{cl['beside']['median_s'] * 1000 / cl['params']['batches']:.1f} ms a batch | "
+                    f"{cl['alone']['median_s'] * 1000 / cl['params']['batches']:.1f} ms a batch, no clean | "
+                    f"x{r['median']:.2f} ({r['min']:.2f}-{r['max']:.2f}) | <= 1.2, hold <= 100 ms | "
+                    f"{_ok(r['median'], 1.2, False) if cl['clean_longest_lock_hold_ms'] <= 100 else '**not met**'} |")
+        meta.append(f"clean_lock {cl['_meta']['load_avg'][0]:.1f}")
     note = ("Measured on the 2-core development machine, sometimes while other work ran (load average at "
             "the start of each part: " + "; ".join(meta) + "): absolute figures are noisy, every ratio is "
             "taken within one run.")

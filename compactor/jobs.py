@@ -3,7 +3,9 @@ retention, purge ``.deleted`` files.
 
 Every job walks the partitions of the root and, for each, opens the partition's writable Log with a
 short ``lock_timeout``: opening takes the partition's lock (docs/spec.md §4) and runs recovery (docs/spec.md §3.8). A
-partition the sink is writing is skipped and tried again on the next pass. The storage work itself is
+partition the sink is writing is skipped and tried again on the next pass. Clean and merge run between
+such opens, beside the writer: they build without the partition's lock and take it for each swap only
+(indexer/compaction/swap_gate.py); a partition another cleaner or merger holds is skipped likewise. The storage work itself is
 ``indexer``'s (``roll_if_idle``, ``seal_inactive``, ``apply_retention``, ``purge_deleted``), each
 idempotent and crash safe, so a job killed at any instant leaves files that the next open recovers and
 the next pass finishes. Nothing here writes a file itself.
@@ -22,7 +24,7 @@ from seglog.compactor.config import CompactorConfig
 from seglog.compactor.logging import event
 from seglog.compactor.metrics import Metrics, PartitionStats, now_ms
 from seglog.conf import TopicConfig
-from seglog.errors import PartitionLockedError, SeglogError
+from seglog.errors import MaintenanceLockedError, PartitionLockedError, SeglogError
 
 # The order of a full pass: a roll makes the idle active segment inactive, sealing then writes its
 # final time index entry, and retention reads sealed segments' largest timestamps from their files.
@@ -146,60 +148,91 @@ class Jobs:
 
     def _partition(self, root, topic: str, partition: int, cfg: TopicConfig,
                    steps: tuple[str, ...]) -> dict[str, Any]:
-        """Open the partition (lock + recovery), run ``steps``, observe it, close (unlock)."""
+        """Run ``steps`` on one partition, in order: the steps that change the live log under its lock
+        (a writable open: lock + recovery, always first), clean and merge beside the writer (their own
+        maintenance lock; the partition's lock for each swap only, so the sink never waits for a
+        build); then observe it."""
         did: dict[str, Any] = {}
         name = _name(topic, partition)
-        with root.open_log(topic, partition, config=cfg, lock_timeout=self.lock_timeout_s) as log:
-            report = log.recovery_report
-            if report:
-                did["recovered"] = report
-                self.metrics.recovered.inc()
-                event("partition.recovered", level=logging.WARNING, partition=name, report=report)
-            for step in steps:
-                if step == "recover":
-                    continue  # opening the log was the recovery
-                now = self.clock()
-                if step == "roll":
-                    if log.roll_if_idle(now):
-                        did["rolled"] = True
-                        self.metrics.segments_rolled.inc()
-                        event("segment.rolled", partition=name, log_end_offset=log.log_end_offset)
-                elif step == "seal":
-                    sealed = list(log.seal_inactive())
-                    if sealed:
-                        did["sealed"] = sealed
-                        self.metrics.segments_sealed.inc(len(sealed))
-                        event("segments.sealed", partition=name, bases=sealed)
-                elif step == "clean":
-                    if cfg.compacted:
-                        self._clean(log, name, now, did)
-                elif step == "merge":
-                    self._merge(log, name, did)
-                elif step == "retention":
-                    res = log.apply_retention(now)
-                    deleted = list(res.deleted_bases)
-                    if deleted:
-                        did["deleted"] = deleted
-                        self.metrics.segments_deleted.inc(len(deleted))
-                        event("segments.deleted", partition=name, bases=deleted,
-                              log_start_offset=res.log_start_offset)
-                    if res.blocked_by is not None:
-                        event("retention.blocked", level=logging.WARNING, partition=name,
-                              blocked_by_timestamp=res.blocked_by, now_ms=now)
-                elif step == "purge":
-                    purged = list(log.purge_deleted(now))
-                    if purged:
-                        did["purged"] = [p.name for p in purged]
-                        self.metrics.files_purged.inc(len(purged))
-                        event("files.purged", partition=name, files=[p.name for p in purged])
-                else:
-                    raise ValueError(f"unknown job step {step!r}")
-            self.metrics.observe_partition(observe(log, topic, partition, cfg, self.clock()))
+        runs = _runs(steps)
+        if not runs or runs[0][0]:
+            runs.insert(0, (False, ()))          # recovery before any clean or merge reads the files
+        for i, (beside, run_steps) in enumerate(runs):
+            if beside:
+                for step in run_steps:
+                    try:
+                        if step == "clean":
+                            if cfg.compacted:
+                                self._clean(root, topic, partition, cfg, name, self.clock(), did)
+                        else:
+                            self._merge(root, topic, partition, cfg, name, did)
+                    except MaintenanceLockedError as exc:    # another sidecar or `seglog compact` is at it
+                        did[f"{step}_skipped"] = str(exc)
+                        self.metrics.partitions_skipped.labels(step).inc()
+                        event("partition.skipped", level=logging.DEBUG, job=step, partition=name,
+                              reason="another cleaner or merger holds it")
+                continue
+            with root.open_log(topic, partition, config=cfg, lock_timeout=self.lock_timeout_s) as log:
+                if i == 0 and log.recovery_report:
+                    did["recovered"] = log.recovery_report
+                    self.metrics.recovered.inc()
+                    event("partition.recovered", level=logging.WARNING, partition=name, report=log.recovery_report)
+                self._locked_steps(log, name, run_steps, did)
+                if i == len(runs) - 1:
+                    self.metrics.observe_partition(observe(log, topic, partition, cfg, self.clock()))
+        if runs[-1][0]:
+            with root.open_log(topic, partition, config=cfg, readonly=True) as log:
+                self.metrics.observe_partition(observe(log, topic, partition, cfg, self.clock()))
         return did
 
-    def _clean(self, log, name: str, now: int, did: dict[str, Any]) -> None:
-        """One clean of a compacted partition if due (docs/spec.md §3.9: Log.clean does the work)."""
-        res = log.clean(now, dedupe_buffer_bytes=self.config.schedule.log_cleaner_dedupe_buffer_size)
+    def _locked_steps(self, log, name: str, steps: tuple[str, ...], did: dict[str, Any]) -> None:
+        for step in steps:
+            if step == "recover":
+                continue  # opening the log was the recovery
+            now = self.clock()
+            if step == "roll":
+                if log.roll_if_idle(now):
+                    did["rolled"] = True
+                    self.metrics.segments_rolled.inc()
+                    event("segment.rolled", partition=name, log_end_offset=log.log_end_offset)
+            elif step == "seal":
+                sealed = list(log.seal_inactive())
+                if sealed:
+                    did["sealed"] = sealed
+                    self.metrics.segments_sealed.inc(len(sealed))
+                    event("segments.sealed", partition=name, bases=sealed)
+            elif step == "retention":
+                res = log.apply_retention(now)
+                deleted = list(res.deleted_bases)
+                if deleted:
+                    did["deleted"] = deleted
+                    self.metrics.segments_deleted.inc(len(deleted))
+                    event("segments.deleted", partition=name, bases=deleted,
+                          log_start_offset=res.log_start_offset)
+                if res.blocked_by is not None:
+                    event("retention.blocked", level=logging.WARNING, partition=name,
+                          blocked_by_timestamp=res.blocked_by, now_ms=now)
+            elif step == "purge":
+                purged = list(log.purge_deleted(now))
+                if purged:
+                    did["purged"] = [p.name for p in purged]
+                    self.metrics.files_purged.inc(len(purged))
+                    event("files.purged", partition=name, files=[p.name for p in purged])
+            else:
+                raise ValueError(f"unknown job step {step!r}")
+
+    def _clean(self, root, topic: str, partition: int, cfg: TopicConfig, name: str, now: int,
+               did: dict[str, Any]) -> None:
+        """One clean of a compacted partition if due, beside its writer (docs/spec.md §3.9:
+        indexer/compaction/cleaner.py's clean_partition does the work)."""
+        from seglog.indexer.compaction.cleaner import clean_partition
+
+        res = clean_partition(root.partition_path(topic, partition), cfg, now=now,
+                              dedupe_buffer_bytes=self.config.schedule.log_cleaner_dedupe_buffer_size,
+                              lock_timeout=self.lock_timeout_s)
+        if res.given_up is not None:
+            did["clean_given_up"] = res.given_up
+            event("partition.clean_given_up", partition=name, reason=res.given_up, groups_in=res.groups)
         if not res.cleaned:
             return
         did["cleaned"] = {"groups": res.groups, "records_removed": res.records_removed,
@@ -211,20 +244,28 @@ class Jobs:
         event("partition.cleaned", partition=name, dirty_ratio=round(res.plan.dirty_ratio, 4),
               dirty_bytes=res.dirty_bytes_cleaned, bytes_read=res.bytes_read, bytes_written=res.bytes_written,
               records_removed=res.records_removed, first_dirty_offset=res.first_dirty_after,
-              map_entries=res.map_entries, duration_ms=round(res.duration_ms, 1))
+              map_entries=res.map_entries, duration_ms=round(res.duration_ms, 1),
+              longest_lock_hold_ms=round(res.longest_lock_hold_ms, 1))
 
-    def _merge(self, log, name: str, did: dict[str, Any]) -> None:
-        """Merge small sealed segments (docs/spec.md §3.10: indexer/compaction/segment_merge.py does the work)."""
-        from seglog.indexer.compaction.segment_merge import merge_log
+    def _merge(self, root, topic: str, partition: int, cfg: TopicConfig, name: str, did: dict[str, Any]) -> None:
+        """Merge small sealed segments beside the writer (docs/spec.md §3.10: indexer/compaction/segment_merge.py's
+        merge_partition does the work)."""
+        from seglog.indexer.compaction.segment_merge import merge_partition
 
-        res = merge_log(log, max_groups=self.config.schedule.merge_max_groups_per_pass)
+        res = merge_partition(root.partition_path(topic, partition), cfg,
+                              max_groups=self.config.schedule.merge_max_groups_per_pass,
+                              lock_timeout=self.lock_timeout_s)
+        if res.given_up is not None:
+            did["merge_given_up"] = res.given_up
+            event("partition.merge_given_up", partition=name, reason=res.given_up, groups_in=res.groups)
         if not res.groups:
             return
         did["merged"] = res.groups
         self.metrics.segments_merged.inc(res.segments_merged)
         self.metrics.bytes_merged.inc(res.bytes_merged)
         event("segments.merged", partition=name, groups=res.groups, segments=res.segments_merged,
-              bytes=res.bytes_merged, duration_ms=round(res.duration_ms, 1))
+              bytes=res.bytes_merged, duration_ms=round(res.duration_ms, 1),
+              longest_lock_hold_ms=round(res.longest_lock_hold_ms, 1))
 
     def _observe_readonly(self, root, topic: str, partition: int, cfg: TopicConfig | None) -> None:
         """A partition the sink holds: refresh its metrics from a read-only view (no lock, no writes)."""
@@ -235,6 +276,21 @@ class Jobs:
         except Exception as exc:  # metrics are best effort; the next pass tries again
             event("partition.observe_failed", level=logging.DEBUG, partition=_name(topic, partition),
                   error=f"{type(exc).__name__}: {exc}")
+
+
+_BESIDE_WRITER = ("clean", "merge")     # steps that build without the partition's lock
+
+
+def _runs(steps: tuple[str, ...]) -> list[tuple[bool, tuple[str, ...]]]:
+    """``steps`` cut into consecutive runs, each (beside the writer?, its steps), order kept."""
+    runs: list[tuple[bool, tuple[str, ...]]] = []
+    for step in steps:
+        beside = step in _BESIDE_WRITER
+        if runs and runs[-1][0] == beside:
+            runs[-1] = (beside, runs[-1][1] + (step,))
+        else:
+            runs.append((beside, (step,)))
+    return runs
 
 
 def observe(log, topic: str, partition: int, cfg: TopicConfig, now: int) -> PartitionStats:

@@ -1,7 +1,8 @@
 """Advisory file locks under <root>/_seglog/locks/ (docs/spec.md §4).
 
 One writer per partition at a time: the sink's task or the sidecar holds the partition's lock
-while it changes files. `flock` (not `lockf`) because its locks belong to the open file, so two
+while it changes files. One cleaner or merger per partition at a time: it holds the partition's
+maintenance lock (a second file) for its whole run, and the partition's lock only for each swap. `flock` (not `lockf`) because its locks belong to the open file, so two
 holders in one process exclude each other too, and the kernel drops them when a process dies.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from seglog.errors import ConfigError, PartitionLockedError, StorageError
+from seglog.errors import ConfigError, MaintenanceLockedError, PartitionLockedError, StorageError
 from seglog.indexer.fsutil import make_dirs, open_lock_file
 from seglog.indexer.names import META_DIR, short_file_name
 
@@ -33,9 +34,12 @@ def check_lock_timeout(timeout: object, what: str = "lock timeout") -> float | N
 class FileLock:
     """An exclusive flock on one file; `timeout` None waits forever, 0 tries once."""
 
-    def __init__(self, path: str | os.PathLike, *, what: str | None = None):
+    def __init__(self, path: str | os.PathLike, *, what: str | None = None,
+                 locked_error: type[PartitionLockedError] = PartitionLockedError, holder: str = "another writer"):
         self.path = Path(path)
         self.what = what or str(self.path)
+        self._locked_error = locked_error
+        self._holder = holder
         self._fd: int | None = None
 
     @property
@@ -63,8 +67,8 @@ class FileLock:
                             f"{self.what}: cannot lock {self.path} ({exc.strerror}); seglog needs a "
                             f"filesystem with flock locks") from None
                     if deadline is not None and time.monotonic() >= deadline:
-                        raise PartitionLockedError(
-                            f"{self.what} is locked by another writer (lock file {self.path}); "
+                        raise self._locked_error(
+                            f"{self.what} is locked by {self._holder} (lock file {self.path}); "
                             f"gave up after {timeout} s") from None
                     time.sleep(_POLL_SECONDS)
         except BaseException:
@@ -102,3 +106,16 @@ def partition_lock(partition_dir: str | os.PathLike) -> FileLock:
     """The lock of the partition folder <root>/<topic>-<partition>."""
     d = Path(partition_dir)
     return FileLock(lock_path(d.parent, d.name), what=f"partition {d.name}")
+
+
+def maintenance_lock(partition_dir: str | os.PathLike) -> FileLock:
+    """The partition's maintenance lock: held by a clean or merge for its whole run. They build their
+    output without the partition's lock (so the writer never waits for them) and take that only to
+    swap a group in; this second lock keeps two of them (two sidecars, `seglog compact` beside the
+    sidecar) from writing the same `.cleaned` files, and keeps recovery from removing the `.cleaned`
+    files of a live build (indexer/compaction/clean_swap.py). Order: this lock first, then the
+    partition's, never the other way round while waiting (a holder of the partition's lock only tries
+    this one once), so the two never deadlock."""
+    d = Path(partition_dir)
+    return FileLock(lock_path(d.parent, f"{d.name}.maintenance"), what=f"partition {d.name}'s maintenance",
+                    locked_error=MaintenanceLockedError, holder="another cleaner or merger")

@@ -62,6 +62,11 @@ class PartitionLockedError(SeglogError):
     """Another writer holds the partition's lock."""
 
 
+class MaintenanceLockedError(PartitionLockedError):
+    """Another cleaner or merger works on the partition (its maintenance lock, indexer/locks.py): this
+    one skips it; nothing was changed."""
+
+
 class LogClosedError(SeglogError):
     """The Log was used after close()."""
 

@@ -8,7 +8,12 @@ file names alone:
 3. Every old segment of the group (bases in [base, the swap's next offset)) renamed to `.deleted`.
 4. The `.swap` files renamed to their final names, the indexes first and the `.log` last.
 
-Recovery (`recover_swaps`, first thing on a writable open): `.cleaned` files go; a `.log.swap` is
+Step 1 runs without the partition's lock (the writer goes on appending), under the partition's
+maintenance lock (indexer/locks.py); steps 2 to 4 run under the partition's lock
+(indexer/compaction/swap_gate.py).
+
+Recovery (`recover_swaps`, first thing on a writable open): `.cleaned` files go, unless a cleaner or
+merger holds the maintenance lock (they are its live build's); a `.log.swap` is
 completed by steps 3 and 4 (idempotent: step 3 only touches a base whose regular `.log` is still
 there, so an index already swapped in is never set aside); an index `.swap` without its `.log.swap`
 (step 2 interrupted, or step 4 after the `.log` rename) is deleted, and normal recovery rebuilds a
@@ -20,7 +25,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from seglog.errors import PartitionLockedError
 from seglog.indexer.fsutil import fsync_dir
+from seglog.indexer.locks import maintenance_lock
 from seglog.indexer.names import (CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX,
                                   log_bases, parse_segment_file, segment_file)
 from seglog.indexer.codec.records import scan_batches
@@ -90,8 +97,17 @@ def complete(d: Path, base: int, rename_deleted, end: int | None = None) -> list
 
 
 def recover_swaps(d: Path, rename_deleted, report: list[str]) -> None:
-    """Finish or undo an interrupted clean from the file names alone (see the module doc)."""
-    remove_cleaned(d, report)
+    """Finish or undo an interrupted clean from the file names alone (see the module doc). Run under
+    the partition's lock, so no swap is live: every `.swap` is a crash's."""
+    try:
+        builder = maintenance_lock(d).acquire(0)    # tried once: this caller holds the partition's lock
+    except PartitionLockedError:
+        builder = None                              # a live clean or merge: its `.cleaned` files stay
+    if builder is not None:
+        try:
+            remove_cleaned(d, report)
+        finally:
+            builder.release()
     names = os.listdir(d)
     for name in sorted(names):
         parsed = parse_segment_file(name)

@@ -8,6 +8,9 @@ many small sealed segments. Kafka never merges them; its cleaner groups segments
 both indexes are built again by the one index rule (`LogSegment.index_batch`), as an append of the
 same batches to an empty segment would have built them.
 
+A merge runs beside the writer (`merge_partition`) as a clean does (indexer/compaction/swap_gate.py):
+each group built without the partition's lock, swapped in under it after a re-check.
+
 Invariants kept here:
 - Only sealed segments strictly below the active segment and wholly below the partition's committed
   end (the sink may still take back what is above it) are merged; never across the cleaner
@@ -27,10 +30,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog.errors import CompactionError
-from seglog.indexer.compaction import clean_swap
+from seglog.errors import CompactionError, OffsetOutOfRangeError
+from seglog.indexer.compaction import clean_swap, swap_gate
+from seglog.indexer.compaction.swap_gate import SwapGate
 from seglog.indexer.compaction.cleaner_checkpoint import cleaner_offset, may_have_gaps
 from seglog.indexer.fsutil import create_file
+from seglog.indexer.locks import maintenance_lock
 from seglog.indexer.names import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file
 from seglog.indexer.codec.records import BATCH_HEADER_SIZE, INT32_MAX, parse_header
 from seglog.indexer.segment import LogSegment, sealed_summary
@@ -60,6 +65,12 @@ class MergeResult:
     segments_merged: int = 0                                # old segments replaced
     bytes_merged: int = 0                                   # log bytes copied
     duration_ms: float = 0.0
+    given_up: str | None = None                             # why a group was not swapped in
+    lock_holds_ms: list[float] = field(default_factory=list)   # each hold of the partition's lock (swaps)
+
+    @property
+    def longest_lock_hold_ms(self) -> float:
+        return max(self.lock_holds_ms, default=0.0)
 
 
 def small_threshold(config) -> int:
@@ -155,11 +166,40 @@ def current_plan(log) -> list[list[MergeFacts]]:
 
 def merge_log(log, *, max_groups: int | None = None) -> MergeResult:
     """Merge `log`'s (writable: its lock held) small sealed segments by the plan; then reload its
-    segments. `max_groups` bounds the work of one call (the sidecar's pass)."""
+    segments. `max_groups` bounds the work of one call (the sidecar's pass). The maintenance lock is
+    tried once (never waited for while the partition's lock is held, indexer/locks.py)."""
+    if log.readonly:
+        raise CompactionError(f"{log.path}: merge_log takes a writable Log; merge_partition merges beside the writer")
+    log.flush()
+    with maintenance_lock(log.path).acquire(0):
+        result = _merge(log, max_groups, SwapGate(log.path, None, held=True))
+    if result.groups:
+        log.reload_segments()
+    return result
+
+
+def merge_partition(path, config, *, max_groups: int | None = None, lock_timeout: float | None = None,
+                    maintenance_timeout: float | None = 0) -> MergeResult:
+    """Merge the partition folder `path`'s small sealed segments beside its writer: each group is
+    built from a read-only view without the partition's lock, which is taken (waiting at most
+    `lock_timeout`) for its swap only (indexer/compaction/swap_gate.py). MaintenanceLockedError when
+    another cleaner or merger holds the partition past `maintenance_timeout` (0: try once)."""
+    from seglog.indexer.log import Log
+
+    with maintenance_lock(path).acquire(maintenance_timeout):
+        clean_swap.remove_cleaned(Path(path))        # a crashed build's: ours now, the maintenance lock is held
+        with Log.open(path, config, readonly=True) as view:
+            return _merge(view, max_groups, SwapGate(Path(path), lock_timeout))
+
+
+def _merge(log, max_groups: int | None, gate: SwapGate) -> MergeResult:
     started = time.perf_counter()
     result = MergeResult()
-    log.flush()
-    groups = current_plan(log)
+    try:
+        groups = current_plan(log)
+    except (FileNotFoundError, OffsetOutOfRangeError) as exc:   # retention beside the plan: the next pass plans again
+        result.given_up = f"a segment went while the merge was planned: {exc}"
+        return result
     if max_groups is not None:
         groups = groups[:max_groups]
     if not groups:
@@ -167,11 +207,13 @@ def merge_log(log, *, max_groups: int | None = None) -> MergeResult:
     clean_swap.remove_cleaned(log.path)
     dense = not may_have_gaps(log.path, log.config)
     for group in groups:
-        _merge_group(log, group, dense)
+        result.given_up = _merge_group(log, group, dense, gate)
+        if result.given_up is not None:
+            break
         result.groups.append([f.base for f in group])
         result.segments_merged += len(group)
         result.bytes_merged += sum(f.size for f in group)
-    log.reload_segments()
+    result.lock_holds_ms = list(gate.holds_ms)
     result.duration_ms = (time.perf_counter() - started) * 1000
     return result
 
@@ -189,7 +231,28 @@ def _copy(src: Path, dst_fd: int, at: int) -> int:
     return n
 
 
-def _merge_group(log, group: list[MergeFacts], dense: bool) -> None:
+def _merge_group(log, group: list[MergeFacts], dense: bool, gate: SwapGate) -> str | None:
+    """Build one group's merged segment as `.cleaned` files (no lock) and swap it in through `gate`;
+    returns why the group was given up, or None when it is in."""
+    d = log.path
+    base, end = group[0].base, group[-1].next_offset
+    try:
+        snap = swap_gate.snapshot(d, [f.base for f in group], end)   # before copying: changes after it show
+        _build_merged(log, group, dense)
+    except FileNotFoundError as exc:      # retention or a truncation beside this build
+        clean_swap.remove_cleaned(d)
+        return f"group at {base}: a segment went while it was merged: {exc}"
+
+    # 2-4. The cleaner's swap: `.swap` (the commit point), the group to `.deleted`, the swap in place.
+    def swap() -> None:
+        clean_swap.commit(d, base)
+        from seglog.indexer.recovery import rename_deleted
+        clean_swap.complete(d, base, rename_deleted, end)     # end: checked against the merged batches
+
+    return gate.swap_in(snap, swap)
+
+
+def _build_merged(log, group: list[MergeFacts], dense: bool) -> None:
     d = log.path
     base, end = group[0].base, group[-1].next_offset
     # 1. `<base>.*.cleaned`: the indexes created first and the .log last (a segment exists when its
@@ -218,10 +281,6 @@ def _merge_group(log, group: list[MergeFacts], dense: bool) -> None:
         out.seal(end, durable=True)     # fsyncs the .log, writes the seal entry, trims and fsyncs the indexes
     finally:
         out.close()
-    # 2-4. The cleaner's swap: `.swap` (the commit point), the group to `.deleted`, the swap in place.
-    clean_swap.commit(d, base)
-    from seglog.indexer.recovery import rename_deleted
-    clean_swap.complete(d, base, rename_deleted, end)     # end: checked above against the merged batches
 
 
 def _index(seg: LogSegment) -> None:

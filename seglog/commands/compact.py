@@ -1,7 +1,7 @@
 """`seglog compact ROOT --topic T [--partition P] [--config KEY=VALUE ...] [--now MS]`: one clean now.
 
-Cleans each named partition of a compacted topic once (docs/spec.md §3.9), under the partition's lock,
-whatever its dirty ratio (min.cleanable.dirty.ratio is the sidecar's trigger; the compaction lags and
+Cleans each named partition of a compacted topic once (docs/spec.md §3.9), beside its writer (the
+partition's lock only for recovery first and for each group's swap), whatever its dirty ratio (min.cleanable.dirty.ratio is the sidecar's trigger; the compaction lags and
 the active segment still hold). The topic's recorded configuration applies, with `--config` on top
 (as the sidecar's `topics:` section would set it).
 """
@@ -31,6 +31,7 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from seglog.indexer import Log, LogRoot
+    from seglog.indexer.compaction.cleaner import DEFAULT_DEDUPE_BUFFER_BYTES, clean_partition
 
     parts = find_partitions(args.root, args.topic, args.partition)
     cfg = LogRoot(parts[0].root).topic_config(args.topic, overrides=key_values(args.config))
@@ -38,15 +39,21 @@ def run(args) -> int:
         raise UsageError(f"topic {args.topic!r} has cleanup.policy={cfg['cleanup.policy']!r}: only a compacted "
                          f"topic is cleaned (record it with compact, or pass --config cleanup.policy=compact)")
     for part in parts:
-        with Log.open(part.path, cfg, lock_timeout=args.lock_timeout) as log:
+        with Log.open(part.path, cfg, lock_timeout=args.lock_timeout) as log:    # recovery first, briefly locked
             for line in log.recovery_report:
                 print(f"{part.name}: recovery: {line}")
-            res = log.clean(args.now, dedupe_buffer_bytes=args.dedupe_buffer_size, force=True)
-            if not res.cleaned:
-                print(f"{part.name}: nothing to clean ({res.plan.reason}; dirty ratio {res.plan.dirty_ratio:.3f})")
-                continue
-            print(f"{part.name}: cleaned {len(res.groups)} segment group(s): {res.records_read} records read, "
-                  f"{res.records_removed} removed; {res.bytes_read} bytes -> {res.bytes_written} bytes; dirty ratio "
-                  f"was {res.plan.dirty_ratio:.3f}; cleaner checkpoint now {res.first_dirty_after} "
-                  f"({res.duration_ms:.0f} ms)")
+        budget = DEFAULT_DEDUPE_BUFFER_BYTES if args.dedupe_buffer_size is None else args.dedupe_buffer_size
+        res = clean_partition(part.path, cfg, now=args.now, dedupe_buffer_bytes=budget, force=True,
+                              lock_timeout=args.lock_timeout, maintenance_timeout=args.lock_timeout)
+        if res.given_up is not None:
+            print(f"{part.name}: clean given up, cleaner checkpoint unchanged ({res.given_up}); "
+                  f"{len(res.groups)} group(s) swapped in before it")
+            continue
+        if not res.cleaned:
+            print(f"{part.name}: nothing to clean ({res.plan.reason}; dirty ratio {res.plan.dirty_ratio:.3f})")
+            continue
+        print(f"{part.name}: cleaned {len(res.groups)} segment group(s): {res.records_read} records read, "
+              f"{res.records_removed} removed; {res.bytes_read} bytes -> {res.bytes_written} bytes; dirty ratio "
+              f"was {res.plan.dirty_ratio:.3f}; cleaner checkpoint now {res.first_dirty_after} "
+              f"({res.duration_ms:.0f} ms, the partition's lock held at most {res.longest_lock_hold_ms:.0f} ms)")
     return EXIT_OK

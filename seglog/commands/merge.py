@@ -1,7 +1,7 @@
 """`seglog merge ROOT [--topic T] [--partition P] [--config KEY=VALUE ...]`: merge small segments now.
 
-Merges each partition's small sealed segments once (docs/spec.md §3.10, indexer/compaction/segment_merge.py), under
-the partition's lock, as the sidecar's merge job does: never the active segment, never anything at or
+Merges each partition's small sealed segments once (docs/spec.md §3.10, indexer/compaction/segment_merge.py), beside
+its writer (the partition's lock only for recovery first and for each group's swap), as the sidecar's merge job does: never the active segment, never anything at or
 above the committed end. Each topic's recorded configuration applies, with `--config` on top (as the
 sidecar's `topics:` section would set it), e.g. segment.merge.small.bytes.
 """
@@ -27,7 +27,8 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     from seglog.indexer import Log, LogRoot
-    from seglog.indexer.compaction.segment_merge import merge_log
+    from seglog.indexer.compaction.segment_merge import merge_partition
+    from seglog.indexer.names import log_bases
 
     parts = find_partitions(args.root, args.topic, args.partition)
     overrides = key_values(args.config)
@@ -35,14 +36,18 @@ def run(args) -> int:
     for part in parts:
         if part.topic not in configs:
             configs[part.topic] = LogRoot(part.root).topic_config(part.topic, overrides=overrides)
-        with Log.open(part.path, configs[part.topic], lock_timeout=args.lock_timeout) as log:
+        with Log.open(part.path, configs[part.topic], lock_timeout=args.lock_timeout) as log:   # recovery first
             for line in log.recovery_report:
                 print(f"{part.name}: recovery: {line}")
             before = len(log.segment_bases())
-            res = merge_log(log)
-            if not res.groups:
-                print(f"{part.name}: nothing to merge ({before} segments)")
-                continue
-            print(f"{part.name}: merged {res.segments_merged} segments into {len(res.groups)} "
-                  f"({res.bytes_merged} bytes, {res.duration_ms:.0f} ms); {len(log.segment_bases())} segments now")
+        res = merge_partition(part.path, configs[part.topic], lock_timeout=args.lock_timeout,
+                              maintenance_timeout=args.lock_timeout)
+        if res.given_up is not None:
+            print(f"{part.name}: merge given up ({res.given_up}); {len(res.groups)} group(s) merged before it")
+            continue
+        if not res.groups:
+            print(f"{part.name}: nothing to merge ({before} segments)")
+            continue
+        print(f"{part.name}: merged {res.segments_merged} segments into {len(res.groups)} "
+              f"({res.bytes_merged} bytes, {res.duration_ms:.0f} ms); {len(log_bases(part.path))} segments now")
     return EXIT_OK

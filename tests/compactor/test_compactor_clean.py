@@ -110,3 +110,26 @@ def test_seglog_compact_and_describe(tmp_path):
     fill(tmp_path, "events", 2, cfg=dict(COMPACT, **{"cleanup.policy": "delete"}))
     refused = seglog("compact", tmp_path, "--topic", "events")
     assert refused.returncode == 2 and "cleanup.policy='delete'" in refused.stderr
+
+
+def test_the_pass_skips_a_clean_another_cleaner_holds_and_runs_its_other_steps(tmp_path):
+    """A partition's maintenance lock held (another sidecar or `seglog compact` cleaning it): the pass
+    skips its clean and merge (reported, counted), cleans nothing, and still rolls, seals, applies
+    retention; once free, the next pass cleans it beside the writer."""
+    from seglog.indexer.locks import maintenance_lock
+
+    before = fill(tmp_path, "state", 30)
+    jobs = Jobs(parse_config({"root": str(tmp_path)}, source="test"), Metrics())
+    busy = maintenance_lock(tmp_path / "state-0").acquire(0)
+    try:
+        res = jobs.full_pass()
+    finally:
+        busy.release()
+    did = res.done["state-0"]
+    assert res.ok and "clean_skipped" in did and "merge_skipped" in did and "cleaned" not in did, did
+    assert "state-0" not in res.skipped
+    assert read_cleaner_offsets(tmp_path) == {}
+    res = jobs.full_pass()
+    assert "cleaned" in res.done["state-0"], res.done
+    with Log.open(tmp_path / "state-0", readonly=True) as log:
+        assert latest_per_key([(x.offset, x.key, x.value) for x in log.read()]) == latest_per_key(before)
