@@ -181,6 +181,22 @@ public final class Segment implements Closeable {
         return new Batches(offsetIndex.positionAt(floor), -1, offsetIndex.offsetAt(floor), bound);
     }
 
+    /** The base offset of the batch at {@code position} (an offset index entry's), read from its first 8 bytes;
+     *  {@code otherwise} when they cannot be read (planning never judges: a read reports what is wrong there). */
+    public long baseOffsetAt(int position, long otherwise) {
+        ByteBuffer head = ByteBuffer.allocate(8);
+        try {
+            while (head.hasRemaining() && records.channel().read(head, position + head.position()) >= 0) {
+                // positional reads until the 8 bytes are whole or the file ends
+            }
+        } catch (IOException e) {
+            return otherwise;
+        }
+        if (head.hasRemaining()) return otherwise;
+        long base = head.getLong(0);
+        return base <= otherwise && base >= this.base ? base : otherwise;
+    }
+
     /** The byte position of the batch at or before the index floor of {@code offset} (an estimate). */
     public int floorPosition(long offset) {
         int floor = offsetIndex.floorEntry(offset);
