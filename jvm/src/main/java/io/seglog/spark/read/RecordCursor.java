@@ -54,7 +54,7 @@ final class RecordCursor implements AutoCloseable {
     private int reopens;
     private long skipped;             // offsets skipped as data loss (failOnDataLoss=false)
 
-    private boolean headersOnly;
+    private boolean headersOnly;      // batch bodies not CRC-checked: a pushed count on a dense log (headersOnly())
 
     Record record;                    // the current record, after next() returned true
     TimestampType timestampType;
@@ -159,7 +159,7 @@ final class RecordCursor implements AutoCloseable {
         while (!finished) {
             try {
                 if (log == null) openLog();
-                FileChannelRecordBatch b = position >= slice.end ? null : nextDataBatch();
+                FileChannelRecordBatch b = nextDataBatch();
                 if (b == null) {
                     finished = true;
                     return null;
