@@ -136,7 +136,16 @@ def jvm_plan(spark, root: Path, start_ms: int) -> int:
     for k, v in {"path": str(root), "topic": sb.TOPIC, "startingTimestamp": str(start_ms)}.items():
         options.put(k, v)
     read = jvm.io.seglog.spark.read
-    return read.Planner.plan(read.ReadOptions.parse(options), read.ScanBounds(), 2).size()
+    # DataLoss is package-private (the planner's own): made through reflection, failOnDataLoss=true
+    boolean = jvm.java.lang.Boolean.TYPE
+    types = spark.sparkContext._gateway.new_array(jvm.java.lang.Class, 1)
+    types[0] = boolean
+    loader = read.ScanBounds().getClass().getClassLoader()
+    ctor = loader.loadClass("io.seglog.spark.read.DataLoss").getDeclaredConstructor(types)
+    ctor.setAccessible(True)
+    args = spark.sparkContext._gateway.new_array(jvm.java.lang.Object, 1)
+    args[0] = True
+    return read.Planner.plan(read.ReadOptions.parse(options), read.ScanBounds(), 2, ctor.newInstance(args)).size()
 
 
 def rounds(cases: dict, n: int) -> dict[str, list[float]]:
