@@ -11,7 +11,9 @@ of the per-round ratios is reported with its min and max.
 
 Cases (a `noop` write: every row reaches the JVM, none the driver):
 - narrow: the last 1% by `startingTimestamp`, and by `where timestamp >= T`, vs Delta's `where timestamp >= T`;
-- full: the whole log vs the whole Delta table;
+- full: the whole log vs the whole Delta table (columnar batches; and rows, `columnarReads=false`, for reference);
+- issue 28: `count()` and `sum(length(value))` of the whole log, `count()` of the last 1% (by `where` and by
+  `startingTimestamp`) and of the whole topic's pushed aggregate, each against Delta's same query;
 - time to first row (`limit(1).collect()` from the last 1%) on the log and on the 10x-segments log, and Delta's;
 - planning: the JVM planner alone (`Planner.plan`, on the driver through py4j) on both logs.
 
@@ -99,9 +101,9 @@ def _ts_literal(ms: int):
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
 
 
-def seglog_df(spark, root: Path, start_ms: int | None = None, where_ms: int | None = None):
+def seglog_df(spark, root: Path, start_ms: int | None = None, where_ms: int | None = None, columnar: bool = True):
     from pyspark.sql import functions as F
-    r = spark.read.format("seglog").option("topic", sb.TOPIC)
+    r = spark.read.format("seglog").option("topic", sb.TOPIC).option("columnarReads", str(columnar).lower())
     if start_ms is not None:
         r = r.option("startingTimestamp", str(start_ms))
     df = r.load(str(root))
@@ -112,6 +114,11 @@ def delta_df(spark, delta_dir: Path, where_ms: int | None = None):
     from pyspark.sql import functions as F
     df = spark.read.format("delta").load(str(delta_dir))
     return df if where_ms is None else df.where(F.col("timestamp") >= F.lit(_ts_literal(where_ms)))
+
+
+def sum_len(df) -> int:
+    from pyspark.sql import functions as F
+    return df.agg(F.sum(F.length("value"))).collect()[0][0]
 
 
 def noop(df) -> None:
@@ -129,7 +136,16 @@ def jvm_plan(spark, root: Path, start_ms: int) -> int:
     for k, v in {"path": str(root), "topic": sb.TOPIC, "startingTimestamp": str(start_ms)}.items():
         options.put(k, v)
     read = jvm.io.seglog.spark.read
-    return read.Planner.plan(read.ReadOptions.parse(options), read.ScanBounds(), 2).size()
+    # DataLoss is package-private (the planner's own): made through reflection, failOnDataLoss=true
+    boolean = jvm.java.lang.Boolean.TYPE
+    types = spark.sparkContext._gateway.new_array(jvm.java.lang.Class, 1)
+    types[0] = boolean
+    loader = read.ScanBounds().getClass().getClassLoader()
+    ctor = loader.loadClass("io.seglog.spark.read.DataLoss").getDeclaredConstructor(types)
+    ctor.setAccessible(True)
+    args = spark.sparkContext._gateway.new_array(jvm.java.lang.Object, 1)
+    args[0] = True
+    return read.Planner.plan(read.ReadOptions.parse(options), read.ScanBounds(), 2, ctor.newInstance(args)).size()
 
 
 def rounds(cases: dict, n: int) -> dict[str, list[float]]:
@@ -179,7 +195,15 @@ def run(quick: bool = False, work: Path | None = None, n_rounds: int | None = No
             "seglog_narrow_where": lambda: noop(seglog_df(spark, log, where_ms=t_narrow)),
             "delta_narrow_where": lambda: noop(delta_df(spark, delta, t_narrow)),
             "seglog_full": lambda: noop(seglog_df(spark, log)),
+            "seglog_full_rows": lambda: noop(seglog_df(spark, log, columnar=False)),
             "delta_full": lambda: noop(delta_df(spark, delta)),
+            "seglog_count_full": lambda: seglog_df(spark, log).count(),
+            "delta_count_full": lambda: delta_df(spark, delta).count(),
+            "seglog_sum_length_full": lambda: sum_len(seglog_df(spark, log)),
+            "delta_sum_length_full": lambda: sum_len(delta_df(spark, delta)),
+            "seglog_count_narrow_where": lambda: seglog_df(spark, log, where_ms=t_narrow).count(),
+            "seglog_count_narrow_startingTimestamp": lambda: seglog_df(spark, log, start_ms=t_narrow).count(),
+            "delta_count_narrow_where": lambda: delta_df(spark, delta, t_narrow).count(),
             "seglog_first_row": lambda: first_row(seglog_df(spark, log, start_ms=t_narrow)),
             "seglog_first_row_10x_segments": lambda: first_row(seglog_df(spark, log10, start_ms=t_narrow)),
             "delta_first_row": lambda: first_row(delta_df(spark, delta, t_narrow)),
@@ -193,6 +217,8 @@ def run(quick: bool = False, work: Path | None = None, n_rounds: int | None = No
         assert seglog_df(spark, log, start_ms=t_narrow).count() == narrow_rows
         assert seglog_df(spark, log, where_ms=t_narrow).count() == narrow_rows
         assert delta_df(spark, delta, t_narrow).count() == narrow_rows
+        assert seglog_df(spark, log).count() == rows == delta_df(spark, delta).count()
+        assert sum_len(seglog_df(spark, log)) == sum_len(seglog_df(spark, log, columnar=False)) == sum_len(delta_df(spark, delta))
         runs = rounds(cases, n_rounds)
 
         results: dict = {
@@ -205,18 +231,28 @@ def run(quick: bool = False, work: Path | None = None, n_rounds: int | None = No
                 "narrow_startingTimestamp_over_delta": ratio(runs, "seglog_narrow_startingTimestamp", "delta_narrow_where"),
                 "narrow_where_over_delta": ratio(runs, "seglog_narrow_where", "delta_narrow_where"),
                 "full_over_delta": ratio(runs, "seglog_full", "delta_full"),
+                "full_rows_over_delta": ratio(runs, "seglog_full_rows", "delta_full"),
+                "count_full_over_delta": ratio(runs, "seglog_count_full", "delta_count_full"),
+                "sum_length_full_over_delta": ratio(runs, "seglog_sum_length_full", "delta_sum_length_full"),
+                "count_narrow_where_over_delta": ratio(runs, "seglog_count_narrow_where", "delta_count_narrow_where"),
+                "count_narrow_startingTimestamp_over_delta": ratio(runs, "seglog_count_narrow_startingTimestamp",
+                                                                   "delta_count_narrow_where"),
                 "first_row_over_delta": ratio(runs, "seglog_first_row", "delta_first_row"),
                 "first_row_10x_segments_over_1x": ratio(runs, "seglog_first_row_10x_segments", "seglog_first_row"),
                 "plan_10x_segments_over_1x": ratio(runs, "seglog_plan_10x_segments", "seglog_plan"),
             },
         }
         r = results["ratios"]
-        results["targets"] = {"narrow_max": 0.5, "full_max": 1.0, "flat_max": 1.25}
+        results["targets"] = {"narrow_max": 0.5, "full_max": 1.0, "flat_max": 1.25,
+                              "issue28_full_max": 0.3, "issue28_count_narrow_max": 0.1, "issue28_count_full_max": 0.05}
         results["targets_met"] = {
             "narrow_startingTimestamp": r["narrow_startingTimestamp_over_delta"]["median"] <= 0.5,
             "narrow_where": r["narrow_where_over_delta"]["median"] <= 0.5,
             "full": r["full_over_delta"]["median"] <= 1.0,
             "first_row_flat": r["first_row_10x_segments_over_1x"]["median"] <= 1.25,
+            "issue28_count_full": r["count_full_over_delta"]["median"] <= 0.05,
+            "issue28_sum_length_full": r["sum_length_full_over_delta"]["median"] <= 0.3,
+            "issue28_count_narrow_where": r["count_narrow_where_over_delta"]["median"] <= 0.1,
         }
         results["load"] = {"before": load_before, "after": os.getloadavg(), "cpus": os.cpu_count()}
         return results

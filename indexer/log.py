@@ -834,9 +834,10 @@ class Log:
 
     def split_offset(self, start: int, end: int, target_bytes: int) -> int | None:
         """Where a task holding at most `target_bytes` of log from `start` may end, without a log scan:
-        the last offset index entry in (start, end) at most `target_bytes` past start; when none is that
-        close, the first entry past it (a batch larger than the target cannot be cut); None when (start,
-        end) holds no entry past start's own batch. Only the segments from start's to the cut's are
+        the first offset of the batch of the last offset index entry in (start, end) at most `target_bytes`
+        past start; when none is that close, of the first entry past it (a batch larger than the target
+        cannot be cut); None when (start, end) holds no entry past start's own batch. A cut is always a
+        batch's start, so no batch is read by two tasks. Only the segments from start's to the cut's are
         opened. The JVM planner's `PartitionLog.splitOffset` keeps the same rule."""
         bases = self._segments.bases
         if not bases or end <= start:
@@ -851,10 +852,15 @@ class Log:
             offsets, positions = seg.offset_index.offsets_and_positions()
             past = before + positions.astype(np.int64)
             keep = (offsets > start) & (offsets < end) & (past > 0)   # past <= 0: start's own batch
-            for off, gone in zip(offsets[keep].tolist(), past[keep].tolist()):
+            for off, pos, gone in zip(offsets[keep].tolist(), positions[keep].tolist(), past[keep].tolist()):
+                # The cut is the first offset of the entry's batch (the entry's key is its last): a task ends
+                # where a batch begins, so the batch at a cut is read by the next task only (issue 28).
+                cut = _batch_base_at(seg, pos, off)
+                if cut <= start:
+                    continue
                 if gone > target_bytes:
-                    return within if within is not None else off
-                within = off
+                    return within if within is not None else cut
+                within = cut
             before += seg.size
         return within
 
@@ -865,6 +871,17 @@ class Log:
 
 # ---------------------------------------------------------------------- helpers
 _BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+def _batch_base_at(seg, position: int, otherwise: int) -> int:
+    """The base offset of the batch at `position` (an offset index entry's), from its first 8 bytes;
+    `otherwise` when they cannot be read (planning never judges: a read reports what is wrong there).
+    The JVM's `Segment.baseOffsetAt` keeps the same rule."""
+    head = seg.pread(position, 8)
+    if len(head) < 8:
+        return otherwise
+    base = int.from_bytes(head, "big", signed=True)
+    return base if seg.base_offset <= base <= otherwise else otherwise
 
 
 def batch_budget(cfg: Mapping[str, Any]) -> int:

@@ -4,6 +4,7 @@ committed end (an in-flight or rolled-back write) are never judged."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import struct
 import time
@@ -65,10 +66,26 @@ def seg_log(part, base):
 
 
 def jvm_offsets(spark, root, topic="t", **options):
-    r = spark.read.format("seglog").option("topic", topic)
-    for k, v in options.items():
-        r = r.option(k, json.dumps(v) if isinstance(v, dict) else str(v))
-    return sorted(row.offset for row in r.load(str(root)).select("offset").collect())
+    """The offsets read, through both outputs of the reader (columnar batches and rows, issue 28): the same
+    offsets, or the same fault (its first line), which is raised."""
+    got = {}
+    for columnar in ("true", "false"):
+        r = spark.read.format("seglog").option("topic", topic).option("columnarReads", columnar)
+        for k, v in options.items():
+            r = r.option(k, json.dumps(v) if isinstance(v, dict) else str(v))
+        try:
+            got[columnar] = sorted(row.offset for row in r.load(str(root)).select("offset").collect())
+        except Exception as e:    # noqa: BLE001 - compared below, then raised
+            got[columnar] = e
+    columnar, rows = got["true"], got["false"]
+    if isinstance(columnar, Exception) or isinstance(rows, Exception):
+        def fault(e):
+            found = re.search(r"io\.seglog\.[\w.]+: [^\n]*", str(e)) if isinstance(e, Exception) else None
+            return found.group(0) if found else repr(e)
+        assert fault(columnar) == fault(rows)
+        raise columnar
+    assert columnar == rows
+    return columnar
 
 
 def core_read(part, start=0, end=N):

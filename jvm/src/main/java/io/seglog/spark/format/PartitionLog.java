@@ -253,9 +253,10 @@ public final class PartitionLog implements Closeable {
     }
 
     /** Where a task holding at most {@code targetBytes} of log from {@code start} may end, without a log scan:
-     *  the last offset index entry in (start, end) at most {@code targetBytes} past start; when none is that
-     *  close, the first entry past it (a batch larger than the target cannot be cut); -1 when (start, end)
-     *  holds no entry past start's own batch. The same rule as the Python planner's (`Log.split_offset`).
+     *  the first offset of the batch of the last offset index entry in (start, end) at most {@code targetBytes}
+     *  past start; when none is that close, of the first entry past it (a batch larger than the target cannot be
+     *  cut); -1 when (start, end) holds no entry past start's own batch. A cut is always a batch's start, so no
+     *  batch is read by two tasks. The same rule as the Python planner's (`Log.split_offset`).
      *  Only the segments from start's to the one holding the cut are opened. */
     public long splitOffset(long start, long end, long targetBytes) {
         if (bases.length == 0 || end <= start) return -1;
@@ -269,8 +270,12 @@ public final class PartitionLog implements Closeable {
                 long off = oi.offsetAt(k);
                 long past = before + oi.positionAt(k);
                 if (!(start < off && off < end) || past <= 0) continue;   // past <= 0: start's own batch
-                if (past > targetBytes) return within >= 0 ? within : off;
-                within = off;
+                // The cut is the first offset of the entry's batch (the entry's key is its last): a task ends
+                // where a batch begins, so the batch at a cut is read by the next task only (issue 28).
+                long cut = seg.baseOffsetAt(oi.positionAt(k), off);
+                if (cut <= start) continue;
+                if (past > targetBytes) return within >= 0 ? within : cut;
+                within = cut;
             }
             before += seg.size();
         }

@@ -181,6 +181,22 @@ public final class Segment implements Closeable {
         return new Batches(offsetIndex.positionAt(floor), -1, offsetIndex.offsetAt(floor), bound);
     }
 
+    /** The base offset of the batch at {@code position} (an offset index entry's), read from its first 8 bytes;
+     *  {@code otherwise} when they cannot be read (planning never judges: a read reports what is wrong there). */
+    public long baseOffsetAt(int position, long otherwise) {
+        ByteBuffer head = ByteBuffer.allocate(8);
+        try {
+            while (head.hasRemaining() && records.channel().read(head, position + head.position()) >= 0) {
+                // positional reads until the 8 bytes are whole or the file ends
+            }
+        } catch (IOException e) {
+            return otherwise;
+        }
+        if (head.hasRemaining()) return otherwise;
+        long base = head.getLong(0);
+        return base <= otherwise && base >= this.base ? base : otherwise;
+    }
+
     /** The byte position of the batch at or before the index floor of {@code offset} (an estimate). */
     public int floorPosition(long offset) {
         int floor = offsetIndex.floorEntry(offset);
@@ -288,6 +304,18 @@ public final class Segment implements Closeable {
         private boolean done;
         private FileChannelRecordBatch next;
         boolean tolerateTornTail;           // an estimate's walk: any fault ends it
+        private boolean checkBodies = true;
+
+        /**
+         * Judges each batch's header (offsets, lengths, leader epochs) but not its body's CRC, which would read
+         * every byte: for a pushed count over a dense log (read.PushedAggregate), where each batch's offsets
+         * must run on from the previous batch's, so a damaged offset field is still reported; the bodies are
+         * judged by every read of the records and by {@code seglog verify}.
+         */
+        public Batches headersOnly() {
+            checkBodies = false;
+            return this;
+        }
 
         Batches(int pos, long expectedBase, long expectedLast, long bound) {
             this.it = pos >= size ? java.util.Collections.emptyIterator() : records.batchesFrom(pos).iterator();
@@ -363,7 +391,7 @@ public final class Segment implements Closeable {
                     + "epoch " + epoch + " above " + maxLeaderEpoch + ", the largest this partition can hold", null);
             }
             try {
-                b.ensureValid();
+                if (checkBodies) b.ensureValid();
             } catch (org.apache.kafka.common.KafkaException e) {
                 return fault("a corrupt batch at position " + b.position() + ": " + e.getMessage(), e);
             }

@@ -28,6 +28,8 @@ public final class ReadOptions implements Serializable {
     public static final long EARLIEST = -2;   // Kafka's ListOffsets sentinels, as in the offsets JSON
     public static final long LATEST = -1;
     public static final long DEFAULT_MAX_BYTES_PER_TASK = 128L << 20;
+    /** Spark's own columnar batch size (spark.sql.parquet.columnarReaderBatchSize's default). */
+    public static final int DEFAULT_MAX_ROWS_PER_BATCH = 4096;
     public static final String READ_UNCOMMITTED = "read_uncommitted";
     public static final String READ_COMMITTED = "read_committed";
 
@@ -38,7 +40,7 @@ public final class ReadOptions implements Serializable {
             "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
             "startingOffsetsByTimestampStrategy", "failOnDataLoss", "includeHeaders", "minPartitions",
             "maxBytesPerTask", "maxRowsPerBatch", "filterPushdown", "isolation.level", "kafka.isolation.level",
-            "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay"}) {
+            "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "columnarReads"}) {
             KNOWN.put(k.toLowerCase(Locale.ROOT), k);
         }
     }
@@ -54,6 +56,10 @@ public final class ReadOptions implements Serializable {
     public final boolean includeHeaders;
     public final int minPartitions;          // 0: not given
     public final long maxBytesPerTask;
+    /** Rows per columnar batch: the vectors' capacity, so a task's memory is flat whatever the log holds. */
+    public final int maxRowsPerBatch;
+    /** Columnar batches to Spark (the default); false gives rows, record by record (the reference path). */
+    public final boolean columnarReads;
     public final boolean filterPushdown;
     public final boolean readCommitted;
     public final Map<String, String> raw;    // lower-cased keys, for the streaming options
@@ -117,9 +123,10 @@ public final class ReadOptions implements Serializable {
         maxBytesPerTask = o.containsKey("maxbytespertask")
             ? parseLong("maxBytesPerTask", o.get("maxbytespertask"), 1, Long.MAX_VALUE, "a number of bytes >= 1")
             : DEFAULT_MAX_BYTES_PER_TASK;
-        if (o.containsKey("maxrowsperbatch")) {
-            parseLong("maxRowsPerBatch", o.get("maxrowsperbatch"), 1, Integer.MAX_VALUE, "an integer >= 1");
-        }
+        maxRowsPerBatch = o.containsKey("maxrowsperbatch")
+            ? (int) parseLong("maxRowsPerBatch", o.get("maxrowsperbatch"), 1, Integer.MAX_VALUE, "an integer >= 1")
+            : DEFAULT_MAX_ROWS_PER_BATCH;
+        columnarReads = parseBool("columnarReads", o.get("columnarreads"), true);
         failOnDataLoss = parseBool("failOnDataLoss", o.get("failondataloss"), true);
         includeHeaders = parseBool("includeHeaders", o.get("includeheaders"), false);
         filterPushdown = parseBool("filterPushdown", o.get("filterpushdown"), true);

@@ -54,8 +54,11 @@ final class RecordCursor implements AutoCloseable {
     private int reopens;
     private long skipped;             // offsets skipped as data loss (failOnDataLoss=false)
 
+    private boolean headersOnly;      // batch bodies not CRC-checked: a pushed count on a dense log (headersOnly())
+
     Record record;                    // the current record, after next() returned true
     TimestampType timestampType;
+    long batchFrom;                   // the first offset to count of the batch nextBatch() returned
 
     RecordCursor(ReadOptions opts, Slice slice) {
         this.opts = opts;
@@ -136,41 +139,80 @@ final class RecordCursor implements AutoCloseable {
                 record = r;
                 return true;
             }
-            if (position >= slice.end) {
+            FileChannelRecordBatch b = nextDataBatch();
+            if (b == null) {
                 finished = true;
                 return false;
             }
-            if (batches == null || !batches.hasNext()) {
-                if (!nextSegment()) {
+            timestampType = b.timestampType();
+            records = b.iterator();
+        }
+    }
+
+    /**
+     * Batch by batch, for the pushed aggregate ({@link PushedAggregate}): the next batch holding records this
+     * cursor returns, or null when the slice is read. Its records to count are those in
+     * [{@link #batchFrom}, the slice's end); the cursor moves past the batch. Faults, data loss and a log
+     * that changes underneath are handled as for {@link #next()}: the two walks are one ({@link #nextDataBatch}).
+     */
+    FileChannelRecordBatch nextBatch() {
+        while (!finished) {
+            try {
+                if (log == null) openLog();
+                FileChannelRecordBatch b = nextDataBatch();
+                if (b == null) {
                     finished = true;
-                    return false;
+                    return null;
                 }
+                batchFrom = position;
+                position = b.lastOffset() + 1;
+                return b;
+            } catch (SegmentGoneException | LogStartBeyondEndException e) {
+                if (reopens >= REOPEN_WAITS_MS.length) throw e;
+                LOG.info("seglog source: {}: the log changed under the reader at offset {} ({}); opening it again",
+                    slice, position, e.getMessage());
+                closeLog();
+                pause(REOPEN_WAITS_MS[reopens++]);
+            }
+        }
+        return null;
+    }
+
+    /** Judge batch headers only, not their bodies' CRCs (see Segment.Batches#headersOnly): for a pushed count
+     *  on a dense log, where the offsets vouch for every header field it uses. Before the first batch. */
+    void headersOnly() {
+        headersOnly = true;
+    }
+
+    /**
+     * The next batch with records at or after {@code position} and below the slice's end, as a consumer of
+     * the read's isolation level sees them: control batches and aborted transactions skipped (the position
+     * moves past them), an open transaction ending the read; null when nothing is left.
+     */
+    private FileChannelRecordBatch nextDataBatch() {
+        while (true) {
+            if (position >= slice.end) return null;
+            if (batches == null || !batches.hasNext()) {
+                if (!nextSegment()) return null;
                 continue;
             }
             FileChannelRecordBatch b = batches.next();
             segmentLast = b.lastOffset();
             if (b.lastOffset() < position) continue;
-            if (b.baseOffset() >= slice.end) {
-                finished = true;
-                return false;
-            }
+            if (b.baseOffset() >= slice.end) return null;
             if (b.isControlBatch()) {
                 position = b.lastOffset() + 1;
                 continue;
             }
             if (fates != null && b.isTransactional()) {
                 int fate = fates.fate(b.producerId(), b.baseOffset());
-                if (fate == TransactionFates.OPEN) {      // the last stable offset: nothing from here on
-                    finished = true;
-                    return false;
-                }
+                if (fate == TransactionFates.OPEN) return null;      // the last stable offset: nothing from here on
                 if (fate == TransactionFates.ABORT) {
                     position = b.lastOffset() + 1;
                     continue;
                 }
             }
-            timestampType = b.timestampType();
-            records = b.iterator();
+            return b;
         }
     }
 
@@ -224,6 +266,7 @@ final class RecordCursor implements AutoCloseable {
                 + (log.base(segment + 1) - 1) + " belonged to it: those records are lost");
         }
         batches = seg.batchesHolding(Math.max(position, seg.base), slice.bound);
+        if (headersOnly) batches.headersOnly();
         return true;
     }
 

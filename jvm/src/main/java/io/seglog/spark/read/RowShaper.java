@@ -18,7 +18,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * key or value), then one generated projection writes the UnsafeRow Spark's operators expect.
  */
 final class RowShaper {
-    private static final int KEY = 0, VALUE = 1, TOPIC = 2, PARTITION = 3, OFFSET = 4, TIMESTAMP = 5, TYPE = 6, HEADERS = 7;
+    static final int KEY = 0, VALUE = 1, TOPIC = 2, PARTITION = 3, OFFSET = 4, TIMESTAMP = 5, TYPE = 6, HEADERS = 7;
 
     private final int[] columns;
     private final GenericInternalRow row;
@@ -28,22 +28,30 @@ final class RowShaper {
 
     RowShaper(StructType readSchema) {
         String[] names = readSchema.fieldNames();
-        columns = new int[names.length];
+        columns = columnIds(readSchema);
+        row = new GenericInternalRow(names.length);
+        projection = UnsafeProjection.create(readSchema);
+    }
+
+    /** Each column of the read schema as one of the source's columns (KEY ... HEADERS): the one mapping both
+     *  outputs use. */
+    static int[] columnIds(StructType readSchema) {
+        String[] names = readSchema.fieldNames();
+        int[] ids = new int[names.length];
         for (int i = 0; i < names.length; i++) {
             switch (names[i]) {
-                case "key": columns[i] = KEY; break;
-                case "value": columns[i] = VALUE; break;
-                case "topic": columns[i] = TOPIC; break;
-                case "partition": columns[i] = PARTITION; break;
-                case "offset": columns[i] = OFFSET; break;
-                case "timestamp": columns[i] = TIMESTAMP; break;
-                case "timestampType": columns[i] = TYPE; break;
-                case "headers": columns[i] = HEADERS; break;
+                case "key": ids[i] = KEY; break;
+                case "value": ids[i] = VALUE; break;
+                case "topic": ids[i] = TOPIC; break;
+                case "partition": ids[i] = PARTITION; break;
+                case "offset": ids[i] = OFFSET; break;
+                case "timestamp": ids[i] = TIMESTAMP; break;
+                case "timestampType": ids[i] = TYPE; break;
+                case "headers": ids[i] = HEADERS; break;
                 default: throw new IllegalArgumentException("seglog source: no column '" + names[i] + "'");
             }
         }
-        row = new GenericInternalRow(names.length);
-        projection = UnsafeProjection.create(readSchema);
+        return ids;
     }
 
     void partition(String topic, int partition) {
@@ -66,7 +74,7 @@ final class RowShaper {
                 case TOPIC: row.update(i, topic); break;
                 case PARTITION: row.setInt(i, partition); break;
                 case OFFSET: row.setLong(i, r.offset()); break;
-                case TIMESTAMP: row.setLong(i, micros(r)); break;
+                case TIMESTAMP: row.setLong(i, micros(r, topic, partition)); break;
                 case TYPE: row.setInt(i, type.id); break;
                 default: row.update(i, headers(r.headers())); break;
             }
@@ -76,7 +84,7 @@ final class RowShaper {
 
     /** ms -> Spark's microseconds, exactly: a timestamp past Spark's range fails naming the record, as Spark's
      *  Kafka source fails (DateTimeUtils.fromJavaTimestamp multiplies with Math.multiplyExact), never wraps. */
-    private long micros(Record r) {
+    static long micros(Record r, Object topic, int partition) {
         try {
             return Math.multiplyExact(r.timestamp(), 1000L);
         } catch (ArithmeticException e) {

@@ -5,8 +5,10 @@ import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
 
-/** Sent to executors: everything a task needs to read its slices (options, bounds, pruned schema). */
+/** Sent to executors: everything a task needs to read its slices (options, bounds, pruned schema). Columnar
+ *  batches unless columnarReads=false (then rows); batch and micro-batch reads alike. */
 final class SeglogReaderFactory implements PartitionReaderFactory {
     private final ReadOptions opts;
     private final ScanBounds bounds;
@@ -19,7 +21,17 @@ final class SeglogReaderFactory implements PartitionReaderFactory {
     }
 
     @Override
+    public boolean supportColumnarReads(InputPartition partition) {
+        return opts.columnarReads;
+    }
+
+    @Override
     public PartitionReader<InternalRow> createReader(InputPartition partition) {
         return new SeglogPartitionReader(opts, bounds, readSchema, ((SeglogInputPartition) partition).slices);
+    }
+
+    @Override
+    public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+        return new SeglogColumnarPartitionReader(opts, bounds, readSchema, ((SeglogInputPartition) partition).slices);
     }
 }

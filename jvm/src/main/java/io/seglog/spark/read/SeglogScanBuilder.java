@@ -6,6 +6,8 @@ import java.util.List;
 
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
+import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
 import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.sources.Filter;
@@ -13,14 +15,17 @@ import org.apache.spark.sql.types.StructType;
 
 /**
  * Filter pushdown (timestamp/offset/partition/topic filters become seeks and bounds; every filter
- * reported as handled is applied exactly by the readers) and column pruning. A new builder per query,
+ * reported as handled is applied exactly by the readers), column pruning, and aggregate pushdown (Spark asks
+ * only when every filter was pushed; {@link PushedAggregate} says which aggregates are answered exactly). A new builder per query,
  * so no query's pushdown leaks into another's (unlike the Python Data Source API's reader).
  */
-final class SeglogScanBuilder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns {
+final class SeglogScanBuilder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns,
+        SupportsPushDownAggregates {
     private final ReadOptions opts;
     private StructType schema;
     private ScanBounds bounds = ScanBounds.NONE;
     private Filter[] pushed = new Filter[0];
+    private PushedAggregate aggregate;   // null: Spark aggregates the rows
 
     SeglogScanBuilder(ReadOptions opts, StructType schema) {
         this.opts = opts;
@@ -50,7 +55,20 @@ final class SeglogScanBuilder implements ScanBuilder, SupportsPushDownFilters, S
     }
 
     @Override
+    public boolean pushAggregation(Aggregation aggregation) {
+        aggregate = PushedAggregate.of(aggregation);
+        return aggregate != null;
+    }
+
+    /** The answer is each group's final value: Spark need not aggregate again. */
+    @Override
+    public boolean supportCompletePushDown(Aggregation aggregation) {
+        return PushedAggregate.of(aggregation) != null;
+    }
+
+    @Override
     public Scan build() {
+        if (aggregate != null) return new AggregateScan(opts, bounds, aggregate);
         return new SeglogScan(opts, bounds, schema);
     }
 }

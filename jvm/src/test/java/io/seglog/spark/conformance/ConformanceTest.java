@@ -43,8 +43,8 @@ import io.seglog.spark.read.ConformanceReads;
  *
  * <ul>
  *   <li>the committed end ({@link CommitLogReader}) and the log start (the plan's start, from earliest);</li>
- *   <li>records per isolation level: the plan from earliest to latest ({@code Planner.resolve}), read through a
- *       {@code RecordCursor};</li>
+ *   <li>records per isolation level: the plan from earliest to latest ({@code Planner.resolve}), read through
+ *       both outputs of the partition reader, rows and columnar batches (every fault verdict too);</li>
  *   <li>{@link PartitionLog#offsetForTimestamp} for each probe, bounded by the committed end; -1 is the plan's
  *       end (latest), -2 its start (earliest); -3 (the largest timestamp, KIP-734) has no JVM reader and is
  *       skipped;</li>
@@ -183,19 +183,22 @@ class ConformanceTest {
             }
             return problems;
         }
-        for (String iso : ISOLATIONS) {
-            int[] rows = {0};
-            Throwable thrown = null;
-            try (PartitionLog log = PartitionLog.open(root, topic, partition, checkpointed)) {
-                ConformanceReads.Range range = ConformanceReads.plan(root, topic, partition, log, end);
-                ConformanceReads.read(root, topic, partition, range, iso, r -> rows[0]++);
-            } catch (RuntimeException e) {
-                thrown = e;
-            }
-            String p = checkFault(read, thrown, "the read (" + iso + ")");
-            if (p != null) {
-                problems.put("read", p + (thrown == null ? " (returned " + rows[0] + " rows)" : ""));
-                break;
+        reads:
+        for (ConformanceReads.Output output : ConformanceReads.Output.values()) {
+            for (String iso : ISOLATIONS) {
+                int[] rows = {0};
+                Throwable thrown = null;
+                try (PartitionLog log = PartitionLog.open(root, topic, partition, checkpointed)) {
+                    ConformanceReads.Range range = ConformanceReads.plan(root, topic, partition, log, end);
+                    ConformanceReads.read(root, topic, partition, range, iso, output, r -> rows[0]++);
+                } catch (RuntimeException e) {
+                    thrown = e;
+                }
+                String p = checkFault(read, thrown, "the read (" + iso + ", " + output + ")");
+                if (p != null) {
+                    problems.put("read", p + (thrown == null ? " (returned " + rows[0] + " rows)" : ""));
+                    break reads;
+                }
             }
         }
         return problems;
@@ -209,21 +212,24 @@ class ConformanceTest {
         if (range.start() != exp.get("log_start").asLong()) {
             problems.put("log_start", "got " + range.start() + ", expected " + exp.get("log_start"));
         }
-        for (String iso : ISOLATIONS) {
-            List<JsonNode> got = new ArrayList<>();
-            try {
-                List<ConformanceReads.Row> rows = new ArrayList<>();
-                ConformanceReads.read(root, topic, partition, range, iso, rows::add);
-                for (ConformanceReads.Row r : rows) got.add(rowJson(r));
-            } catch (RuntimeException e) {
-                problems.put("records", iso + ": threw " + e.getClass().getSimpleName() + ": " + e.getMessage());
-                break;
-            }
-            List<JsonNode> want = new ArrayList<>();
-            exp.get("records").get(iso).forEach(want::add);
-            if (!got.equals(want)) {
-                problems.put("records", iso + ": " + firstDifference(got, want));
-                break;
+        records:
+        for (ConformanceReads.Output output : ConformanceReads.Output.values()) {
+            for (String iso : ISOLATIONS) {
+                List<JsonNode> got = new ArrayList<>();
+                try {
+                    List<ConformanceReads.Row> rows = new ArrayList<>();
+                    ConformanceReads.read(root, topic, partition, range, iso, output, rows::add);
+                    for (ConformanceReads.Row r : rows) got.add(rowJson(r));
+                } catch (RuntimeException e) {
+                    problems.put("records", iso + ", " + output + ": threw " + e.getClass().getSimpleName() + ": " + e.getMessage());
+                    break records;
+                }
+                List<JsonNode> want = new ArrayList<>();
+                exp.get("records").get(iso).forEach(want::add);
+                if (!got.equals(want)) {
+                    problems.put("records", iso + ", " + output + ": " + firstDifference(got, want));
+                    break records;
+                }
             }
         }
         List<String> wrong = new ArrayList<>();

@@ -6,16 +6,18 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
-import org.apache.kafka.common.header.Header;
-import org.apache.kafka.common.record.Record;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 import io.seglog.spark.format.PartitionLog;
 
 /**
  * The read path's package-private pieces, for the conformance runner (io.seglog.spark.conformance.ConformanceTest,
  * docs/internals.md, "Conformance corpus"): a batch read's plan of one partition ({@link Planner#resolve}, from the
- * earliest offset to the latest, as {@code spark.read.format("seglog")} plans it) and its records through a
- * {@link RecordCursor}, with a given isolation level.
+ * earliest offset to the latest, as {@code spark.read.format("seglog")} plans it) and its records through either
+ * output's partition reader (rows, or columnar batches), with a given isolation level.
  */
 public final class ConformanceReads {
     private ConformanceReads() {}
@@ -36,18 +38,43 @@ public final class ConformanceReads {
         return new Range(r.start, r.end, r.bound);
     }
 
-    /** Every record of the range; {@code sink} gets each as it comes (so a caller knows how many came before a fault). */
-    public static void read(Path root, String topic, int partition, Range range, String isolation,
+    /** The two outputs of the JVM reader: Spark's rows, and columnar batches (cut small, so Kafka batches
+     *  straddle them). The corpus must read alike through both. */
+    public enum Output { ROWS, COLUMNAR }
+
+    /** Every record of the range through {@code output}'s partition reader; {@code sink} gets each as it comes (so
+     *  a caller knows how many came before a fault). */
+    public static void read(Path root, String topic, int partition, Range range, String isolation, Output output,
                             java.util.function.Consumer<Row> sink) {
-        try (RecordCursor cursor = new RecordCursor(options(root, topic, isolation),
-                 new Slice(topic, partition, range.start(), range.end(), range.bound()))) {
-            while (cursor.next()) {
-                Record r = cursor.record;
-                List<Map.Entry<String, byte[]>> headers = new ArrayList<>();
-                for (Header h : r.headers()) headers.add(new java.util.AbstractMap.SimpleImmutableEntry<>(h.key(), h.value()));
-                sink.accept(new Row(r.offset(), r.timestamp(), bytes(r.key()), bytes(r.value()), headers));
+        ReadOptions opts = ReadOptions.parse(Map.of("path", root.toString(), "topic", topic, "kafka.isolation.level",
+            isolation, "includeHeaders", "true", "maxRowsPerBatch", "7"));
+        Slice[] slices = {new Slice(topic, partition, range.start(), range.end(), range.bound())};
+        StructType schema = SeglogSchema.of(true);
+        if (output == Output.ROWS) {
+            try (SeglogPartitionReader reader = new SeglogPartitionReader(opts, ScanBounds.NONE, schema, slices)) {
+                while (reader.next()) sink.accept(row(reader.get()));
+            }
+            return;
+        }
+        try (SeglogColumnarPartitionReader reader = new SeglogColumnarPartitionReader(opts, ScanBounds.NONE, schema, slices)) {
+            while (reader.next()) {
+                ColumnarBatch batch = reader.get();
+                for (int i = 0; i < batch.numRows(); i++) sink.accept(row(batch.getRow(i)));
             }
         }
+    }
+
+    /** A row of the full schema (headers included) as a {@link Row}: timestamps back to ms. */
+    static Row row(InternalRow r) {
+        List<Map.Entry<String, byte[]>> headers = new ArrayList<>();
+        ArrayData hs = r.getArray(7);
+        for (int j = 0; j < hs.numElements(); j++) {
+            InternalRow h = hs.getStruct(j, 2);
+            headers.add(new java.util.AbstractMap.SimpleImmutableEntry<>(h.getUTF8String(0).toString(),
+                h.isNullAt(1) ? null : h.getBinary(1)));
+        }
+        return new Row(r.getLong(4), Math.floorDiv(r.getLong(5), 1000L), r.isNullAt(0) ? null : r.getBinary(0),
+            r.isNullAt(1) ? null : r.getBinary(1), headers);
     }
 
     private static byte[] bytes(ByteBuffer b) {

@@ -1,0 +1,68 @@
+package io.seglog.spark.read;
+
+import org.apache.kafka.common.record.Record;
+import org.apache.kafka.common.record.TimestampType;
+
+/**
+ * The records of one task's slices, in order, each passing the pushed filters' row filter
+ * ({@link ScanBounds#keeps}): the one walk both outputs share, so rows ({@link SeglogPartitionReader}) and
+ * columnar batches ({@link SeglogColumnarPartitionReader}) hold the same records, and the same faults
+ * (data loss, corruption, a segment gone) surface through both ({@link RecordCursor}).
+ */
+final class TaskRecords implements AutoCloseable {
+    private final ReadOptions opts;
+    private final ScanBounds bounds;
+    private final boolean filtering;
+    private final Slice[] slices;
+    private int next;
+    private RecordCursor cursor;
+    private long skipped;               // offsets skipped as data loss by the slices already read
+
+    /** The current record's slice (a new object when the walk enters the next slice). */
+    Slice slice;
+
+    TaskRecords(ReadOptions opts, ScanBounds bounds, Slice[] slices) {
+        this.opts = opts;
+        this.bounds = bounds;
+        this.filtering = bounds.needsRowFilter();
+        this.slices = slices;
+    }
+
+    /** Advances to the next record the task returns; false when every slice is read. */
+    boolean next() {
+        while (true) {
+            if (cursor == null) {
+                if (next >= slices.length) return false;
+                slice = slices[next++];
+                cursor = new RecordCursor(opts, slice);
+            }
+            if (!cursor.next()) {
+                skipped += cursor.skipped();
+                cursor.close();
+                cursor = null;
+                continue;
+            }
+            if (filtering && !bounds.keeps(cursor.record.offset(), cursor.record.timestamp())) continue;
+            return true;
+        }
+    }
+
+    Record record() {
+        return cursor.record;
+    }
+
+    TimestampType timestampType() {
+        return cursor.timestampType;
+    }
+
+    /** Offsets skipped as data loss so far (failOnDataLoss=false): the task's metric. */
+    long skipped() {
+        return skipped + (cursor == null ? 0 : cursor.skipped());
+    }
+
+    @Override
+    public void close() {
+        if (cursor != null) cursor.close();
+        cursor = null;
+    }
+}

@@ -1,0 +1,100 @@
+package io.seglog.spark.read;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.record.Record;
+import org.apache.kafka.common.record.TimestampType;
+import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
+import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/**
+ * Records appended to column vectors of the (pruned) read schema: the columnar twin of {@link RowShaper},
+ * with the same column mapping ({@link RowShaper#columnIds}) and the same values (held equal by
+ * VectorShaperTest and the conformance corpus). A key, a value or a header value is copied once, from the
+ * record batch's buffer (Kafka's record slices it) straight into the vector's byte store: no array per record.
+ *
+ * Invariant: the vectors never hold more than the capacity given (maxRowsPerBatch rows), and are reused
+ * batch after batch ({@link #reset}), so a task's memory is flat whatever the log holds.
+ */
+final class VectorShaper {
+    private final int[] columns;
+    private final OnHeapColumnVector[] vectors;
+    private final ColumnarBatch batch;
+    private byte[] scratch = new byte[256];   // for a buffer without a heap array (a direct one): rare
+    private byte[] topic;
+    private String topicName;
+    private int partition;
+
+    VectorShaper(StructType readSchema, int capacity) {
+        columns = RowShaper.columnIds(readSchema);
+        vectors = OnHeapColumnVector.allocateColumns(capacity, readSchema);
+        batch = new ColumnarBatch(vectors);
+    }
+
+    void partition(String topic, int partition) {
+        this.topicName = topic;
+        this.topic = topic.getBytes(StandardCharsets.UTF_8);
+        this.partition = partition;
+    }
+
+    /** Empties the vectors for the next batch (their storage is kept). */
+    void reset() {
+        for (WritableColumnVector v : vectors) v.reset();
+    }
+
+    void append(Record r, TimestampType type) {
+        for (int i = 0; i < columns.length; i++) {
+            WritableColumnVector v = vectors[i];
+            switch (columns[i]) {
+                case RowShaper.KEY: bytes(v, r.hasKey() ? r.key() : null); break;
+                case RowShaper.VALUE: bytes(v, r.hasValue() ? r.value() : null); break;
+                case RowShaper.TOPIC: v.appendByteArray(topic, 0, topic.length); break;
+                case RowShaper.PARTITION: v.appendInt(partition); break;
+                case RowShaper.OFFSET: v.appendLong(r.offset()); break;
+                case RowShaper.TIMESTAMP: v.appendLong(RowShaper.micros(r, topicName, partition)); break;
+                case RowShaper.TYPE: v.appendInt(type.id); break;
+                default: headers(v, r.headers()); break;
+            }
+        }
+    }
+
+    /** The batch of the rows appended since {@link #reset}. */
+    ColumnarBatch batch(int rows) {
+        batch.setNumRows(rows);
+        return batch;
+    }
+
+    void close() {
+        batch.close();
+    }
+
+    private void bytes(WritableColumnVector v, ByteBuffer b) {
+        if (b == null) {
+            v.appendNull();
+        } else if (b.hasArray()) {
+            v.appendByteArray(b.array(), b.arrayOffset() + b.position(), b.remaining());
+        } else {
+            int n = b.remaining();
+            if (scratch.length < n) scratch = new byte[Math.max(n, scratch.length * 2)];
+            b.duplicate().get(scratch, 0, n);
+            v.appendByteArray(scratch, 0, n);
+        }
+    }
+
+    private void headers(WritableColumnVector v, Header[] headers) {
+        v.appendArray(headers.length);
+        WritableColumnVector structs = v.arrayData();
+        WritableColumnVector keys = structs.getChild(0), values = structs.getChild(1);
+        for (Header h : headers) {
+            structs.appendStruct(false);
+            byte[] k = h.key().getBytes(StandardCharsets.UTF_8);   // Kafka's header keys are never null
+            keys.appendByteArray(k, 0, k.length);
+            byte[] val = h.value();
+            if (val == null) values.appendNull(); else values.appendByteArray(val, 0, val.length);
+        }
+    }
+}
