@@ -192,7 +192,8 @@ def expected(model: Model, case: str, source: str, description: str, *, read: di
 
 # ------------------------------------------------------------------------------------- planning
 # The task-cut rule both planners keep (Python `Log.byte_size` / `Log.split_offset`, JVM
-# `PartitionLog.byteSize` / `splitOffset`): sizes and cuts from the offset indexes alone, no log scan.
+# `PartitionLog.byteSize` / `splitOffset`): sizes and cuts from the offset indexes (a cut reads only the
+# 8-byte base offset of the batch an entry points at), no log scan.
 # The answers come from the files' own bytes (segment sizes, index entries as the writer placed them),
 # by brute force over every entry, never from either implementation.
 INDEX_ENTRY = struct.Struct(">ii")       # relative offset, position (docs/format.md "Offset index")
@@ -274,25 +275,41 @@ def byte_size(segs: list[IndexedSegment], start: int, end: int) -> int:
     return max(0, sum(s.size for s in segs[i:j]) - _bytes_before(segs[i], start) + _bytes_before(segs[j], end))
 
 
-def split_offset(segs: list[IndexedSegment], start: int, end: int, target: int) -> int | None:
-    """The last index entry in (start, end) at most `target` log bytes past start; when none is, the first
-    past it; None when (start, end) holds no entry past start's own batch."""
+def _batch_base(part: Path, seg: IndexedSegment, position: int, key: int) -> int:
+    """The first offset of the batch an index entry points at (the entry's key is its last): the batch
+    header's base offset, read from the .log; the key itself when those bytes are not a base within the
+    segment up to the key (planning never judges the log)."""
+    with open(part / f"{seg.base:020d}.log", "rb") as fh:
+        fh.seek(position)
+        head = fh.read(8)
+    base = int.from_bytes(head, "big", signed=True) if len(head) == 8 else key
+    return base if seg.base <= base <= key else key
+
+
+def split_offset(part: Path, segs: list[IndexedSegment], start: int, end: int, target: int) -> int | None:
+    """Cuts fall where a batch begins (a task never shares a batch with the next): of the index entries
+    in (start, end) past start's own batch, whose batch begins after start, the last at most `target` log
+    bytes past start gives the cut, its batch's first offset; when none is that close, the first past it;
+    None when there is none at all."""
     if not segs or end <= start:
         return None
     first = _holding(segs, start)
-    candidates = []                                   # (offset, bytes from start), offset order
+    candidates = []                                   # (cut, bytes from start to the entry), offset order
     before = -_bytes_before(segs[first], start)
     for s in segs[first:]:
         if s.base >= end:
             break
-        candidates += [(off, before + pos) for off, pos in s.entries if start < off < end and before + pos > 0]
+        for off, pos in s.entries:
+            if start < off < end and before + pos > 0:
+                cut = _batch_base(part, s, pos, off)
+                if cut > start:
+                    candidates.append((cut, before + pos))
         before += s.size
     # only entries before the first one past the target count: the cut never jumps over a too-far entry
     first_far = next((k for k, (_, past) in enumerate(candidates) if past > target), len(candidates))
-    within = [off for off, _ in candidates[:first_far]]
-    if within:
-        return within[-1]
-    return candidates[first_far][0] if first_far < len(candidates) else None
+    if first_far:
+        return candidates[first_far - 1][0]
+    return candidates[0][0] if candidates else None
 
 
 def planning(part: Path, bases: list[int], file_end: int, log_start: int, end: int) -> dict | None:
@@ -315,5 +332,5 @@ def planning(part: Path, bases: list[int], file_end: int, log_start: int, end: i
         whole = byte_size(segs, a, b)
         exact = sorted({byte_size(segs, a, o) for s in segs for o, _ in s.entries if a < o < b})[:3]
         for target in sorted({0, 1, whole // 2, whole, whole + 1, *exact}):
-            cuts.append([a, b, target, split_offset(segs, a, b, target)])
+            cuts.append([a, b, target, split_offset(part, segs, a, b, target)])
     return {"byte_size": sizes, "split_offset": cuts}
