@@ -145,7 +145,7 @@ final class PushedAggregate implements Serializable {
         List<PartitionRange> ranges = Planner.retrying("aggregating " + String.join(",", opts.topics), loss, () -> {
             List<PartitionLog> logs = new ArrayList<>();
             try {
-                return Planner.resolveAll(opts, bounds, logs, loss);
+                return Planner.resolveAll(opts, bounds, logs, loss, LogLooks.fresh());
             } finally {
                 for (PartitionLog l : logs) l.close();
             }
