@@ -304,18 +304,6 @@ public final class Segment implements Closeable {
         private boolean done;
         private FileChannelRecordBatch next;
         boolean tolerateTornTail;           // an estimate's walk: any fault ends it
-        private boolean checkBodies = true;
-
-        /**
-         * Judges each batch's header (offsets, lengths, leader epochs) but not its body's CRC, which would read
-         * every byte: for a pushed count over a dense log (read.PushedAggregate), where each batch's offsets
-         * must run on from the previous batch's, so a damaged offset field is still reported; the bodies are
-         * judged by every read of the records and by {@code seglog verify}.
-         */
-        public Batches headersOnly() {
-            checkBodies = false;
-            return this;
-        }
 
         Batches(int pos, long expectedBase, long expectedLast, long bound) {
             this.it = pos >= size ? java.util.Collections.emptyIterator() : records.batchesFrom(pos).iterator();
@@ -391,7 +379,7 @@ public final class Segment implements Closeable {
                     + "epoch " + epoch + " above " + maxLeaderEpoch + ", the largest this partition can hold", null);
             }
             try {
-                if (checkBodies) b.ensureValid();
+                b.ensureValid();
             } catch (org.apache.kafka.common.KafkaException e) {
                 return fault("a corrupt batch at position " + b.position() + ": " + e.getMessage(), e);
             }

@@ -34,9 +34,10 @@ import io.seglog.spark.format.PartitionLog;
  * so it is exact wherever a read is: control batches and aborted transactions are not counted
  * (read_committed), an open transaction ends the count, a compacted topic's gaps are not counted.
  *
- * What it reads: on a dense log with neither timestamp aggregates nor a row filter, batch headers only, and
- * the count is arithmetic on offsets (every offset of a data batch is a record there; each batch's record
- * count must agree, else the batch is reported). Otherwise each batch is checked whole (CRC); a batch wholly
+ * What it reads: every batch it walks is checked whole (its CRC, as a read checks it: a flipped byte is
+ * reported by every reader, SPEC §11). On a dense log with neither timestamp aggregates nor a row filter the
+ * count is then arithmetic on offsets (every offset of a data batch is a record there; each batch's record
+ * count must agree, else the batch is reported), no record decoded. Otherwise a batch wholly
  * inside the range whose every record passes takes its count and largest timestamp from its header; the
  * rest (a range's two ends, a row filter, MIN(timestamp), a compacted topic's offsets) are decoded.
  */
@@ -200,7 +201,6 @@ final class PushedAggregate implements Serializable {
         boolean timestamps = wants(Kind.MIN_TIMESTAMP) || wants(Kind.MAX_TIMESTAMP);
         boolean arithmetic = dense && !filtering && !timestamps;
         try (RecordCursor cursor = new RecordCursor(opts, slice)) {
-            if (arithmetic) cursor.headersOnly();
             FileChannelRecordBatch b;
             while ((b = cursor.nextBatch()) != null) {
                 long from = Math.max(cursor.batchFrom, b.baseOffset());

@@ -54,7 +54,6 @@ final class RecordCursor implements AutoCloseable {
     private int reopens;
     private long skipped;             // offsets skipped as data loss (failOnDataLoss=false)
 
-    private boolean headersOnly;      // batch bodies not CRC-checked: a pushed count on a dense log (headersOnly())
 
     Record record;                    // the current record, after next() returned true
     TimestampType timestampType;
@@ -178,12 +177,6 @@ final class RecordCursor implements AutoCloseable {
         return null;
     }
 
-    /** Judge batch headers only, not their bodies' CRCs (see Segment.Batches#headersOnly): for a pushed count
-     *  on a dense log, where the offsets vouch for every header field it uses. Before the first batch. */
-    void headersOnly() {
-        headersOnly = true;
-    }
-
     /**
      * The next batch with records at or after {@code position} and below the slice's end, as a consumer of
      * the read's isolation level sees them: control batches and aborted transactions skipped (the position
@@ -266,7 +259,6 @@ final class RecordCursor implements AutoCloseable {
                 + (log.base(segment + 1) - 1) + " belonged to it: those records are lost");
         }
         batches = seg.batchesHolding(Math.max(position, seg.base), slice.bound);
-        if (headersOnly) batches.headersOnly();
         return true;
     }
 

@@ -139,7 +139,10 @@ class PushedAggregateTest {
     @Test
     void aDamagedRecordCountOnADenseLogIsReported() {
         ByteBuffer damaged = batch(5, 5);
-        damaged.putInt(57, 4);                           // the record count, outside what a header walk checks
+        damaged.putInt(57, 4);                           // the record count, disagreeing with the offsets,
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();   // under a CRC made to match (a writer's bug,
+        crc.update(damaged.duplicate().position(21));            // not a flipped byte): the offsets catch it
+        damaged.putInt(17, (int) crc.getValue());
         segment(partitionDir(root, "c", 0), 0, List.of(batch(0, 5), damaged, batch(10, 5)));
         commit(root, "c", Map.of(0, 15L));
         ReadOptions opts = ReadOptions.parse(Map.of("path", root.toString(), "topic", "c"));
