@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from seglog.compactor import partition_memo
 from seglog.compactor.config import CompactorConfig
 from seglog.compactor.logging import event
 from seglog.compactor.metrics import Metrics, PartitionStats, now_ms
@@ -38,6 +39,7 @@ class JobResult:
     skipped: list[str] = field(default_factory=list)          # locked by another writer
     failed: list[tuple[str, str]] = field(default_factory=list)  # (partition, error)
     done: dict[str, Any] = field(default_factory=dict)         # partition -> what the job did
+    unchanged: int = 0        # partitions left unopened: no file changed, nothing due (partition_memo)
     duration_s: float = 0.0
     interrupted: bool = False
 
@@ -46,7 +48,7 @@ class JobResult:
         return not self.failed
 
     def summary(self) -> dict[str, Any]:
-        return {"job": self.job, "partitions": self.partitions, "changed": len(self.done),
+        return {"job": self.job, "partitions": self.partitions, "changed": len(self.done), "unchanged": self.unchanged,
                 "skipped": self.skipped, "failed": [f"{p}: {e}" for p, e in self.failed],
                 "duration_s": round(self.duration_s, 3), "interrupted": self.interrupted}
 
@@ -65,6 +67,9 @@ class Jobs:
         self.stop = stop or threading.Event()
         self.clock = clock
         self.lock_timeout_s = config.schedule.partition_lock_timeout_ms / 1000.0
+        # Per partition, what the last job that opened it saw (compactor/partition_memo.py): a steady
+        # pass skips the partitions with nothing to do without opening them.
+        self._memos: dict[tuple[str, int], partition_memo.Memo] = {}
 
     # -- root, topics ------------------------------------------------------------------------
     def _root(self):
@@ -109,8 +114,12 @@ class Jobs:
                 try:
                     if topic not in configs:
                         configs[topic] = self.topic_config(topic, root)
+                    if self._nothing_to_do(root, topic, partition, configs[topic], steps):
+                        result.unchanged += 1
+                        continue
                     did = self._partition(root, topic, partition, configs[topic], steps)
                 except PartitionLockedError:
+                    self._memos.pop((topic, partition), None)
                     result.skipped.append(name)
                     for step in steps:
                         self.metrics.partitions_skipped.labels(step).inc()
@@ -129,6 +138,8 @@ class Jobs:
                     result.done[name] = did
             if not self.stop.is_set():
                 self.metrics.forget_partitions_except(parts)
+                kept = set(parts)
+                self._memos = {k: v for k, v in self._memos.items() if k in kept}
         except Exception as exc:  # the root itself could not be listed: the whole pass failed
             result.failed.append(("<root>", f"{type(exc).__name__}: {exc}"))
             self.metrics.job_failures.labels(label).inc()
@@ -143,6 +154,21 @@ class Jobs:
         level = logging.INFO if (result.done or result.failed or label in ("recover", "pass")) else logging.DEBUG
         event("job.finished", level=level, **result.summary())
         return result
+
+    def _nothing_to_do(self, root, topic: str, partition: int, cfg: TopicConfig, steps: tuple[str, ...]) -> bool:
+        """True when the partition is as the last job left it and none of `steps` is due: not opened
+        (no lock, no recovery). Its metrics stay those observed then (its files did not change), with
+        the observation time moved to now (the retention lag is computed from it)."""
+        if "recover" in steps:
+            return False
+        memo = self._memos.get((topic, partition))
+        now = self.clock()
+        if memo is None or any(memo.due_ms.get(step, partition_memo.NOW) <= now for step in steps):
+            return False
+        if not partition_memo.unchanged(memo, str(root.path / _name(topic, partition)), cfg):
+            return False
+        self.metrics.note_unchanged(topic, partition, now, steps)
+        return True
 
     def _partition(self, root, topic: str, partition: int, cfg: TopicConfig,
                    steps: tuple[str, ...]) -> dict[str, Any]:
@@ -194,7 +220,18 @@ class Jobs:
                         event("files.purged", partition=name, files=[p.name for p in purged])
                 else:
                     raise ValueError(f"unknown job step {step!r}")
-            self.metrics.observe_partition(observe(log, topic, partition, cfg, self.clock()))
+            now = self.clock()
+            segments = list(log.segments())
+            stats = observe(log, topic, partition, cfg, now, segments)
+            self.metrics.observe_partition(stats)
+            due = partition_memo.due_times(log, segments, cfg, now, stats.retention_blocked)
+            active_base = log.segment_bases()[-1]
+        # Taken once the log is closed: the close may write the recovery point (a folder change).
+        memo = partition_memo.take(str(log.path), active_base, cfg, due, time.time_ns)
+        if memo is None:
+            self._memos.pop((topic, partition), None)
+        else:
+            self._memos[(topic, partition)] = memo
         return did
 
     def _clean(self, log, name: str, now: int, did: dict[str, Any]) -> None:
@@ -237,8 +274,8 @@ class Jobs:
                   error=f"{type(exc).__name__}: {exc}")
 
 
-def observe(log, topic: str, partition: int, cfg: TopicConfig, now: int) -> PartitionStats:
-    segments = list(log.segments())
+def observe(log, topic: str, partition: int, cfg: TopicConfig, now: int, segments=None) -> PartitionStats:
+    segments = list(log.segments()) if segments is None else segments
     # What time retention compares: the largest timestamp, or the file's mtime where there is none.
     oldest_ts = segments[0].retention_timestamp if segments and segments[0].size_bytes else -1
     return PartitionStats(
