@@ -76,34 +76,50 @@ def parse_segment_file(name: str) -> tuple[int, str, str] | None:
     return int(digits), tail[0], tail[1]
 
 
+_PLAIN_TAILS = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+
+
 class FolderListing:
     """One listing of a partition folder, every name parsed once: what recovery's steps share (a
-    writable open lists the folder once, and again only after a step that changed it)."""
+    writable open lists the folder once, and again only after a step that changed it). The plain
+    segment files (almost every name) are grouped by tail in one pass and their 20-digit stems
+    checked in one call per group; only the other names are parsed one by one."""
 
     def __init__(self, dir_path: str | os.PathLike):
         self.names: list[str] = os.listdir(dir_path)
-        self.segment_files: list[tuple[str, int, str, str]] = []     # (name, base, kind, extra suffix)
-        bases, swaps = [], []
-        for name in self.names:
-            parsed = parse_segment_file(name)
+        names = self.names
+        stems: dict[str, list[str]] = {tail: [] for tail in _PLAIN_TAILS}
+        rest = []
+        group_of = stems.get
+        for n in names:          # one pass: a slice and a dict lookup per name
+            group = group_of(n[20:])
+            if group is None:
+                rest.append(n)
+            else:
+                group.append(n[:20])
+        if not all(joined.isascii() and joined.isdigit() for joined in map("".join, stems.values())):
+            # A name shaped like a segment's but with a stem that is not 20 ASCII digits: every name
+            # the slow way (such a name is no segment file).
+            stems = {tail: [n[:20] for n in names if n[20:] == tail and parse_segment_file(n)] for tail in _PLAIN_TAILS}
+            rest = [n for n in names if not (n[20:] in _PLAIN_TAILS and parse_segment_file(n))]
+        logs, indexes, times = (set(stems[t]) for t in _PLAIN_TAILS)
+        self.bases: list[int] = sorted(map(int, logs))          # a segment exists when its .log does
+        self.indexed: set[int] = set(map(int, logs & indexes & times))   # bases with all three files
+        # Index files whose .log is missing (a crash between their creation and the .log's).
+        self.orphan_indexes: list[str] = sorted([f"{s}{INDEX_SUFFIX}" for s in indexes - logs]
+                                                + [f"{s}{TIME_INDEX_SUFFIX}" for s in times - logs])
+        self.extras: list[tuple[str, int, str, str]] = []   # (name, base, kind, extra suffix): .deleted, .swap...
+        self.others: list[str] = []                          # every name that is no segment file
+        for n in rest:
+            parsed = parse_segment_file(n)
             if parsed is None:
-                continue
-            base, kind, extra = parsed
-            self.segment_files.append((name, base, kind, extra))
-            if kind == "log":
-                if not extra:
-                    bases.append(base)
-                elif extra == SWAP_SUFFIX:
-                    swaps.append(base)
-        bases.sort()
-        self.indexed: set[int] = set.intersection(*(
-            {base for _, base, kind, extra in self.segment_files if kind == k and not extra}
-            for k in ("log", "index", "timeindex")))   # bases with all three files listed
-        self.bases: list[int] = bases      # a segment exists when its .log does
-        self.swaps: list[int] = swaps      # `.log.swap` files: a clean or merge being swapped in
+                self.others.append(n)
+            else:
+                self.extras.append((n, *parsed))
+        self.swaps: list[int] = [b for _, b, kind, extra in self.extras if kind == "log" and extra == SWAP_SUFFIX]
 
     def with_extra(self, extra: str) -> list[tuple[str, int, str, str]]:
-        return [f for f in self.segment_files if f[3] == extra]
+        return [f for f in self.extras if f[3] == extra]
 
 
 def log_bases(dir_path: str | os.PathLike) -> list[int]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import base64
+import bisect
 import json
 import os
 from pathlib import Path
@@ -91,15 +92,15 @@ def recover_folder(d: Path, config, topic: str | None, partition: int | None) ->
     if changed:
         listing = FolderListing(d)
     bases = listing.bases
-    examined = 0
-    for i, base in enumerate(bases):
-        last = i == len(bases) - 1
-        if not last and bases[i + 1] <= point and base in listing.indexed:
-            # Wholly below the recovery point: durable, sealed, no recovery scan (not even a stat). One
-            # whose index the listing lacks (deleted by hand, or by a tool) is rebuilt as before.
-            continue
-        examined += 1
-        _recover_segment(d, config, base, None if last else bases[i + 1], report, dense)
+    # Wholly below the recovery point (the next segment's base at or below it): durable and sealed, no
+    # recovery scan, not even a stat. One whose index the listing lacks (deleted by hand, or by a tool)
+    # is examined as before. The last segment is always examined.
+    below = max(0, bisect.bisect_right(bases, point) - 1) if bases else 0
+    examine = sorted(set(bases[:below]) - listing.indexed) + bases[below:]
+    for base in examine:
+        i = bisect.bisect_left(bases, base)
+        _recover_segment(d, config, base, bases[i + 1] if i + 1 < len(bases) else None, report, dense)
+    examined = len(examine)
     return Recovered(report, bases, examined, point)
 
 
@@ -121,7 +122,7 @@ def _drop_stale_temp_files(d: Path, listing: FolderListing, report: list[str]) -
     """Temporary files (`.tmp-*`, and the older `.<name>.tmp-*`) of a writer killed mid-write: the
     caller holds the partition's lock, so no live writer owns any of them. True if any was removed."""
     removed = False
-    for name in listing.names:
+    for name in listing.others:
         if name.startswith(".") and (name.startswith(".tmp-") or ".tmp-" in name):
             os.unlink(d / name)
             report.append(f"{d / name}: temporary file of an interrupted write removed")
@@ -131,14 +132,10 @@ def _drop_stale_temp_files(d: Path, listing: FolderListing, report: list[str]) -
 
 def _drop_orphan_indexes(d: Path, listing: FolderListing, report: list[str]) -> bool:
     """Index files without their .log set aside; True if any was."""
-    bases = set(listing.bases)
-    moved = False
-    for name, base, kind, extra in listing.segment_files:
-        if kind != "log" and not extra and base not in bases:
-            os.replace(d / name, d / (name + DELETED_SUFFIX))
-            report.append(f"{d / name}: index without a .log, set aside as {name}{DELETED_SUFFIX}")
-            moved = True
-    return moved
+    for name in listing.orphan_indexes:
+        os.replace(d / name, d / (name + DELETED_SUFFIX))
+        report.append(f"{d / name}: index without a .log, set aside as {name}{DELETED_SUFFIX}")
+    return bool(listing.orphan_indexes)
 
 
 def _recover_segment(d: Path, config, base: int, next_base: int | None, report: list[str], dense: bool) -> None:
