@@ -39,13 +39,14 @@ class Memo:
 
 
 def signature(partition_dir: str, active_base: int) -> tuple[int, ...] | None:
-    """(folder mtime, active .log size, active .log mtime), in ns; None when either is gone."""
+    """(folder mtime, active .log size, active .log mtime, and both inodes: a folder or file replaced
+    by another is a change), mtimes in ns; None when either is gone."""
     try:
         d = os.stat(partition_dir)
         a = os.stat(os.path.join(partition_dir, f"{active_base:020d}.log"))
     except FileNotFoundError:
         return None
-    return d.st_mtime_ns, a.st_size, a.st_mtime_ns
+    return d.st_mtime_ns, a.st_size, a.st_mtime_ns, d.st_ino, a.st_ino
 
 
 def take(partition_dir: str, active_base: int, config: Mapping[str, Any],
