@@ -250,8 +250,11 @@ class Log:
                 # preallocates them again.
                 active.offset_index.trim(fsync=False)
                 active.time_index.trim(fsync=False)
-                # Everything is durable now: the next writable open trusts every segment before this end.
-                self._advance_recovery_point(self.log_end_offset)
+                # Every inactive segment is durable now: the next writable open trusts them all. The
+                # active segment's base, not the log end: the active one is examined at every open
+                # anyway, so the file is rewritten only when segments rolled (a sink's close that only
+                # appended writes nothing more).
+                self._advance_recovery_point(self._segments.bases[-1])
         finally:
             self._closed = True
             self._segments.close_all()

@@ -34,21 +34,27 @@ def point(path):
     return read_recovery_point(path, "t", 0)
 
 
-def test_a_clean_close_leaves_the_log_end_and_the_next_open_examines_only_the_active_segment(tmp_path):
+def test_a_clean_close_leaves_the_active_base_and_the_next_open_examines_only_the_active_segment(tmp_path):
     path, end = build(tmp_path)
-    assert point(path) == (end, None)
+    assert point(path) == (end - 1, None)            # the active segment holds the last record
     with Log.open(path, CONFIG) as log:
         assert log.recovery_examined == 1            # the active segment: 41 segments, 40 trusted
         assert log.recovery_report == []
         assert [r.offset for r in log.read()] == list(range(end))
 
 
-def test_an_open_and_close_without_writes_does_not_rewrite_the_file(tmp_path):
+def test_a_close_rewrites_the_file_only_when_segments_rolled(tmp_path):
     path, _ = build(tmp_path)
     before = (path / RECOVERY_POINT_FILE).stat().st_ino
     with Log.open(path, CONFIG):
         pass
+    with Log.open(path, CONFIG) as log:
+        log.append([Record(value=b"a", timestamp=1)])   # appended, flushed at close, not rolled
     assert (path / RECOVERY_POINT_FILE).stat().st_ino == before
+    with Log.open(path, CONFIG) as log:
+        log.append([Record(value=b"b" * 900, timestamp=1)] * 3)   # rolls
+        rolled_to = log.segment_bases()[-1]
+    assert point(path) == (rolled_to, None)
 
 
 def test_segments_written_after_the_point_are_recovered_after_a_crash(tmp_path):
@@ -65,7 +71,7 @@ def test_segments_written_after_the_point_are_recovered_after_a_crash(tmp_path):
         bases = recovered.segment_bases()
         assert recovered.recovery_examined == sum(1 for b in bases if b >= end - 1)   # at or above the point
         assert recovered.log_end_offset == end + 15
-    assert point(copy) == (end + 15, None)            # its close raised it
+    assert point(copy) == (end + 15, None)            # its close raised it (the active one is empty)
 
 
 def test_a_torn_tail_above_the_point_is_still_cut(tmp_path):
@@ -120,7 +126,7 @@ def test_a_malformed_or_foreign_point_file_means_recovery_as_before_reported(tmp
             assert log.recovery_examined == 41        # every segment, as without a point
             assert any(why in line and "every segment recovered" in line for line in log.recovery_report)
             assert log.log_end_offset == end
-        assert point(path) == (end, None)            # the clean close wrote a good one
+        assert point(path) == (end - 1, None)        # the clean close wrote a good one
 
 
 def test_a_missing_point_file_means_recovery_as_before(tmp_path):
