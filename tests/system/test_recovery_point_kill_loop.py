@@ -78,13 +78,15 @@ def test_writer_with_recovery_points_killed_at_random_moments(tmp_path):
         if add_torn:
             with open(path / f"{last:020d}.log", "ab") as fh:
                 fh.write(bytes.fromhex("000000000000000900000200") + b"torn-tail")
+        # Killed mid-truncation: recovery finishes it, and the cut may take the torn bytes with it.
+        truncating = (path / "truncate.pending").exists()
         point = read_recovery_point(path, "t", 0)[0]
         with Log.open(path, CONFIG) as log:                       # recovery runs here
             bases = log.segment_bases()
             below = max(0, bisect.bisect_right(bases, point) - 1)
             assert log.recovery_examined == len(bases) - below, (point, bases, log.recovery_report)
             assert point <= max(flushed_end, log.log_end_offset)
-            if add_torn:
+            if add_torn and not truncating:
                 torn += 1
                 assert any("torn or corrupt tail" in line for line in log.recovery_report), log.recovery_report
             records = list(log.read())
