@@ -17,7 +17,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 README = HERE.parent / "README.md"
-PARTS = ("storage", "sidecar", "sink", "replay", "stream", "trigger", "compaction", "cleaner_vs_kafka",
+PARTS = ("storage", "sidecar", "open", "sink", "replay", "stream", "trigger", "compaction", "cleaner_vs_kafka",
          "clean_lock")
 
 

@@ -142,6 +142,25 @@ def summary_markdown(results: Path) -> str:
                     f"steady time x{sc['steady_time_growth_10x_segments']:.1f}, memory "
                     f"x{sc['memory_growth_10x_segments']:.2f} | | | memory flat | "
                     f"{_ok(sc['memory_growth_10x_segments'], 1.2, False)} |")
+        sv = sc.get("service")
+        if sv:
+            few, many = sv["cases"]
+            rows.append(f"| sidecar service steady pass (roll, seal, retention, purge), {few['partitions']:,} -> "
+                        f"{many['partitions']:,} partitions x {many['segments_per_partition']} segments | "
+                        f"{few['steady_pass_median_s']:.2f} s -> {many['steady_pass_median_s']:.2f} s, "
+                        f"{few['peak_rss_mb']:.0f} -> {many['peak_rss_mb']:.0f} MB peak | | "
+                        f"time x{sv['steady_time_growth_10x_partitions']:.1f}, memory x{sv['memory_growth_10x_partitions']:.2f} "
+                        f"| <= 15 s at 10,000; memory <= x1.5 | "
+                        f"{_ok(sv['memory_growth_10x_partitions'], 1.5, False)} |")
+    op = _load(results, "open")
+    if op:
+        g = op["growth_10x_segments"]
+        rows.append(f"| writable open after a clean close, 1,000 -> 10,000 segments | "
+                    f"{op['open_1k']['median_s'] * 1e3:.1f} ms -> {op['open_10k']['median_s'] * 1e3:.1f} ms "
+                    f"({op['segments_examined_10k']} segment examined) | without the recovery point "
+                    f"{op['open_10k_no_point']['median_s'] * 1e3:.0f} ms | x{g['median']:.1f} ({g['min']:.1f}-{g['max']:.1f}) "
+                    f"| <= 50 ms at 10,000 | {_ok(op['open_10k']['median_s'], op['target_s'], False)} |")
+        meta.append(f"open {op['_meta']['load_avg'][0]:.1f}")
     cp = _load(results, "compaction")
     if cp:
         for c in cp["cases"]:

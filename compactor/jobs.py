@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from seglog.compactor import partition_memo
 from seglog.compactor.config import CompactorConfig
 from seglog.compactor.logging import event
 from seglog.compactor.metrics import Metrics, PartitionStats, now_ms
@@ -40,6 +41,7 @@ class JobResult:
     skipped: list[str] = field(default_factory=list)          # locked by another writer
     failed: list[tuple[str, str]] = field(default_factory=list)  # (partition, error)
     done: dict[str, Any] = field(default_factory=dict)         # partition -> what the job did
+    unchanged: int = 0        # partitions left unopened: no file changed, nothing due (partition_memo)
     duration_s: float = 0.0
     interrupted: bool = False
 
@@ -48,7 +50,7 @@ class JobResult:
         return not self.failed
 
     def summary(self) -> dict[str, Any]:
-        return {"job": self.job, "partitions": self.partitions, "changed": len(self.done),
+        return {"job": self.job, "partitions": self.partitions, "changed": len(self.done), "unchanged": self.unchanged,
                 "skipped": self.skipped, "failed": [f"{p}: {e}" for p, e in self.failed],
                 "duration_s": round(self.duration_s, 3), "interrupted": self.interrupted}
 
@@ -67,6 +69,9 @@ class Jobs:
         self.stop = stop or threading.Event()
         self.clock = clock
         self.lock_timeout_s = config.schedule.partition_lock_timeout_ms / 1000.0
+        # Per partition, what the last job that opened it saw (compactor/partition_memo.py): a steady
+        # pass skips the partitions with nothing to do without opening them.
+        self._memos: dict[tuple[str, int], partition_memo.Memo] = {}
 
     # -- root, topics ------------------------------------------------------------------------
     def _root(self):
@@ -111,8 +116,12 @@ class Jobs:
                 try:
                     if topic not in configs:
                         configs[topic] = self.topic_config(topic, root)
+                    if self._nothing_to_do(root, topic, partition, configs[topic], steps):
+                        result.unchanged += 1
+                        continue
                     did = self._partition(root, topic, partition, configs[topic], steps)
                 except PartitionLockedError:
+                    self._memos.pop((topic, partition), None)
                     result.skipped.append(name)
                     for step in steps:
                         self.metrics.partitions_skipped.labels(step).inc()
@@ -131,6 +140,8 @@ class Jobs:
                     result.done[name] = did
             if not self.stop.is_set():
                 self.metrics.forget_partitions_except(parts)
+                kept = set(parts)
+                self._memos = {k: v for k, v in self._memos.items() if k in kept}
         except Exception as exc:  # the root itself could not be listed: the whole pass failed
             result.failed.append(("<root>", f"{type(exc).__name__}: {exc}"))
             self.metrics.job_failures.labels(label).inc()
@@ -146,6 +157,21 @@ class Jobs:
         event("job.finished", level=level, **result.summary())
         return result
 
+    def _nothing_to_do(self, root, topic: str, partition: int, cfg: TopicConfig, steps: tuple[str, ...]) -> bool:
+        """True when the partition is as the last job left it and none of `steps` is due: not opened
+        (no lock, no recovery). Its metrics stay those observed then (its files did not change), with
+        the observation time moved to now (the retention lag is computed from it)."""
+        if "recover" in steps:
+            return False
+        memo = self._memos.get((topic, partition))
+        now = self.clock()
+        if memo is None or any(memo.due_ms.get(step, partition_memo.NOW) <= now for step in steps):
+            return False
+        if not partition_memo.unchanged(memo, str(root.path / _name(topic, partition)), cfg):
+            return False
+        self.metrics.note_unchanged(topic, partition, now, steps)
+        return True
+
     def _partition(self, root, topic: str, partition: int, cfg: TopicConfig,
                    steps: tuple[str, ...]) -> dict[str, Any]:
         """Run ``steps`` on one partition, in order: the steps that change the live log under its lock
@@ -157,6 +183,7 @@ class Jobs:
         runs = _runs(steps)
         if not runs or runs[0][0]:
             runs.insert(0, (False, ()))          # recovery before any clean or merge reads the files
+        due = active_base = None
         for i, (beside, run_steps) in enumerate(runs):
             if beside:
                 for step in run_steps:
@@ -179,11 +206,26 @@ class Jobs:
                     event("partition.recovered", level=logging.WARNING, partition=name, report=log.recovery_report)
                 self._locked_steps(log, name, run_steps, did)
                 if i == len(runs) - 1:
-                    self.metrics.observe_partition(observe(log, topic, partition, cfg, self.clock()))
+                    due, active_base = self._observe(log, topic, partition, cfg)
         if runs[-1][0]:
             with root.open_log(topic, partition, config=cfg, readonly=True) as log:
-                self.metrics.observe_partition(observe(log, topic, partition, cfg, self.clock()))
+                due, active_base = self._observe(log, topic, partition, cfg)
+        # Taken once the log is closed: the close may write the recovery point (a folder change).
+        memo = partition_memo.take(str(root.path / name), active_base, cfg, due, time.time_ns)
+        if memo is None:
+            self._memos.pop((topic, partition), None)
+        else:
+            self._memos[(topic, partition)] = memo
         return did
+
+    def _observe(self, log, topic: str, partition: int, cfg: TopicConfig) -> tuple[dict, int]:
+        """The partition's metrics, and what the pass memo needs: when each time-driven step comes due
+        next, and the active segment's base."""
+        now = self.clock()
+        segments = list(log.segments())
+        stats = observe(log, topic, partition, cfg, now, segments)
+        self.metrics.observe_partition(stats)
+        return partition_memo.due_times(log, segments, cfg, now, stats.retention_blocked), log.segment_bases()[-1]
 
     def _locked_steps(self, log, name: str, steps: tuple[str, ...], did: dict[str, Any]) -> None:
         for step in steps:
@@ -293,8 +335,8 @@ def _runs(steps: tuple[str, ...]) -> list[tuple[bool, tuple[str, ...]]]:
     return runs
 
 
-def observe(log, topic: str, partition: int, cfg: TopicConfig, now: int) -> PartitionStats:
-    segments = list(log.segments())
+def observe(log, topic: str, partition: int, cfg: TopicConfig, now: int, segments=None) -> PartitionStats:
+    segments = list(log.segments()) if segments is None else segments
     # What time retention compares: the largest timestamp, or the file's mtime where there is none.
     oldest_ts = segments[0].retention_timestamp if segments and segments[0].size_bytes else -1
     return PartitionStats(

@@ -9,6 +9,7 @@ Each Metrics owns its CollectorRegistry, so several services (tests) never share
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from dataclasses import dataclass
@@ -104,6 +105,9 @@ class Metrics:
         self.partitions_skipped = Counter("seglog_compactor_partitions_skipped",
                                           "Partitions skipped because another writer held their lock",
                                           ["job"], registry=r)
+        self.partitions_unchanged = Counter("seglog_compactor_partitions_unchanged",
+                                            "Partitions a pass left unopened: no file changed and nothing was due",
+                                            ["job"], registry=r)
         self.last_success = Gauge("seglog_compactor_job_last_success_timestamp_seconds",
                                   "When the job last completed a pass without a failure", ["job"], registry=r)
         self.segments_sealed = Counter("seglog_compactor_segments_sealed", "Segments sealed", registry=r)
@@ -134,11 +138,21 @@ class Metrics:
             self.job_runs.labels(job)
             self.job_failures.labels(job)
             self.partitions_skipped.labels(job)
+            self.partitions_unchanged.labels(job)
         r.register(_PartitionCollector(self))
 
     def observe_partition(self, stats: PartitionStats) -> None:
         with self._lock:
             self._partitions[(stats.topic, stats.partition)] = stats
+
+    def note_unchanged(self, topic: str, partition: int, now_ms: int, jobs: Iterable[str]) -> None:
+        """A partition a pass skipped because nothing changed: its stats hold, observed now."""
+        for job in jobs:
+            self.partitions_unchanged.labels(job).inc()
+        with self._lock:
+            stats = self._partitions.get((topic, partition))
+            if stats is not None:
+                self._partitions[(topic, partition)] = dataclasses.replace(stats, observed_ms=now_ms)
 
     def forget_partitions_except(self, keep: Iterable[tuple[str, int]]) -> None:
         keep = set(keep)

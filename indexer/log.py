@@ -21,7 +21,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from seglog.conf.topic_config import TopicConfig, validate_topic_config
-from seglog.indexer import checkpoint, recovery, retention
+from seglog.indexer import checkpoint, recovery, recovery_point, retention
 from seglog.indexer.codec.columns import EncodedBatches, compress_encoded, decode_to_arrow, encode_columns
 from seglog.indexer.codec.batch_layout import ATTRIBUTES_OFFSET, COMPRESSION_CODEC_MASK, PARTITION_LEADER_EPOCH_OFFSET
 from seglog.indexer.codec.compression import expansion_headroom, topic_codec
@@ -30,9 +30,9 @@ from seglog.indexer.compaction.cleaner_checkpoint import may_have_gaps
 from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, MissingKeyError,
                             OffsetOutOfRangeError, ReadOnlyLogError, RecordTooLargeError, SegmentDeletedError,
                             TimestampOutOfRangeError)
-from seglog.indexer.fsutil import make_dirs
+from seglog.indexer.fsutil import fsync_dir, make_dirs
 from seglog.indexer.locks import check_lock_timeout, partition_lock
-from seglog.indexer.names import DELETED_SUFFIX, LOG_SUFFIX, log_bases, log_bases_and_swaps, parse_partition_dir
+from seglog.indexer.names import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, log_bases, log_bases_and_swaps, parse_partition_dir
 from seglog.indexer.codec.records import (CONTROL_FLAG_MASK, INT64_MAX, NO_TIMESTAMP, Record, decode_batch, scan_batches,
                                      first_offset_at_or_after)
 from seglog.indexer.transactions import (DEFAULT_ISOLATION_LEVEL, TransactionFates, check_isolation_level,
@@ -72,6 +72,9 @@ class Log:
         self._log_start = 0
         self._write_epoch: int | None = None        # the leader epoch appends write (first append)
         self.recovery_report: list[str] = []
+        self.recovery_examined = 0          # segments the writable open's recovery looked at
+        self._recovery_point = 0            # the value in the partition's recovery point file (0: none)
+        self._opened_end = 0                # the log end at a writable open: segments below predate it
         self._closed = False
 
     # ------------------------------------------------------------------ opening
@@ -160,8 +163,11 @@ class Log:
         return swaps
 
     def _load_writable(self) -> None:
-        self.recovery_report = recovery.recover(self.path, self.config, self.topic, self.partition)
-        bases = self._segment_files()
+        recovered = recovery.recover_folder(self.path, self.config, self.topic, self.partition)
+        self.recovery_report = recovered.report
+        self.recovery_examined = recovered.examined
+        self._recovery_point = recovered.recovery_point
+        bases = recovered.bases
         start = self._checkpointed_start()
         if not bases:
             self._segments.load([], None)
@@ -171,6 +177,7 @@ class Log:
             active.load_state()
             self._segments.load(bases, active)
         self._log_start = max(start, self._segments.bases[0])
+        self._opened_end = self.log_end_offset
 
     def segment_largest_timestamps(self) -> np.ndarray:
         """Each segment's largest timestamp, oldest first (loaded once per open Log, then kept current)."""
@@ -243,6 +250,11 @@ class Log:
                 # preallocates them again.
                 active.offset_index.trim(fsync=False)
                 active.time_index.trim(fsync=False)
+                # Every inactive segment is durable now: the next writable open trusts them all. The
+                # active segment's base, not the log end: the active one is examined at every open
+                # anyway, so the file is rewritten only when segments rolled (a sink's close that only
+                # appended writes nothing more).
+                self._advance_recovery_point(self._segments.bases[-1])
         finally:
             self._closed = True
             self._segments.close_all()
@@ -463,7 +475,44 @@ class Log:
             seg = self.segment(base)
             if seg.seal(bases[i + 1], durable=durable):
                 sealed.append(base)
+        if durable:
+            self._advance_recovery_point(bases[-1])   # every inactive segment is sealed; made durable there
         return sealed
+
+    # ------------------------------------------------------------------ the recovery point
+    def _advance_recovery_point(self, point: int) -> None:
+        """Raise the partition's recovery point to `point` (indexer/recovery_point.py), first making
+        durable what it newly covers: the segments rolled since the last flush, and the segments that
+        were there at open (a writer killed before its flush may have left them in the page cache
+        only). This Log's own appends below `point` were fsynced by flush(). Nothing when the point
+        would not move: a steady open and close writes nothing."""
+        if self.topic is None or point <= self._recovery_point:
+            return
+        self._segments.flush_rolled()
+        bases = self._segments.bases
+        for i, base in enumerate(bases):
+            next_base = bases[i + 1] if i + 1 < len(bases) else self.log_end_offset
+            if next_base > self._recovery_point and base < self._opened_end and next_base <= point:
+                _fsync_segment_files(self.path, base)
+        try:
+            recovery_point.write_recovery_point(self.path, self.topic, self.partition, point)
+        except OSError:
+            return   # a full disk, a read-only file: the old point stays true (it covers durable segments only)
+        self._recovery_point = point
+
+    def _lower_recovery_point(self, point: int) -> None:
+        """Before anything rewrites records at or after `point`: the file no longer covers them."""
+        if self._recovery_point <= point:
+            return
+        try:
+            recovery_point.write_recovery_point(self.path, self.topic, self.partition, point)
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+            # A full disk cannot take the rewrite; an unlink needs no room (no file: nothing trusted).
+            recovery_point.recovery_point_path(self.path).unlink(missing_ok=True)
+            fsync_dir(self.path)
+        self._recovery_point = point
 
     def segment_facts(self, i: int) -> tuple[int, int, int, bool]:
         """(size, largest timestamp, mtime ms, sealed) of the i-th segment, sealed ones from their files alone."""
@@ -680,6 +729,7 @@ class Log:
                 i -= 1
             seg = self.segment(bases[i])
         intent = recovery.truncation_intent(seg, offset)
+        self._lower_recovery_point(offset)     # before the intent: recovery then trusts nothing the cut touches
         recovery.write_intent(self.path, intent)
         self._close_segments()
         result = recovery.finish_truncation(self.path, self.config, self.topic, self.partition, intent, [])
@@ -1006,6 +1056,15 @@ def _check_time_difference(ts: np.ndarray, now: int, before: int, after: int, ba
         raise TimestampOutOfRangeError(
             f"record {i} (would be offset {base + i}) has timestamp {int(ts[i])}, {int(ts[i]) - now} ms from now "
             f"({now}); {key}={limit}; {len(bad)} record(s) out of range, nothing appended")
+
+
+def _fsync_segment_files(d: Path, base: int) -> None:
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        fd = os.open(os.path.join(d, f"{base:020d}{suffix}"), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def find_in_segment(seg: LogSegment, timestamp: int, lower: int) -> int | None:

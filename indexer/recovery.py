@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import base64
+import bisect
 import json
 import os
 from pathlib import Path
@@ -25,8 +26,9 @@ from seglog.indexer.compaction import clean_swap
 from seglog.indexer.compaction.cleaner_checkpoint import may_have_gaps
 from seglog.errors import CorruptRecordError
 from seglog.indexer.fsutil import atomic_write, create_file, fsync_dir
-from seglog.indexer.names import (DELETED_SUFFIX, log_bases, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_file,
-                           segment_file)
+from seglog.indexer.names import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX,
+                                  TIME_INDEX_SUFFIX, FolderListing, log_bases, segment_file)
+from seglog.indexer.recovery_point import read_recovery_point
 from seglog.indexer.codec.records import (BATCH_HEADER_SIZE, LOG_APPEND_TIME, Record, decode_batch, encode_batch,
                                      parse_header)
 from seglog.indexer.segment import LogSegment, sealed_summary
@@ -48,26 +50,58 @@ def rename_deleted(dir_path: Path, base: int) -> None:
 
 
 # ---------------------------------------------------------------------- recovery
+@dataclass
+class Recovered:
+    """What a writable open's recovery found: its report, the segments' bases after it, and how many
+    segments it examined (a stat or more each; those below the recovery point are not)."""
+    report: list[str]
+    bases: list[int]
+    examined: int
+    recovery_point: int       # as read from the file (0: none)
+
+
 def recover(d: Path, config, topic: str | None, partition: int | None) -> list[str]:
     """Repair the partition folder `d` before a writable open (its lock held); works on the files
     alone and returns what was repaired, one line each. `topic`/`partition` name the folder's entry
     in the root's log start checkpoint (None outside a root)."""
+    return recover_folder(d, config, topic, partition).report
+
+
+def recover_folder(d: Path, config, topic: str | None, partition: int | None) -> Recovered:
+    """`recover`, from one listing of the folder (listed again only after a step that changed it),
+    trusting the segments wholly below the recovery point (indexer/recovery_point.py) unexamined."""
     report: list[str] = []
+    point = 0
     if topic is not None:
         _reset_malformed_checkpoint(d.parent, report)
-    # An interrupted clean first: finished or undone from its file names (indexer/compaction/clean_swap.py).
-    clean_swap.recover_swaps(d, rename_deleted, report)
+        point, problem = read_recovery_point(d, topic, partition)
+        if problem is not None:
+            report.append(problem)
+    listing = FolderListing(d)
+    if listing.with_extra(CLEANED_SUFFIX) or listing.with_extra(SWAP_SUFFIX):
+        # An interrupted clean first: finished or undone from its file names (indexer/compaction/clean_swap.py).
+        clean_swap.recover_swaps(d, rename_deleted, report)
+        listing = FolderListing(d)
     dense = not may_have_gaps(d, config)
-    _drop_orphan_indexes(d, report)
-    _drop_stale_temp_files(d, report)
-    intent = d / TRUNCATE_INTENT
-    if intent.exists():
-        finish_truncation(d, config, topic, partition, json.loads(intent.read_text()), report)
-    bases = sorted(b for b in _log_bases(d))
-    for i, base in enumerate(bases):
-        last = i == len(bases) - 1
-        _recover_segment(d, config, base, None if last else bases[i + 1], report, dense)
-    return report
+    changed = _drop_orphan_indexes(d, listing, report)
+    changed = _drop_stale_temp_files(d, listing, report) or changed
+    if TRUNCATE_INTENT in listing.names:
+        # The recovery point was lowered before the intent was written: it covers nothing the cut touches.
+        finish_truncation(d, config, topic, partition, json.loads((d / TRUNCATE_INTENT).read_text()), report)
+        changed = True
+    if changed:
+        listing = FolderListing(d)
+    bases = listing.bases
+    # Wholly below the recovery point (the next segment's base at or below it): durable and sealed, no
+    # recovery scan, not even a stat. One whose index the listing lacks (deleted by hand, or by a tool)
+    # is examined as before. The last segment is always examined.
+    below = max(0, bisect.bisect_right(bases, point) - 1) if bases else 0
+    examine = sorted(set(bases[:below]) - listing.indexed) + bases[below:]
+    for base in examine:
+        i = bisect.bisect_left(bases, base)
+        _recover_segment(d, config, base, bases[i + 1] if i + 1 < len(bases) else None, report, dense)
+    examined = len(examine)
+    return Recovered(report, bases, examined, point)
 
 
 def _reset_malformed_checkpoint(root: Path, report: list[str]) -> None:
@@ -84,22 +118,24 @@ def _log_bases(d: Path) -> list[int]:
     return log_bases(d)
 
 
-def _drop_stale_temp_files(d: Path, report: list[str]) -> None:
+def _drop_stale_temp_files(d: Path, listing: FolderListing, report: list[str]) -> bool:
     """Temporary files (`.tmp-*`, and the older `.<name>.tmp-*`) of a writer killed mid-write: the
-    caller holds the partition's lock, so no live writer owns any of them."""
-    for name in os.listdir(d):
+    caller holds the partition's lock, so no live writer owns any of them. True if any was removed."""
+    removed = False
+    for name in listing.others:
         if name.startswith(".") and (name.startswith(".tmp-") or ".tmp-" in name):
             os.unlink(d / name)
             report.append(f"{d / name}: temporary file of an interrupted write removed")
+            removed = True
+    return removed
 
 
-def _drop_orphan_indexes(d: Path, report: list[str]) -> None:
-    bases = set(_log_bases(d))
-    for name in os.listdir(d):
-        parsed = parse_segment_file(name)
-        if parsed and parsed[1] != "log" and not parsed[2] and parsed[0] not in bases:
-            os.replace(d / name, d / (name + DELETED_SUFFIX))
-            report.append(f"{d / name}: index without a .log, set aside as {name}{DELETED_SUFFIX}")
+def _drop_orphan_indexes(d: Path, listing: FolderListing, report: list[str]) -> bool:
+    """Index files without their .log set aside; True if any was."""
+    for name in listing.orphan_indexes:
+        os.replace(d / name, d / (name + DELETED_SUFFIX))
+        report.append(f"{d / name}: index without a .log, set aside as {name}{DELETED_SUFFIX}")
+    return bool(listing.orphan_indexes)
 
 
 def _recover_segment(d: Path, config, base: int, next_base: int | None, report: list[str], dense: bool) -> None:

@@ -352,6 +352,14 @@ class LogSegment:
             return True
         return self._late(first_ts, max_timestamp, now)
 
+    def idle_roll_due_ms(self) -> int | None:
+        """From when the sidecar's idle roll (`time_to_roll(now, now)`) holds if nothing is appended:
+        None for an empty segment (never rolled). The same rule as `_late`."""
+        if self.size == 0:
+            return None
+        start = self.first_timestamp if self.first_timestamp >= 0 else self.created_ms
+        return start + self.config["segment.ms"] + 1
+
     def _late(self, first_ts: int, max_timestamp: int, now: int) -> bool:
         segment_ms = self.config["segment.ms"]
         if first_ts >= 0:
