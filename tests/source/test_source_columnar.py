@@ -167,7 +167,7 @@ def test_a_pushed_count_reports_what_its_walk_judges(spark, tmp_path, case):
     """The pushed count walks the batches a read walks, each checked whole (docs/spec.md §8): torn tails,
     damaged lengths or offsets, lost records and a flipped byte inside a batch's body are reported as by a
     read of the records, never counted short or counted over damage (a flipped byte is reported by every
-    reader, SPEC §11)."""
+    reader, docs/spec.md §11)."""
     from pyspark.sql import functions as F
 
     shutil.copytree(CORPUS / case, tmp_path / case)

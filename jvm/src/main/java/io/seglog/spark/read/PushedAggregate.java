@@ -35,7 +35,7 @@ import io.seglog.spark.format.PartitionLog;
  * (read_committed), an open transaction ends the count, a compacted topic's gaps are not counted.
  *
  * What it reads: every batch it walks is checked whole (its CRC, as a read checks it: a flipped byte is
- * reported by every reader, SPEC §11). On a dense log with neither timestamp aggregates nor a row filter the
+ * reported by every reader, docs/spec.md §11). On a dense log with neither timestamp aggregates nor a row filter the
  * count is then arithmetic on offsets (every offset of a data batch is a record there; each batch's record
  * count must agree, else the batch is reported), no record decoded. Otherwise a batch wholly
  * inside the range whose every record passes takes its count and largest timestamp from its header; the
