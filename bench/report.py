@@ -99,6 +99,15 @@ def summary_markdown(results: Path) -> str:
                     f"{_ok(r['narrow_where_over_delta']['median'], 0.5, False)} |")
         rows.append(f"| full replay | {m['seglog_full']:.2f} s | Delta {m['delta_full']:.2f} s | "
                     f"{spread(r['full_over_delta'])} | <= 1.0 | {_ok(r['full_over_delta']['median'], 1.0, False)} |")
+        for key, what, target in (("count_full", "count() of the whole topic (pushed down)", 0.05),
+                                  ("sum_length_full", "sum(length(value)) of the whole topic (columnar)", 0.3),
+                                  ("count_narrow_where", "count() of the last 1% (where timestamp >= T, pushed down)", 0.1),
+                                  ("count_narrow_startingTimestamp", "count() of the last 1% (startingTimestamp)", 0.1)):
+            if f"{key}_over_delta" in r:
+                delta = m.get(f"delta_{key}", m.get("delta_count_narrow_where"))
+                rows.append(f"| {what} | {m['seglog_' + key]:.2f} s | Delta {delta:.2f} s | "
+                            f"{spread(r[key + '_over_delta'])} | <= {target} | "
+                            f"{_ok(r[key + '_over_delta']['median'], target, False)} |")
         rows.append(f"| time to first row, 10x segments | {m['seglog_first_row']:.2f} s -> "
                     f"{m['seglog_first_row_10x_segments']:.2f} s | Delta {m['delta_first_row']:.2f} s | "
                     f"x{spread(r['first_row_10x_segments_over_1x'])} | flat | "
