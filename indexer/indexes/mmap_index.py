@@ -45,6 +45,7 @@ from typing import ClassVar
 import numpy as np
 
 from seglog.errors import ReadOnlyLogError, SeglogError, StorageError
+from seglog.indexer.codec.records import INT32_MAX
 from seglog.indexer.fsutil import create_file
 
 
@@ -224,6 +225,17 @@ class MmapIndex:
         """Before an entry is stored at `slot`: the pending preallocation, if the slot needs it."""
         if slot >= self._slots:
             self.reserve()
+
+    def _relative_offsets(self, offsets: np.ndarray) -> np.ndarray:
+        """`offsets` relative to the base, each checked to fit the entries' int32 field
+        (IndexOffsetOverflowError naming the first that does not): the bulk appends' one home of the rule."""
+        rel = offsets - self._base
+        bad = np.flatnonzero((rel < 0) | (rel > INT32_MAX))
+        if bad.size:
+            raise IndexOffsetOverflowError(
+                f"offset {offsets[bad[0]]} does not fit {self._path}: allowed {self._base} to "
+                f"{self._base + INT32_MAX} (relative offsets are int32)")
+        return rel
 
     def _store_entries(self, rows: np.ndarray, limit: int, marker: str) -> None:
         """Append `rows` (ENTRY_DTYPE, already checked by the subclass) after the valid entries: every

@@ -125,12 +125,7 @@ class OffsetIndex(MmapIndex):
         offsets, positions = np.asarray(offsets, dtype=np.int64), np.asarray(positions, dtype=np.int64)
         if not len(offsets):
             return
-        rel = offsets - self._base
-        bad = np.flatnonzero((rel < 0) | (rel > INT32_MAX))
-        if bad.size:
-            raise IndexOffsetOverflowError(
-                f"offset {offsets[bad[0]]} does not fit {self._path}: allowed {self._base} to "
-                f"{self._base + INT32_MAX} (relative offsets are int32)")
+        rel = self._relative_offsets(offsets)
         bad = np.flatnonzero((positions <= 0) | (positions > INT32_MAX))
         if bad.size:
             raise InvalidIndexEntryError(

@@ -167,12 +167,7 @@ class TimeIndex(MmapIndex):
         timestamps, offsets = np.asarray(timestamps, dtype=np.int64), np.asarray(offsets, dtype=np.int64)
         if not len(timestamps):
             return
-        rel = offsets - self._base
-        bad = np.flatnonzero((rel < 0) | (rel > INT32_MAX))
-        if bad.size:
-            raise IndexOffsetOverflowError(
-                f"offset {offsets[bad[0]]} does not fit {self._path}: allowed {self._base} to "
-                f"{self._base + INT32_MAX} (relative int32 from the base)")
+        rel = self._relative_offsets(offsets)
         last = self.last_entry()
         prev_ts = np.concatenate(([NO_TIMESTAMP if last is None else last[0]], timestamps[:-1]))
         prev_off = np.concatenate(([self._base - 1 if last is None else last[1]], offsets[:-1]))

@@ -67,3 +67,29 @@ def test_the_bulk_path_is_taken_for_long_runs(tmp_path):
     assert native_kernels() is not None
     state, files = _index(tmp_path, 0, 500, [[(1, 200, 10 + i) for i in range(100)]], bulk=True)
     assert state[4] == 33 and state[5] == 33, state
+
+
+def test_a_refused_bulk_append_changes_nothing(tmp_path):
+    """Every entry is checked before the first is stored: one bad entry anywhere refuses them all, typed,
+    naming it, and the index files stay as they were."""
+    import pytest
+
+    from seglog.indexer.indexes.mmap_index import IndexOffsetOverflowError, InvalidIndexEntryError
+
+    cfg = validate_topic_config({"segment.index.bytes": 4096})
+    seg = LogSegment(tmp_path, 100, cfg, writable=True, active=True, create=True)
+    try:
+        seg.offset_index.append_entries(np.array([105, 110]), np.array([300, 600]))
+        seg.time_index.append_entries(np.array([7, 9]), np.array([105, 110]))
+        before = ((tmp_path / f"{100:020d}.index").read_bytes(), (tmp_path / f"{100:020d}.timeindex").read_bytes())
+        with pytest.raises(InvalidIndexEntryError, match="offset 120, position 600"):
+            seg.offset_index.append_entries(np.array([115, 120, 125]), np.array([700, 600, 900]))
+        with pytest.raises(IndexOffsetOverflowError, match="offset 99 does not fit"):
+            seg.offset_index.append_entries(np.array([99]), np.array([900]))
+        with pytest.raises(InvalidIndexEntryError, match="timestamp 9, offset 130"):
+            seg.time_index.append_entries(np.array([12, 9]), np.array([120, 130]))
+        assert (seg.offset_index.entries, seg.time_index.entries) == (2, 2)
+        after = ((tmp_path / f"{100:020d}.index").read_bytes(), (tmp_path / f"{100:020d}.timeindex").read_bytes())
+        assert after == before
+    finally:
+        seg.close()
