@@ -38,6 +38,7 @@ READ_CHUNK = 4 << 20   # bytes read at a time when scanning or decoding
 HEADER_WINDOW = 16 << 10   # bytes read at a time when walking batch headers only
 FIRST_CHUNK = 64 << 10  # the first read after a seek
 _BULK_INDEX_MIN = 8     # batches from which the compiled index plan beats the rule batch by batch
+_DAMAGE_SETTLE_WAITS = (0, 0.005, 0.02, 0.04)   # seconds between re-reads before a reader calls a fault damage
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,12 @@ class LogSegment:
         entry = self._time_index_covered() if last is not None else None
         tail = self.scan(last[1] if last else 0, self.size, check_crc=False)
         if tail.error:
-            if not tolerate_torn_tail:
+            # A reader tolerates what a writer can leave: a tail still being written (a prefix of a
+            # batch: a header cut short, or a batch running past the end), zeroed by a crash, or caught
+            # mid-change (a roll back cutting and rewriting the tail between two reads of the walk). A
+            # fault that is none of these and stays the same over a few re-reads is damage: reported,
+            # never read as the end of the log (that would return fewer rows without a word).
+            if not tolerate_torn_tail or self._damaged_at(last[1] if last else 0, tail):
                 raise CorruptRecordError(f"{self.log_path}: {tail.error}")
             if last is not None and not len(tail.positions):
                 # The batch the last index entry names is torn: the entry's offset is not this reader's
@@ -200,7 +206,10 @@ class LogSegment:
                 # segment as it is now, empty.
                 self.size, self.next_offset, self.max_timestamp = 0, self.base_offset, NO_TIMESTAMP
             else:
-                first = parse_header(head, 0)
+                try:
+                    first = parse_header(head, 0)
+                except CorruptRecordError as exc:
+                    raise CorruptRecordError(f"{self.log_path}: {exc}") from None   # named with its file
                 self.first_timestamp = first.base_timestamp if first.base_timestamp >= 0 else first.max_timestamp
         # Bytes appended since the batch the last index entry points at ended.
         at = int(np.searchsorted(tail.positions, last[1])) if (last and n) else n
@@ -210,6 +219,40 @@ class LogSegment:
             self.bytes_since_index_entry = 0
         else:
             self.bytes_since_index_entry = self.size
+
+    def _damaged_at(self, start: int, tail) -> bool:
+        """Whether the fault a header walk from `start` met is damage rather than a tail in flight: not
+        what a writer leaves there (`_may_be_torn_at`), and the same fault at the same place on every
+        re-read over ~60 ms (a writer's roll back settles within a few milliseconds)."""
+        for wait in _DAMAGE_SETTLE_WAITS:
+            if self._may_be_torn_at(tail.valid_end):
+                return False
+            if wait:
+                time.sleep(wait)
+                again = self.scan(start, self.size, check_crc=False)
+                if (again.valid_end, again.error) != (tail.valid_end, tail.error):
+                    return False
+        return True
+
+    def _may_be_torn_at(self, pos: int) -> bool:
+        """Whether the bytes from `pos` to the end of the file can be a tail a writer leaves: fewer than
+        a header, a header whose batch runs past the end (an append in flight), or nothing but zeros
+        (a crash before the data reached the disk)."""
+        size = self.file_size()
+        head = self.pread(pos, BATCH_HEADER_SIZE)
+        if len(head) < BATCH_HEADER_SIZE:
+            return True
+        try:
+            if pos + parse_header(head, 0).size > size:
+                return True
+        except CorruptRecordError:
+            pass
+        while pos < size:
+            chunk = self.pread(pos, min(READ_CHUNK, size - pos))
+            if not chunk or chunk.count(0) != len(chunk):
+                return not chunk
+            pos += len(chunk)
+        return True
 
     # ------------------------------------------------------------------ io
     def pread(self, position: int, length: int) -> bytes:

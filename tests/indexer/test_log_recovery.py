@@ -183,7 +183,12 @@ def test_every_flipped_byte_of_a_segment_is_detected(tmp_path):
         data = bytearray(original)
         data[i] ^= 0x10
         seg_path.write_bytes(bytes(data))
-        with Log.open(path, {"segment.bytes": 1 << 20}, readonly=True) as ro:
+        try:
+            ro = Log.open(path, {"segment.bytes": 1 << 20}, readonly=True)
+        except CorruptRecordError as exc:   # damage the open's own header walk meets: reported there, named
+            assert str(seg_path) in str(exc), f"flip at byte {i}: {exc}"
+            continue
+        with ro:
             assert ro.verify(), f"flip at byte {i} went unnoticed"
     seg_path.write_bytes(original)
 
