@@ -98,17 +98,23 @@ final class RecordCursor implements AutoCloseable {
         return skipped;
     }
 
+    /** The log changed under the reader (a segment deleted or swapped, a start moved): close it and wait
+     *  before opening it again, at most REOPEN_WAITS_MS.length times; then the change is the caller's. */
+    private void reopenAfter(RuntimeException e) {
+        if (reopens >= REOPEN_WAITS_MS.length) throw e;
+        LOG.info("seglog source: {}: the log changed under the reader at offset {} ({}); opening it again",
+            slice, position, e.getMessage());
+        closeLog();
+        pause(REOPEN_WAITS_MS[reopens++]);
+    }
+
     /** Advances to the next record; false when the slice is read. */
     boolean next() {
         while (!finished) {
             try {
                 if (advance()) return true;
             } catch (SegmentGoneException | LogStartBeyondEndException e) {
-                if (reopens >= REOPEN_WAITS_MS.length) throw e;
-                LOG.info("seglog source: {}: the log changed under the reader at offset {} ({}); opening it again",
-                    slice, position, e.getMessage());
-                closeLog();
-                pause(REOPEN_WAITS_MS[reopens++]);
+                reopenAfter(e);
             }
         }
         return false;
@@ -167,11 +173,7 @@ final class RecordCursor implements AutoCloseable {
                 position = b.lastOffset() + 1;
                 return b;
             } catch (SegmentGoneException | LogStartBeyondEndException e) {
-                if (reopens >= REOPEN_WAITS_MS.length) throw e;
-                LOG.info("seglog source: {}: the log changed under the reader at offset {} ({}); opening it again",
-                    slice, position, e.getMessage());
-                closeLog();
-                pause(REOPEN_WAITS_MS[reopens++]);
+                reopenAfter(e);
             }
         }
         return null;
