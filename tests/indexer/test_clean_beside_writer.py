@@ -54,10 +54,13 @@ def append_round(log: Log, rng: random.Random, written: dict, round_: int, n: in
         written[info.first_offset + i] = r
 
 
-def fill(path: Path, rounds: int, rng: random.Random, written: dict) -> None:
+def fill(path: Path, rounds: int, rng: random.Random, written: dict, n: int = 400,
+         roll_each: bool = False) -> None:
     with Log.open(path, CFG) as log:
         for r in range(rounds):
-            append_round(log, rng, written, r)
+            append_round(log, rng, written, r, n)
+            if roll_each:
+                log.roll()
         log.roll()
 
 
@@ -107,7 +110,9 @@ def test_a_writer_appends_while_another_process_cleans_or_merges(tmp_path, op):
     path = tmp_path / "state-0"
     rng = random.Random(3)
     written: dict[int, Record] = {}
-    fill(path, 40, rng, written)
+    # Merge: 40 small segments before the merger starts, so its first pass has several groups whatever
+    # the timing (the writer's later small segments may each be merged alone as they come).
+    fill(path, 40, rng, written, *((400, False) if op == "clean" else (60, True)))
     proc = cleaner(path, 1000, op)
     free_during_build = 0
     try:
