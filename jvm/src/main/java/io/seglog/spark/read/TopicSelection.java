@@ -120,12 +120,12 @@ public final class TopicSelection implements Serializable {
     }
 
     private static Map<String, List<Integer>> parseAssign(String raw) {
-        String allowed = "a JSON object of topic -> [partition, ...], e.g. " + ASSIGN_EXAMPLE;
+        String allowed = "JSON object of topic -> [partition, ...], e.g. " + ASSIGN_EXAMPLE;
         JsonNode doc;
         try {
             doc = raw == null ? null : JSON.readTree(raw.trim());
         } catch (Exception e) {
-            throw ReadOptions.bad("assign", raw, allowed);
+            throw ReadOptions.bad("assign", raw, "a " + allowed);
         }
         if (doc == null || !doc.isObject() || doc.isEmpty()) throw ReadOptions.bad("assign", raw, "a non-empty " + allowed);
         Map<String, List<Integer>> out = new TreeMap<>();
