@@ -172,11 +172,9 @@ public final class TopicSelection implements Serializable {
         if (!Files.isDirectory(root)) {
             throw new NoSuchTopicException("seglog source: log root '" + rootName + "' does not exist or is not a folder");
         }
+        if (kind == Kind.PATTERN) return TopicLayout.partitionsOf(root, t -> pattern.matcher(t).matches());
         Map<String, List<Integer>> out = new LinkedHashMap<>();
-        List<String> wanted = kind == Kind.PATTERN ? TopicLayout.topics(root)
-            : kind == Kind.ASSIGN ? new ArrayList<>(assigned.keySet()) : topics;
-        for (String topic : wanted) {
-            if (kind == Kind.PATTERN && !pattern.matcher(topic).matches()) continue;
+        for (String topic : kind == Kind.ASSIGN ? new ArrayList<>(assigned.keySet()) : topics) {
             List<Integer> parts = TopicLayout.partitions(root, topic);
             if (parts.isEmpty()) {
                 if (missingIsError) {
