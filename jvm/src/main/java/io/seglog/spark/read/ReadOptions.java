@@ -23,6 +23,9 @@ import io.seglog.spark.format.TopicLayout;
  * names the option, the value and what is allowed. Precedence as there: for the start
  * {@code startingTimestamp} over {@code startingOffsetsByTimestamp} over {@code startingOffsets}; for
  * the end likewise. The other start options are still checked, so a typo is never silently ignored.
+ * The topics are exactly one of subscribe / subscribePattern / assign ({@link TopicSelection}); the
+ * options only a broker gives meaning ({@code kafka.*} but the isolation level, {@link #BROKER_ONLY}) are
+ * refused with {@link BrokerOptionException}; every other unknown key is refused naming the nearest known one.
  */
 public final class ReadOptions implements Serializable {
     public static final long EARLIEST = -2;   // Kafka's ListOffsets sentinels, as in the offsets JSON
@@ -85,7 +88,7 @@ public final class ReadOptions implements Serializable {
     public final long minOffsetsPerTrigger;
     /** Parsed as Spark parses it (JavaUtils.timeStringAsMs): a number with us, ms, s, m/min, h or d; bare: ms. */
     public final long maxTriggerDelayMs;
-    public final Map<String, String> raw;    // lower-cased keys, for the streaming options
+    public final Map<String, String> raw;    // lower-cased keys: re-parsed for a batch or a latest read
     public final boolean streaming;          // a streaming read allows "latest" as a start
 
     private ReadOptions(Map<String, String> o, boolean streaming) {
