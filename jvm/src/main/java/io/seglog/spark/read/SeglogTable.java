@@ -21,7 +21,7 @@ final class SeglogTable implements SupportsRead {
 
     @Override
     public String name() {
-        return "seglog[" + opts.root + ":" + String.join(",", opts.topics) + "]";
+        return "seglog[" + opts.root + ":" + opts.selection.describe() + "]";
     }
 
     @Override
