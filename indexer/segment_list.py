@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from seglog.errors import CorruptIndexError, SegmentDeletedError
+from seglog.indexer.leader_epochs import max_leader_epoch
 from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from seglog.indexer.codec.records import NO_TIMESTAMP
 from seglog.indexer.segment import LogSegment, sealed_summary
@@ -48,15 +49,19 @@ class SegmentList:
         self._unflushed: dict[int, LogSegment] = {}
         self._largest: np.ndarray | None = None
         self._running_max: np.ndarray | None = None
+        self._max_epoch: int | None = None
 
     # ------------------------------------------------------------------ membership
     def open_segment(self, base: int, *, active: bool, create: bool = False) -> LogSegment:
+        if self._max_epoch is None:     # a folder's property: Kafka's checkpoint is there or not, for the Log's life
+            self._max_epoch = max_leader_epoch(self.path)
         try:
-            seg = LogSegment(self.path, base, self.config, writable=self.writable, active=active, create=create)
+            seg = LogSegment(self.path, base, self.config, writable=self.writable, active=active, create=create,
+                             max_epoch=self._max_epoch)
         except FileNotFoundError as exc:
             if create or self.writable or not self._index_missing(base, exc.filename):
                 raise               # the .log itself is gone: deleted under the reader (its callers re-list)
-            seg = LogSegment(self.path, base, self.config, writable=False, active=active)
+            seg = LogSegment(self.path, base, self.config, writable=False, active=active, max_epoch=self._max_epoch)
         seg.dense = self.dense
         return seg
 
