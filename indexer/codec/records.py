@@ -321,6 +321,27 @@ def scan_batches(buf, start: int, end: int | None = None, *, check_crc: bool = T
         view.release()
 
 
+def crcs_match(buf, positions: np.ndarray, rows: np.ndarray, *, compiled: bool = False) -> bool:
+    """Whether every batch's stored CRC (rows[:, 4], BatchHeader's order) is the CRC-32C of its bytes
+    from its attributes on; `positions` index `buf`. `compiled`: one GIL-free loop
+    (indexer/codec/crc_kernel.py) where it can be had, for long scans (its first use compiles it)."""
+    if compiled:
+        from seglog.indexer.codec.crc_kernel import first_bad_crc
+
+        kernel = first_bad_crc()
+        if kernel is not None:
+            return kernel(np.frombuffer(buf, dtype=np.uint8), np.ascontiguousarray(positions, dtype=np.int64),
+                          ATTRIBUTES_OFFSET, np.ascontiguousarray(rows[:, 1] + LOG_OVERHEAD),
+                          np.ascontiguousarray(rows[:, 4])) < 0
+    view = memoryview(buf)
+    crc = _crc32c.crc32c
+    at, stored = ATTRIBUTES_OFFSET, rows[:, 4].tolist()
+    for k, (pos, size) in enumerate(zip(positions.tolist(), (rows[:, 1] + LOG_OVERHEAD).tolist())):
+        if crc(view[pos + at:pos + size]) != stored[k]:
+            return False
+    return True
+
+
 def _compiled_scan(kernels, view, start, end, origin, check_crc, prev_last_offset, dense, min_leader_epoch,
                    max_leader_epoch) -> ScanResult | None:
     """scan_batches through the compiled walk (indexer/codec/native.py) and the crc32c library: the
@@ -330,12 +351,8 @@ def _compiled_scan(kernels, view, start, end, origin, check_crc, prev_last_offse
                                                       min_leader_epoch, max_leader_epoch)
     if status not in (kernels.OK, kernels.TORN_HEADER, kernels.PAST_END):
         return None
-    if check_crc:
-        crc = _crc32c.crc32c
-        at, stored = ATTRIBUTES_OFFSET, rows[:, 4].tolist()
-        for k, (pos, size) in enumerate(zip(positions.tolist(), (rows[:, 1] + LOG_OVERHEAD).tolist())):
-            if crc(view[pos + at:pos + size]) != stored[k]:
-                return None
+    if check_crc and not crcs_match(view, positions, rows):
+        return None
     pos = valid_end + origin
     error = None          # the reference walk's words for the two stops the compiled walk names
     if status == kernels.TORN_HEADER:

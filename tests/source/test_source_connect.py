@@ -5,7 +5,6 @@ stream restarted from its checkpoint reads each committed record once; a bad opt
 segment come back to the client as the JVM reader's typed errors, never as fewer rows."""
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pyarrow as pa
