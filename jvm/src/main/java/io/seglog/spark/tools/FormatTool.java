@@ -1,0 +1,79 @@
+package io.seglog.spark.tools;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import io.seglog.spark.format.CommitLogReader;
+import io.seglog.spark.format.CommitLogWriter;
+import io.seglog.spark.format.CommitState;
+import io.seglog.spark.format.FileLock;
+import io.seglog.spark.format.PythonJson;
+
+/**
+ * The JVM's writers of the shared formats, one call per run, for the differential tests that hold them
+ * to the Python core's (tests/sink/test_jvm_formats.py): {@code java -cp <jar>:<spark jars>
+ * io.seglog.spark.tools.FormatTool COMMAND ARGS}. Prints one JSON line of result; an error is printed
+ * as {@code {"error": "<class>", "message": ...}} with exit status 1, so a test can assert the refusal.
+ */
+public final class FormatTool {
+    private FormatTool() {}
+
+    public static void main(String[] args) throws Exception {
+        try {
+            System.out.println(run(args[0], Arrays.asList(args).subList(1, args.length)));
+        } catch (RuntimeException e) {
+            System.out.println("{\"error\": \"" + e.getClass().getSimpleName() + "\", \"message\": "
+                    + jsonString(String.valueOf(e.getMessage())) + "}");
+            System.exit(1);
+        }
+    }
+
+    static String run(String command, List<String> a) throws Exception {
+        switch (command) {
+            case "commit": {   // ROOT TOPIC WRITER BATCH ALLOW_LOWER(true|false) RETAIN P=END...
+                Map<Integer, Long> ends = new HashMap<>();
+                for (String pe : a.subList(6, a.size())) {
+                    String[] kv = pe.split("=");
+                    ends.put(Integer.parseInt(kv[0]), Long.parseLong(kv[1]));
+                }
+                CommitState s = new CommitLogWriter(Path.of(a.get(0)), a.get(1), Integer.parseInt(a.get(5)))
+                        .commit(a.get(2), Long.parseLong(a.get(3)), ends, Boolean.parseBoolean(a.get(4)));
+                return s.toJson();
+            }
+            case "commit-series": {   // ROOT TOPIC WRITER PARTITION COUNT: batch i commits end i + 1
+                CommitLogWriter w = new CommitLogWriter(Path.of(a.get(0)), a.get(1));
+                int p = Integer.parseInt(a.get(3));
+                CommitState s = null;
+                for (int i = 0; i < Integer.parseInt(a.get(4)); i++) {
+                    s = w.commit(a.get(2), i, Map.of(p, (long) i + 1), false);
+                }
+                return s == null ? "null" : s.toJson();
+            }
+            case "lock-path":  // ROOT NAME
+                return PythonJson.string(FileLock.lockPath(Path.of(a.get(0)), a.get(1)).toString());
+            case "latest":     // ROOT TOPIC
+                return CommitLogReader.latest(Path.of(a.get(0)), a.get(1)).map(CommitState::toJson).orElse("null");
+            case "lock": {     // ROOT NAME TIMEOUT_MS: hold the lock until a line (or EOF) on stdin
+                FileLock lock = new FileLock(FileLock.lockPath(Path.of(a.get(0)), a.get(1)), a.get(1));
+                lock.acquire(Long.parseLong(a.get(2)));
+                System.out.println("{\"locked\": true}");
+                System.out.flush();
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+                lock.release();
+                return "{\"released\": true}";
+            }
+            default:
+                throw new IllegalArgumentException("unknown command " + command);
+        }
+    }
+
+    static String jsonString(String s) {
+        return PythonJson.string(s);
+    }
+}

@@ -1,0 +1,164 @@
+"""The JVM's writers of the shared formats against the Python core's (issue 25: the driver's commit moves
+to the JVM, and the Python sink, sidecar and tools keep writing the same files). Each test writes with
+one side and reads, verifies or contends with the other: the commit log (seq files, link-to-publish,
+conflict re-merge, retain) and the flock locks."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import threading
+
+import pytest
+
+from seglog.errors import PartitionLockedError
+from seglog.indexer.commit_log import CommitConflictError, CommitLog, CommitState, commits_dir
+from seglog.indexer.locks import FileLock, lock_path
+from tests import jvm_format_tool as tool
+
+TOPIC = "events"
+
+
+def _python_bytes(doc: dict) -> bytes:
+    """The bytes the Python core writes for a state (CommitLog._publish)."""
+    return json.dumps(doc, sort_keys=True).encode()
+
+
+# ------------------------------------------------------------------ commit log
+
+def test_jvm_commits_read_by_the_python_core_byte_for_byte(tmp_path):
+    tool.run("commit", tmp_path, TOPIC, "q1", 0, "false", 100, "0=10", "2=5")
+    tool.run("commit", tmp_path, TOPIC, "q2", 7, "false", 100, "1=3")
+    tool.run("commit", tmp_path, TOPIC, "q1", 1, "false", 100, "0=12", "10=1")
+    log = CommitLog(tmp_path, TOPIC)
+    state = log.latest()
+    assert (state.seq, state.writer_id, state.batch_id) == (2, "q1", 1)
+    assert state.end_offsets == {0: 12, 1: 3, 2: 5, 10: 1}       # carried forward, partition 10 added
+    assert state.writers == {"q1": 1, "q2": 7}
+    assert [s.seq for s in log.history()] == [0, 1, 2]
+    for s in log.history():   # each file is what the Python core would have written for its state
+        assert (commits_dir(tmp_path, TOPIC) / f"{s.seq:020d}.json").read_bytes() == _python_bytes(s.to_json())
+    assert log.last_batch("q1") == 1 and log.last_batch("q2") == 7
+
+
+def test_python_commits_read_and_merged_by_the_jvm(tmp_path):
+    log = CommitLog(tmp_path, TOPIC)
+    log.commit("py", 4, {0: 100, 1: 50})
+    log.commit("operator", -1, {1: 40}, allow_lower=True)
+    seen = tool.run("latest", tmp_path, TOPIC)
+    assert seen == log.latest().to_json()
+    tool.run("commit", tmp_path, TOPIC, "jvm", 0, "false", 100, "2=9")
+    state = log.latest()
+    assert state.end_offsets == {0: 100, 1: 40, 2: 9}
+    assert state.writers == {"py": 4, "operator": -1, "jvm": 0}
+    assert tool.run("latest", tmp_path / "nothing", TOPIC) is None
+
+
+def test_a_jvm_commit_never_lowers_an_end_unless_asked(tmp_path):
+    CommitLog(tmp_path, TOPIC).commit("py", 0, {0: 100})
+    err = tool.run("commit", tmp_path, TOPIC, "jvm", 0, "false", 100, "0=99", ok=False)
+    assert err["error"] == "CommitConflictException"
+    assert "would lower committed end offsets" in err["message"] and "0: (100, 99)" in err["message"]
+    assert CommitLog(tmp_path, TOPIC).latest().seq == 0            # refused: nothing written
+    tool.run("commit", tmp_path, TOPIC, "operator", -1, "true", 100, "0=99")
+    assert CommitLog(tmp_path, TOPIC).end_offsets() == {0: 99}
+    with pytest.raises(CommitConflictError):                      # and the Python side keeps its rule on top
+        CommitLog(tmp_path, TOPIC).commit("py", 1, {0: 98})
+
+
+def test_bad_commits_are_refused_by_name(tmp_path):
+    err = tool.run("commit", tmp_path, TOPIC, "jvm", 0, "false", 100, "0=-1", ok=False)
+    assert err["error"] == "IllegalArgumentException" and "end offset -1 for partition 0" in err["message"]
+    err = tool.run("commit", tmp_path, "../x", "jvm", 0, "false", 100, "0=1", ok=False)
+    assert "invalid topic name" in err["message"]
+    assert CommitLog(tmp_path, TOPIC).latest() is None
+
+
+def test_the_jvm_keeps_the_last_retain_files(tmp_path):
+    for batch in range(6):
+        tool.run("commit", tmp_path, TOPIC, "jvm", batch, "false", 3, f"0={batch + 1}")
+    log = CommitLog(tmp_path, TOPIC)
+    assert [s.seq for s in log.history()] == [3, 4, 5]
+    assert log.latest().end_offsets == {0: 6}
+    assert not [p for p in commits_dir(tmp_path, TOPIC).iterdir() if p.name.startswith(".")]   # no temp files
+
+
+def test_concurrent_jvm_and_python_committers_lose_nothing(tmp_path):
+    """Two JVMs and the Python core commit at once, each its own partition and writer: every link that
+    lost its seq re-read and merged again, so the newest state holds all of them and no seq is skipped."""
+    count = 25
+    procs = [subprocess.Popen(tool.command("commit-series", tmp_path, TOPIC, f"jvm{p}", p, count),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for p in (0, 1)]
+
+    def python_series():
+        log = CommitLog(tmp_path, TOPIC)
+        for i in range(count):
+            log.commit("py", i, {2: i + 1})
+
+    t = threading.Thread(target=python_series)
+    t.start()
+    t.join()
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    log = CommitLog(tmp_path, TOPIC)
+    state = log.latest()
+    assert state.end_offsets == {0: count, 1: count, 2: count}
+    assert state.writers == {"jvm0": count - 1, "jvm1": count - 1, "py": count - 1}
+    assert state.seq == 3 * count - 1
+    history = log.history()
+    assert [s.seq for s in history] == list(range(3 * count - 100 if 3 * count > 100 else 0, 3 * count))
+    for before, after in zip(history, history[1:]):            # each state carries every end forward
+        assert all(after.end_offsets.get(p, 0) >= o for p, o in before.end_offsets.items())
+
+
+# ------------------------------------------------------------------ locks
+
+def test_lock_paths_agree_even_for_long_names(tmp_path):
+    for name in ("events-3", "events.writer", "t" * 249 + "-12", "t" * 249 + ".writer"):
+        assert tool.run("lock-path", tmp_path, name) == str(lock_path(tmp_path, name))
+
+
+def test_a_python_flock_holder_blocks_the_jvm(tmp_path):
+    with FileLock(lock_path(tmp_path, "events-0")).acquire(0):
+        err = tool.run("lock", tmp_path, "events-0", 0, ok=False)
+        assert err["error"] == "LockedException" and "events-0" in err["message"]
+    holder = subprocess.Popen(tool.command("lock", tmp_path, "events-0", 0), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert json.loads(holder.stdout.readline()) == {"locked": True}   # released: the JVM gets it
+    finally:
+        holder.communicate("\n", timeout=60)
+
+
+def test_a_jvm_holder_blocks_python_until_it_releases_or_dies(tmp_path):
+    for ending in ("release", "kill"):
+        holder = subprocess.Popen(tool.command("lock", tmp_path, "events-0", 0), stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            assert json.loads(holder.stdout.readline()) == {"locked": True}
+            with pytest.raises(PartitionLockedError):
+                FileLock(lock_path(tmp_path, "events-0")).acquire(0)
+            if ending == "release":
+                holder.stdin.write("\n")
+                holder.stdin.flush()
+                assert json.loads(holder.stdout.readline()) == {"released": True}
+            else:
+                holder.send_signal(signal.SIGKILL)   # the kernel drops a dead process's flock
+            holder.wait(timeout=60)
+        finally:
+            if holder.poll() is None:
+                holder.kill()
+        with FileLock(lock_path(tmp_path, "events-0")).acquire(5):
+            pass
+
+
+def test_two_jvm_holders_exclude_each_other(tmp_path):
+    holder = subprocess.Popen(tool.command("lock", tmp_path, "events.writer", 0), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert json.loads(holder.stdout.readline()) == {"locked": True}
+        err = tool.run("lock", tmp_path, "events.writer", 100, ok=False)
+        assert "gave up after 0.1 s" in err["message"]
+    finally:
+        holder.communicate("\n", timeout=60)
