@@ -162,3 +162,118 @@ def test_two_jvm_holders_exclude_each_other(tmp_path):
         assert "gave up after 0.1 s" in err["message"]
     finally:
         holder.communicate("\n", timeout=60)
+
+
+# ------------------------------------------------------------------ topic configuration and metadata
+
+# Keys and values as Spark options give them (text), plus a few typed ones: each is accepted by both
+# sides with the same recorded values, or refused by both.
+CONFIG_CORPUS = [
+    {}, {"segment.bytes": "1024"}, {"segment.bytes": "1023"}, {"segment.bytes": "-5"}, {"segment.bytes": " 4096 "},
+    {"segment.bytes": "4e3"}, {"segment.bytes": "--4096"}, {"segment.bytes": "2147483648"}, {"segment.bytes": 1 << 20},
+    {"segment.bytes": "1.5"}, {"segment.bytes": ""}, {"retention.ms": "-1"}, {"retention.ms": "-2"},
+    {"retention.ms": "9223372036854775807"}, {"retention.ms": "9223372036854775808"}, {"segment.ms": "0"},
+    {"segment.index.bytes": "24"}, {"segment.index.bytes": "23"}, {"index.interval.bytes": "0"},
+    {"message.timestamp.type": "LogAppendTime"}, {"message.timestamp.type": "logappendtime"},
+    {"message.timestamp.before.max.ms": "3600000"}, {"message.timestamp.difference.max.ms": "5000"},
+    {"max.message.time.difference.ms": "7", "message.timestamp.after.max.ms": "9"},
+    {"message.timestamp.after.max.ms": "9", "message.timestamp.difference.max.ms": "7"},
+    {"message.timestamp.out.of.range.policy": "quarantine"},
+    {"message.timestamp.out.of.range.policy": "quarantine", "quarantine.topic": "late"},
+    {"message.timestamp.out.of.range.policy": "drop"}, {"quarantine.topic": None},
+    {"max.message.bytes": "0"}, {"file.delete.delay.ms": "-1"},
+    {"cleanup.policy": "compact"}, {"cleanup.policy": "delete,compact"}, {"cleanup.policy": " compact , delete"},
+    {"cleanup.policy": "compact,compact"}, {"cleanup.policy": "compact,"}, {"cleanup.policy": "none"},
+    {"cleanup.policy": ["delete", "compact"]}, {"min.cleanable.dirty.ratio": "0.25"}, {"min.cleanable.dirty.ratio": "1"},
+    {"min.cleanable.dirty.ratio": "1.5"}, {"min.cleanable.dirty.ratio": "nan"}, {"min.cleanable.dirty.ratio": "abc"},
+    {"min.cleanable.dirty.ratio": ".5"}, {"min.cleanable.dirty.ratio": "5e-1"}, {"min.cleanable.dirty.ratio": 0.75},
+    {"min.compaction.lag.ms": "0"}, {"max.compaction.lag.ms": "0"}, {"delete.retention.ms": "86400000"},
+    {"compression.type": "zstd"}, {"compression.type": "none"}, {"compression.type": "ZSTD"},
+    {"segment.merge.small.bytes": "-1"}, {"segment.merge.small.bytes": "-2"},
+    {"segment.byte": "1024"}, {"retention.hours": "1"}, {"segment.bytes": True},
+]
+
+
+def _python_requested(config: dict):
+    from seglog.conf.topic_config import requested_topic_config
+    from seglog.errors import ConfigError
+
+    try:
+        return {"ok": requested_topic_config(config, where="config")}
+    except ConfigError as exc:
+        return {"error": str(exc)}
+
+
+def test_topic_config_validation_agrees_with_the_python_core():
+    proc = subprocess.run(tool.command("validate-configs"), input="\n".join(json.dumps(c) for c in CONFIG_CORPUS),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    jvm_answers = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(jvm_answers) == len(CONFIG_CORPUS)
+    refused = 0
+    for config, jvm_answer in zip(CONFIG_CORPUS, jvm_answers):
+        py_answer = _python_requested(config)
+        assert ("ok" in jvm_answer) == ("ok" in py_answer), (config, jvm_answer, py_answer)
+        if "ok" in py_answer:
+            assert jvm_answer["ok"] == py_answer["ok"], config
+        else:
+            refused += 1
+            for key in config:     # both name the key they refuse (an alias names what it sets)
+                if key in py_answer["error"]:
+                    assert key in jvm_answer["error"], (config, jvm_answer)
+    assert refused >= 20    # the corpus tests refusals, not only acceptances
+
+
+def test_a_topic_the_jvm_creates_is_the_python_cores(tmp_path):
+    from seglog.indexer.topics import create_topic, load_topic, topic_file
+
+    made = tool.run("create-topic", tmp_path, TOPIC, 3, "segment.bytes=4096", "cleanup.policy=delete,compact",
+                    "min.cleanable.dirty.ratio=0.25", "message.timestamp.difference.max.ms=5000")
+    meta = load_topic(tmp_path, TOPIC)
+    assert made == meta.to_json()
+    assert meta.partitions == 3
+    assert meta.config == {"segment.bytes": 4096, "cleanup.policy": "compact,delete", "min.cleanable.dirty.ratio": 0.25,
+                           "message.timestamp.before.max.ms": 5000, "message.timestamp.after.max.ms": 5000}
+    assert meta.topic_config().compacted
+    # byte for byte what the Python core writes for the same metadata
+    assert topic_file(tmp_path, TOPIC).read_bytes() == json.dumps(meta.to_json(), sort_keys=True, indent=1).encode()
+    # the same request again is the same topic, on either side; a different one is refused by both
+    assert tool.run("create-topic", tmp_path, TOPIC, 3, "segment.bytes=4096") == made
+    assert create_topic(tmp_path, TOPIC, 3, {"segment.bytes": 4096}) == meta
+    err = tool.run("create-topic", tmp_path, TOPIC, 4, "segment.bytes=8192", ok=False)
+    assert err["error"] == "InvalidTopicException"
+    assert "already exists and differs: it has 3 partitions, 4 were asked" in err["message"]
+    assert "segment.bytes" in err["message"]
+
+
+def test_a_topic_the_python_core_creates_is_checked_by_the_jvm(tmp_path):
+    from seglog.indexer.topics import create_topic
+
+    create_topic(tmp_path, TOPIC, 2, {"compression.type": "lz4", "retention.ms": 1000})
+    assert tool.run("create-topic", tmp_path, TOPIC, 2)["partitions"] == 2          # asking nothing: no conflict
+    assert tool.run("create-topic", tmp_path, TOPIC, 2, "retention.ms=1000")["config"]["compression.type"] == "lz4"
+    err = tool.run("create-topic", tmp_path, TOPIC, 2, "compression.type=zstd", ok=False)
+    assert "its configuration is {compression.type=lz4}" in err["message"]
+
+
+def test_bad_topic_requests_are_refused_and_nothing_is_written(tmp_path):
+    from seglog.indexer.topics import topics_dir
+
+    for args, says in (((TOPIC, 0), "partitions = 0"), ((TOPIC, 1 << 21), "partitions = 2097152"),
+                       (("a/b", 1), "invalid topic name"), ((TOPIC, 1, "segment.bytes=-5"), "'segment.bytes' = -5 is out of range"),
+                       ((TOPIC, 1, "segment.byts=5000"), "did you mean 'segment.bytes'")):
+        err = tool.run("create-topic", tmp_path, *args, ok=False)
+        assert says in err["message"], err
+    assert not topics_dir(tmp_path).exists() or not list(topics_dir(tmp_path).iterdir())
+
+
+def test_forgetting_an_uncommitted_topic(tmp_path):
+    from seglog.indexer.topics import create_topic, load_topic
+
+    create_topic(tmp_path, TOPIC, 2)
+    assert tool.run("forget-topic", tmp_path, TOPIC) is True
+    assert load_topic(tmp_path, TOPIC) is None
+    create_topic(tmp_path, TOPIC, 2)
+    CommitLog(tmp_path, TOPIC).commit("py", 0, {0: 1})
+    assert tool.run("forget-topic", tmp_path, TOPIC) is False     # committed to: kept
+    assert load_topic(tmp_path, TOPIC) is not None

@@ -38,4 +38,17 @@ public final class PythonJson {
         string(out, s);
         return out.toString();
     }
+
+    /** A finite double as Python's repr writes it in the range configuration values take (plain
+     *  notation from 1e-4 to 1e16, else Python's exponent form). */
+    public static String number(double d) {
+        if (d == Math.rint(d) && Math.abs(d) < 1e16) return java.math.BigDecimal.valueOf(d).toBigInteger() + ".0";
+        double a = Math.abs(d);
+        if (a >= 1e-4 && a < 1e16) return java.math.BigDecimal.valueOf(d).toPlainString();
+        String s = Double.toString(d).replace("E", "e");   // 1.0E-5 -> 1e-05, as Python
+        String[] parts = s.split("e");
+        String mantissa = parts[0].endsWith(".0") ? parts[0].substring(0, parts[0].length() - 2) : parts[0];
+        int exp = Integer.parseInt(parts[1]);
+        return mantissa + "e" + (exp < 0 ? "-" : "+") + String.format("%02d", Math.abs(exp));
+    }
 }

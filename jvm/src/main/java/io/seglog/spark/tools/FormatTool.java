@@ -14,6 +14,8 @@ import io.seglog.spark.format.CommitLogWriter;
 import io.seglog.spark.format.CommitState;
 import io.seglog.spark.format.FileLock;
 import io.seglog.spark.format.PythonJson;
+import io.seglog.spark.format.TopicCatalog;
+import io.seglog.spark.format.TopicConfigRules;
 
 /**
  * The JVM's writers of the shared formats, one call per run, for the differential tests that hold them
@@ -57,6 +59,35 @@ public final class FormatTool {
             }
             case "lock-path":  // ROOT NAME
                 return PythonJson.string(FileLock.lockPath(Path.of(a.get(0)), a.get(1)).toString());
+            case "create-topic": {   // ROOT TOPIC PARTITIONS KEY=VALUE...
+                Map<String, Object> config = new java.util.LinkedHashMap<>();
+                for (String kv : a.subList(3, a.size())) {
+                    int eq = kv.indexOf('=');
+                    config.put(kv.substring(0, eq), kv.substring(eq + 1));
+                }
+                return TopicCatalog.create(Path.of(a.get(0)), a.get(1), Integer.parseInt(a.get(2)), config)
+                        .toJson().replace("\n", "");
+            }
+            case "forget-topic":       // ROOT TOPIC
+                return Boolean.toString(TopicCatalog.forgetUncommitted(Path.of(a.get(0)), a.get(1)));
+            case "validate-configs": { // stdin: one JSON object of key -> value per line
+                com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+                StringBuilder out = new StringBuilder("[");
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+                String line;
+                while ((line = in.readLine()) != null) {
+                    Map<String, Object> config = json.readValue(line, new com.fasterxml.jackson.core.type.TypeReference<java.util.LinkedHashMap<String, Object>>() {});
+                    config.replaceAll((k, v) -> v instanceof Integer i ? (Object) i.longValue() : v);
+                    if (out.length() > 1) out.append(", ");
+                    try {
+                        String ok = json.writeValueAsString(TopicConfigRules.requested(config, "config"));
+                        out.append("{\"ok\": ").append(ok).append('}');
+                    } catch (io.seglog.spark.format.TopicConfigException e) {
+                        out.append("{\"error\": ").append(PythonJson.string(e.getMessage())).append('}');
+                    }
+                }
+                return out.append(']').toString();
+            }
             case "latest":     // ROOT TOPIC
                 return CommitLogReader.latest(Path.of(a.get(0)), a.get(1)).map(CommitState::toJson).orElse("null");
             case "lock": {     // ROOT NAME TIMEOUT_MS: hold the lock until a line (or EOF) on stdin
