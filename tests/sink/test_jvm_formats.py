@@ -277,3 +277,184 @@ def test_forgetting_an_uncommitted_topic(tmp_path):
     CommitLog(tmp_path, TOPIC).commit("py", 0, {0: 1})
     assert tool.run("forget-topic", tmp_path, TOPIC) is False     # committed to: kept
     assert load_topic(tmp_path, TOPIC) is not None
+
+
+# ------------------------------------------------------------------ roll back and publish: partition files
+
+import shutil  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from seglog.conf.topic_config import validate_topic_config  # noqa: E402
+from seglog.indexer.codec.compression import topic_codec  # noqa: E402
+from seglog.indexer.committed_end import roll_back_to_committed  # noqa: E402
+from seglog.indexer.log import Log  # noqa: E402
+from seglog.indexer import Record  # noqa: E402
+from seglog.indexer.staged import publish  # noqa: E402
+from seglog.sink.jvm_write import stage_config, staged_by_slot  # noqa: E402
+
+SMALL = {"segment.bytes": 2048, "index.interval.bytes": 100, "segment.index.bytes": 4096}
+T0 = 1_700_000_000_000
+
+
+def _append(log: Log, n: int, start: int, size: int = 40) -> None:
+    """One batch of n records: values of `size` bytes, timestamps rising from T0 (one going back)."""
+    log.append([Record(key=f"k{i}".encode(), value=bytes([i % 251]) * size,
+                       timestamp=T0 + i * 1000 - (5000 if i % 7 == 3 else 0)) for i in range(start, start + n)])
+
+
+def _entries(data: bytes, size: int) -> bytes:
+    """An index's entries: its bytes without a zero-filled preallocated tail."""
+    while len(data) >= size and data[-size:] == bytes(size) and len(data) > size:
+        data = data[:-size]
+    return data
+
+
+def _files(dir_path: Path) -> dict[str, bytes]:
+    """The segment files of a partition folder, by name: .log bytes whole, index entries (a clean close
+    trims a preallocated tail that a kill leaves; the entries are what both sides must agree on)."""
+    out = {}
+    for p in sorted(dir_path.iterdir()):
+        if p.name.endswith((".log", ".log.deleted")):
+            out[p.name] = p.read_bytes()
+        elif p.name.endswith((".index", ".index.deleted")):
+            out[p.name] = _entries(p.read_bytes(), 8)
+        elif p.name.endswith((".timeindex", ".timeindex.deleted")):
+            out[p.name] = _entries(p.read_bytes(), 12)
+    return out
+
+
+def _twin_roots(tmp_path: Path, build, *, killed: bool) -> tuple[Path, Path]:
+    """Two roots holding the same partition folder `events-0`, built by `build(log)`. `killed`: copied
+    while the writer still has it open (preallocated indexes, as a killed writer leaves them)."""
+    src = tmp_path / "src"
+    log = Log.open(src / "events-0", SMALL)
+    build(log)
+    log.flush()
+    if not killed:
+        log.close()
+    roots = tmp_path / "a", tmp_path / "b"
+    for r in roots:
+        shutil.copytree(src, r)
+    if killed:
+        log.close()
+    return roots
+
+
+ROLL_BACK_CASES = {
+    # name: (batches of (count) appended, index of the first uncommitted batch)
+    "tail in the active segment": ([3, 4, 2, 5], 2),
+    "segments rolled since the commit": ([6, 6, 6, 6, 6, 6, 6, 6, 6, 6], 3),
+    "cut at a segment's base": ([20, 20, 20, 20], 2),
+    "nothing past the committed end": ([5, 5], 2),
+}
+
+
+@pytest.mark.parametrize("killed", [False, True], ids=["closed", "killed writer"])
+@pytest.mark.parametrize("case", list(ROLL_BACK_CASES))
+def test_jvm_roll_back_leaves_the_python_cores_folder(tmp_path, case, killed):
+    counts, first_uncommitted = ROLL_BACK_CASES[case]
+    committed = sum(counts[:first_uncommitted])
+
+    def build(log):
+        start = 0
+        for n in counts:
+            _append(log, n, start)
+            start += n
+
+    a, b = _twin_roots(tmp_path, build, killed=killed)
+    if case == "cut at a segment's base":
+        with Log.open(a / "events-0", SMALL, readonly=True) as ro:
+            assert committed in ro.segment_bases()     # the case holds what it says
+    with Log.open(a / "events-0", SMALL) as log:
+        roll_back_to_committed(log, committed, flush=True)
+    answer = tool.run("rollback", b, TOPIC, 0, committed, SMALL["segment.index.bytes"])
+    assert answer == {"cut": committed < sum(counts), "end": committed}
+    assert _files(b / "events-0") == _files(a / "events-0")
+    # the Python core opens it with nothing to repair and reads exactly the committed records
+    with Log.open(b / "events-0", SMALL) as log:
+        assert log.recovery_report == []
+        assert log.log_end_offset == committed
+        assert [r.key for r in log.read(0)] == [f"k{i}".encode() for i in range(committed)]
+        assert log.verify() == []
+    assert not (b / "events-0" / "truncate.pending").exists()
+
+
+def test_jvm_roll_back_cuts_a_torn_tail(tmp_path):
+    a, b = _twin_roots(tmp_path, lambda log: [_append(log, 4, 0), _append(log, 4, 4)], killed=False)
+    for root in (a, b):
+        with open(root / "events-0" / f"{0:020d}.log", "ab") as fh:
+            fh.write(b"\x00\x00\x00\x00\x00\x00\x00\x08\x00\x00\x01\x00torn")   # a batch cut short
+    with Log.open(a / "events-0", SMALL) as log:          # the core's recovery cuts it at open
+        roll_back_to_committed(log, 8, flush=True)
+    assert tool.run("rollback", b, TOPIC, 0, 8, SMALL["segment.index.bytes"]) == {"cut": True, "end": 8}
+    assert _files(b / "events-0") == _files(a / "events-0")
+
+
+def test_jvm_roll_back_refuses_what_it_must_not_cut(tmp_path):
+    _, b = _twin_roots(tmp_path, lambda log: [_append(log, 4, 0), _append(log, 4, 4)], killed=False)
+    before = _files(b / "events-0")
+    err = tool.run("rollback", b, TOPIC, 0, 6, SMALL["segment.index.bytes"], ok=False)     # inside a batch
+    assert err["error"] == "CorruptLogException" and "straddles the committed end 6" in err["message"]
+    err = tool.run("rollback", b, TOPIC, 0, 9, SMALL["segment.index.bytes"], ok=False)     # past the log end
+    assert "below its committed end 9: committed records are lost" in err["message"]
+    (b / "events-0" / "truncate.pending").write_text('{"offset": 4, "segment": 0, "position": 0, "batch": ""}')
+    err = tool.run("rollback", b, TOPIC, 0, 4, SMALL["segment.index.bytes"], ok=False)
+    assert err["error"] == "RecoveryNeededException" and "truncate.pending" in err["message"]
+    (b / "events-0" / "truncate.pending").unlink()
+    assert _files(b / "events-0") == before                 # refused: nothing changed
+
+
+def _stage(tmp_path: Path, name: str, rows: list[dict], config: dict) -> list[dict]:
+    plan = tmp_path / f"{name}.plan.json"
+    plan.write_text(json.dumps({"staging": str(tmp_path / name), "slots": [stage_config(validate_topic_config(config))],
+                                "now": T0 + 10_000_000, "rename_min_bytes": 0}))
+    data = tmp_path / f"{name}.rows.json"
+    data.write_text(json.dumps(rows))
+    report = tool.run("stage", plan, data)
+    (tmp_path / f"{name}.report.json").write_text(json.dumps(report))
+    return [report]
+
+
+PUBLISH_CASES = {
+    # name: (records appended before, by batch; killed writer)
+    "onto a sealed-and-closed active segment": ([5, 5], False),
+    "onto a killed writer's active segment": ([5, 5], True),
+    "into a new partition": ([], False),
+    "onto an active segment with one batch": ([1], False),
+}
+
+
+@pytest.mark.parametrize("case", list(PUBLISH_CASES))
+def test_jvm_publish_by_rename_leaves_the_python_cores_folder(tmp_path, case):
+    before, killed = PUBLISH_CASES[case]
+    config = dict(SMALL)
+
+    def build(log):
+        start = 0
+        for n in before:
+            _append(log, n, start)
+            start += n
+
+    a, b = _twin_roots(tmp_path, build, killed=killed)
+    n0 = sum(before)
+    rows = [{"base": 0, "n": 1, "p": 0, "key": f"s{i}", "value": "x" * (30 + i % 50), "ts_ms": T0 + 500 * i - (9000 if i % 11 == 5 else 0)}
+            for i in range(150)]
+    reports_a = _stage(tmp_path, "stage-a", rows, config)
+    reports_b = _stage(tmp_path, "stage-b", rows, config)
+    staged_a = staged_by_slot(reports_a)[0]
+    staged_b = staged_by_slot(reports_b)[0]
+    assert len(staged_a) >= 3                                # several staged segments: a run of renames
+    for sa, sb in zip(staged_a, staged_b):                   # the stager is deterministic: twins
+        assert Path(sa.stem + ".log").read_bytes() == Path(sb.stem + ".log").read_bytes()
+    with Log.open(a / "events-0", config) as log:
+        publish(log, staged_a, rename_min_bytes=0)
+        log.flush()
+        end_a = log.log_end_offset
+    answer = tool.run("publish", b, TOPIC, 0, topic_codec(validate_topic_config(config)["compression.type"]),
+                      tmp_path / "stage-b.report.json", 0)
+    assert answer["start"] == n0 and answer["end"] == end_a == n0 + 150
+    assert _files(b / "events-0") == _files(a / "events-0")
+    with Log.open(b / "events-0", config) as log:
+        assert log.recovery_report == []
+        assert [r.key for r in log.read(0)] == [f"k{i}".encode() for i in range(n0)] + [f"s{i}".encode() for i in range(150)]
+        assert log.verify() == []

@@ -11,6 +11,9 @@ import java.util.Map;
 
 import io.seglog.spark.format.CommitLogReader;
 import io.seglog.spark.format.CommitLogWriter;
+import io.seglog.spark.format.CommittedEndRollBack;
+import io.seglog.spark.format.StagedPublisher;
+import io.seglog.spark.format.StagedSegment;
 import io.seglog.spark.format.CommitState;
 import io.seglog.spark.format.FileLock;
 import io.seglog.spark.format.PythonJson;
@@ -87,6 +90,44 @@ public final class FormatTool {
                     }
                 }
                 return out.append(']').toString();
+            }
+            case "stage": {   // PLAN_JSON_FILE ROWS_JSON_FILE: rows [{base, n, p, key, value, ts_ms}] staged as one task
+                com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+                java.util.List<org.apache.spark.sql.catalyst.InternalRow> rows = new java.util.ArrayList<>();
+                for (com.fasterxml.jackson.databind.JsonNode r : json.readTree(Path.of(a.get(1)).toFile())) {
+                    rows.add(new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(new Object[] {
+                        r.get("base").asInt(), r.get("n").asInt(), r.get("p").isNull() ? null : r.get("p").asInt(),
+                        r.get("key").isNull() ? null : r.get("key").asText().getBytes(StandardCharsets.UTF_8),
+                        r.get("value").asText().getBytes(StandardCharsets.UTF_8),
+                        r.get("ts_ms").isNull() ? null : r.get("ts_ms").asLong() * 1000, null}));
+                }
+                return io.seglog.spark.write.StagedWrite.writeRows(java.nio.file.Files.readString(Path.of(a.get(0))), rows.iterator());
+            }
+            case "publish": {  // ROOT TOPIC PARTITION CODEC REPORT_JSON_FILE SLOT, under the partition's lock
+                com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+                java.util.List<StagedSegment> staged = new java.util.ArrayList<>();
+                for (com.fasterxml.jackson.databind.JsonNode o : json.readTree(Path.of(a.get(4)).toFile()).get("outputs")) {
+                    if (o.get("slot").asInt() != Integer.parseInt(a.get(5))) continue;
+                    for (com.fasterxml.jackson.databind.JsonNode g : o.get("segments")) {
+                        staged.add(new StagedSegment(g.get("stem").asText(), g.get("size").asLong(), g.get("records").asLong(),
+                                g.get("batches").asInt(), g.get("durable").asBoolean()));
+                    }
+                }
+                Path root = Path.of(a.get(0));
+                int partition = Integer.parseInt(a.get(2));
+                try (FileLock lock = FileLock.partition(root, a.get(1), partition).acquire(60_000L)) {
+                    StagedPublisher.Result r = StagedPublisher.publish(root, a.get(1), partition, staged, Integer.parseInt(a.get(3)));
+                    return "{\"start\": " + r.start() + ", \"end\": " + r.end() + ", \"bases\": " + r.bases() + "}";
+                }
+            }
+            case "rollback": { // ROOT TOPIC PARTITION COMMITTED SEGMENT_INDEX_BYTES, under the partition's lock
+                Path root = Path.of(a.get(0));
+                int partition = Integer.parseInt(a.get(2));
+                try (FileLock lock = FileLock.partition(root, a.get(1), partition).acquire(60_000L)) {
+                    CommittedEndRollBack.Result r = CommittedEndRollBack.rollBack(root, a.get(1), partition,
+                            Long.parseLong(a.get(3)), Integer.parseInt(a.get(4)));
+                    return "{\"cut\": " + r.cut() + ", \"end\": " + r.logEnd() + "}";
+                }
             }
             case "latest":     // ROOT TOPIC
                 return CommitLogReader.latest(Path.of(a.get(0)), a.get(1)).map(CommitState::toJson).orElse("null");
