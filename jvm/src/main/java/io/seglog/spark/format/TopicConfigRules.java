@@ -96,6 +96,13 @@ public final class TopicConfigRules {
         return new Rule(Kind.STR, null, null, choices, nullable, policyList);
     }
 
+    /** Every key, aliases included. */
+    public static java.util.Set<String> keys() {
+        java.util.Set<String> all = new java.util.TreeSet<>(RULES.keySet());
+        all.addAll(ALIASES.keySet());
+        return all;
+    }
+
     public static boolean isKey(String key) {
         return RULES.containsKey(key) || ALIASES.containsKey(key);
     }

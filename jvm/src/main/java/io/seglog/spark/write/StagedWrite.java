@@ -169,7 +169,7 @@ public final class StagedWrite {
     }
 
     /** Log._append's check (KIP-937): CreateTime timestamps within before/after.max.ms of now. */
-    private static void checkTimestamp(long ts, long now, StageConfig cfg) {
+    static void checkTimestamp(long ts, long now, StageConfig cfg) {
         if (now - ts > cfg.beforeMaxMs || ts - now > cfg.afterMaxMs) {
             String which = ts < now ? "message.timestamp.before.max.ms=" + cfg.beforeMaxMs
                     : "message.timestamp.after.max.ms=" + cfg.afterMaxMs;
