@@ -1,18 +1,28 @@
 """The JVM's writers of the shared formats against the Python core's (issue 25: the driver's commit moves
 to the JVM, and the Python sink, sidecar and tools keep writing the same files). Each test writes with
 one side and reads, verifies or contends with the other: the commit log (seq files, link-to-publish,
-conflict re-merge, retain) and the flock locks."""
+conflict re-merge, retain), the flock locks, topic metadata and configuration, the roll back to the
+committed end and the publish of staged segments by rename."""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 
+from seglog.conf.topic_config import validate_topic_config
 from seglog.errors import PartitionLockedError
-from seglog.indexer.commit_log import CommitConflictError, CommitLog, CommitState, commits_dir
+from seglog.indexer import Record
+from seglog.indexer.codec.compression import topic_codec
+from seglog.indexer.committed_end import roll_back_to_committed
+from seglog.indexer.log import Log
+from seglog.indexer.staged import publish
+from seglog.sink.jvm_write import stage_config, staged_by_slot
+from seglog.indexer.commit_log import CommitConflictError, CommitLog, commits_dir
 from seglog.indexer.locks import FileLock, lock_path
 from tests import jvm_format_tool as tool
 
@@ -281,17 +291,6 @@ def test_forgetting_an_uncommitted_topic(tmp_path):
 
 # ------------------------------------------------------------------ roll back and publish: partition files
 
-import shutil  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-from seglog.conf.topic_config import validate_topic_config  # noqa: E402
-from seglog.indexer.codec.compression import topic_codec  # noqa: E402
-from seglog.indexer.committed_end import roll_back_to_committed  # noqa: E402
-from seglog.indexer.log import Log  # noqa: E402
-from seglog.indexer import Record  # noqa: E402
-from seglog.indexer.staged import publish  # noqa: E402
-from seglog.sink.jvm_write import stage_config, staged_by_slot  # noqa: E402
-
 SMALL = {"segment.bytes": 2048, "index.interval.bytes": 100, "segment.index.bytes": 4096}
 T0 = 1_700_000_000_000
 
@@ -458,3 +457,16 @@ def test_jvm_publish_by_rename_leaves_the_python_cores_folder(tmp_path, case):
         assert log.recovery_report == []
         assert [r.key for r in log.read(0)] == [f"k{i}".encode() for i in range(n0)] + [f"s{i}".encode() for i in range(150)]
         assert log.verify() == []
+
+
+@pytest.mark.parametrize("config", [
+    {}, {"segment.bytes": "1024"}, {"segment.bytes": "100000", "max.message.bytes": "5000"},
+    {"compression.type": "zstd", "max.message.bytes": "200000"}, {"compression.type": "lz4"},
+    {"message.timestamp.type": "LogAppendTime", "segment.ms": "60000", "index.interval.bytes": "0"},
+    {"message.timestamp.difference.max.ms": "3600000", "segment.index.bytes": "24"},
+])
+def test_the_stagers_rules_agree_with_the_python_sinks(config):
+    """The write's per-topic rules for its tasks (io.seglog.spark.write.TopicTarget) against
+    sink/jvm_write.py's stage_config, batch budget included."""
+    assert tool.run("stage-config", *(f"{k}={v}" for k, v in config.items())) == \
+        stage_config(validate_topic_config(config))

@@ -129,6 +129,14 @@ public final class FormatTool {
                     return "{\"cut\": " + r.cut() + ", \"end\": " + r.logEnd() + "}";
                 }
             }
+            case "stage-config": {   // KEY=VALUE...: the stager's rules for a topic with that configuration
+                Map<String, Object> config = new java.util.LinkedHashMap<>();
+                for (String kv : a) {
+                    int eq = kv.indexOf('=');
+                    config.put(kv.substring(0, eq), kv.substring(eq + 1));
+                }
+                return io.seglog.spark.write.TopicTarget.stageConfig(TopicConfigRules.validate(config, null, "config")).toJson();
+            }
             case "latest":     // ROOT TOPIC
                 return CommitLogReader.latest(Path.of(a.get(0)), a.get(1)).map(CommitState::toJson).orElse("null");
             case "lock": {     // ROOT NAME TIMEOUT_MS: hold the lock until a line (or EOF) on stdin

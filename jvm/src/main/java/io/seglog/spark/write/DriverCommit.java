@@ -177,6 +177,7 @@ final class DriverCommit {
                     ends.put(e.getKey(), StagedPublisher.publish(root, meta.name(), e.getKey(), e.getValue(), target.codec).end());
                 }
             }
+            CrashPoint.reached(o.txnVersion);   // published, not committed: the crash tests kill the driver here
             List<FileLock> held = new ArrayList<>();
             try {
                 // a late task attempt cannot run between the publish and this commit

@@ -10,7 +10,7 @@ import io.seglog.spark.format.TopicMetadata;
  * compacted (every record needs a key, docs/spec.md §3.9) and whether it quarantines (refused by name: not
  * ported from the Python sink yet).
  */
-final class TopicTarget implements Serializable {
+public final class TopicTarget implements Serializable {
     private static final long serialVersionUID = 1L;
     final String name;
     final int partitions;
@@ -53,6 +53,10 @@ final class TopicTarget implements Serializable {
      * is indexer/log.py's batch_budget (batches of at most 1 MiB and max.message.bytes, less a compressed
      * topic's worst-case growth, and about half a segment). tests/sink/test_jvm_formats.py compares them.
      */
+    public static StageConfig stageConfig(Map<String, Object> cfg) {
+        return stageConfig(cfg, codec((String) cfg.get("compression.type")));
+    }
+
     static StageConfig stageConfig(Map<String, Object> cfg, int codec) {
         long segmentBytes = (Long) cfg.get("segment.bytes");
         long maxMessage = (Long) cfg.get("max.message.bytes");
