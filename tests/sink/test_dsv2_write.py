@@ -129,7 +129,7 @@ def test_bad_options_are_refused_by_name_and_nothing_is_written(spark, tmp_path)
     _refused(spark, root, df, "unknown option 'partition'", topic="t", partition=1)
     _refused(spark, root, df, "'quarantine' is not supported", topic="new", partitions=1,
              **{"message.timestamp.out.of.range.policy": "quarantine", "quarantine.topic": "late"})
-    _refused(spark, root, df, "mode 'overwrite' is not supported", mode="overwrite", topic="t")
+    _refused(spark, root, df, "mode 'overwrite' (and a stream's outputMode 'complete') is not supported", mode="overwrite", topic="t")
     _refused(spark, root, df, "ErrorIfExists", mode="errorifexists", topic="t")
     _refused(spark, root, df.selectExpr("key", "CAST(1 AS INT) AS value"), "column 'value' is int", topic="t")
     assert not (root / "_seglog" / "topics" / "new.json").exists()
@@ -155,3 +155,48 @@ def test_the_python_sink_and_the_dsv2_write_share_the_writers_map(spark, tmp_pat
     _write(_df(spark, 5, start=10), root, topic="t", txnAppId="q", txnVersion=1)
     SegmentLogSink(str(root), topic="t", writer_id="q")(_df(spark, 10), 1)   # the write's version 1: skipped
     assert sum(map(len, _core_records(root, "t").values())) == 15
+
+
+def _json_files(src: Path, first: int, count: int, rows: int) -> None:
+    import json
+    import os
+
+    src.mkdir(exist_ok=True)
+    for f in range(first, first + count):
+        path = src / f"part-{f:04d}.json"
+        path.write_text("".join(json.dumps({"k": f"f{f}-{j}", "v": f"value {f} {j}"}) + "\n" for j in range(rows)))
+        os.utime(path, (1_700_000_000 + f, 1_700_000_000 + f))   # the file source orders by modification time
+
+
+def test_write_stream_commits_each_micro_batch_once_across_restarts(spark, tmp_path):
+    src, root, ckpt = tmp_path / "src", tmp_path / "log", tmp_path / "ckpt"
+
+    def run():
+        q = (spark.readStream.schema("k string, v string").option("maxFilesPerTrigger", 1).json(str(src))
+             .selectExpr("k AS key", "v AS value")
+             .writeStream.format("seglog").option("topic", "ev").option("partitions", "2")
+             .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start(str(root)))
+        q.awaitTermination()
+        return q
+
+    _json_files(src, 0, 3, 25)
+    q = run()
+    _json_files(src, 3, 2, 25)
+    run()
+    keys = sorted(k for recs in _core_records(root, "ev").values() for k, _, _ in recs)
+    assert keys == sorted(f"f{f}-{j}".encode() for f in range(5) for j in range(25))
+    # the writer is the query (its id is kept in the checkpoint), the version its batch id, as the Python sink
+    assert CommitLog(root, "ev").last_batch(q.id) == 4
+    assert _staging_left(root) == []
+
+
+def test_write_stream_refuses_batch_only_options(spark, tmp_path):
+    src = tmp_path / "src"
+    _json_files(src, 0, 1, 1)
+    stream = spark.readStream.schema("k string, v string").json(str(src)).selectExpr("k AS key", "v AS value")
+    with pytest.raises(Exception, match="option 'txn(AppId|Version)' is for batch writes"):
+        (stream.writeStream.format("seglog").option("topic", "ev").option("partitions", "1")
+         .option("txnAppId", "a").option("txnVersion", "1")
+         .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start(str(tmp_path / "log"))
+         .awaitTermination())
+    assert not (tmp_path / "log" / "_seglog" / "commits").exists()

@@ -130,3 +130,55 @@ def test_sigkill_at_random_moments_then_a_rerun_writes_each_version_once(tmp_pat
     assert set(past.values()) == {0}
     print(f"dsv2 write crash test: {kills} SIGKILLs")
     assert kills >= 1
+
+
+STREAM_CHILD = textwrap.dedent("""
+    import sys
+    from seglog.sink.session import local_session
+    src, root, ckpt, crash = sys.argv[1:5]
+    jvm = f"-Dseglog.test.crashPoint={crash}" if crash != "-" else ""
+    spark = local_session("seglog-dsv2-stream-crash", jvm_options=jvm)
+    q = (spark.readStream.schema("k string, v string").option("maxFilesPerTrigger", 1).json(src)
+         .selectExpr("k AS key", "v AS value")
+         .writeStream.format("seglog").option("topic", "ev").option("partitions", "%d").option("segment.bytes", "4096")
+         .option("checkpointLocation", ckpt).trigger(availableNow=True).start(root))
+    q.awaitTermination()
+    print("DONE", q.id, flush=True)
+""" % PARTITIONS)
+
+
+def test_write_stream_killed_mid_commit_and_restarted_writes_each_row_once(tmp_path):
+    import json
+
+    src, root, ckpt, marker = tmp_path / "src", tmp_path / "log", tmp_path / "ckpt", tmp_path / "in-commit"
+    src.mkdir()
+    for f in range(VERSIONS):
+        path = src / f"part-{f:04d}.json"
+        path.write_text("".join(json.dumps({"k": f"f{f}-{j}", "v": f"value {f} {j}" * 10}) + "\n" for j in range(ROWS)))
+        os.utime(path, (1_700_000_000 + f, 1_700_000_000 + f))
+    script = tmp_path / "child.py"
+    script.write_text(STREAM_CHILD)
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONPATH=os.pathsep.join(sys.path))
+
+    def start(crash, log):
+        return subprocess.Popen([sys.executable, str(script), str(src), str(root), str(ckpt), crash], stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True, env=env)
+
+    with open(tmp_path / "run1.log", "w") as log:
+        proc = start(f"{marker}@2", log)                  # micro-batch 2: published, not committed
+        deadline = time.monotonic() + 600
+        while not marker.exists():
+            assert proc.poll() is None, (tmp_path / "run1.log").read_text()[-3000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    keys, past = _committed_keys(root)
+    assert sorted(keys) == sorted(f"f{f}-{j}".encode() for f in range(2) for j in range(ROWS))
+    assert sum(past.values()) == ROWS
+    with open(tmp_path / "run2.log", "w") as log:
+        proc = start("-", log)
+        assert proc.wait(timeout=900) == 0, (tmp_path / "run2.log").read_text()[-3000:]
+    keys, past = _committed_keys(root)
+    assert sorted(keys) == sorted(f"f{f}-{j}".encode() for f in range(VERSIONS) for j in range(ROWS))
+    assert set(past.values()) == {0}

@@ -56,7 +56,7 @@ final class SeglogTable implements SupportsRead, SupportsWrite {
     @Override
     public Set<TableCapability> capabilities() {
         return EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ, TableCapability.BATCH_WRITE,
-                TableCapability.TRUNCATE, TableCapability.ACCEPT_ANY_SCHEMA);
+                TableCapability.STREAMING_WRITE, TableCapability.TRUNCATE, TableCapability.ACCEPT_ANY_SCHEMA);
     }
 
     @Override

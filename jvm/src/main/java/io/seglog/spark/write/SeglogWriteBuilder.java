@@ -1,6 +1,7 @@
 package io.seglog.spark.write;
 
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 
@@ -9,6 +10,7 @@ import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.SupportsTruncate;
 import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 import org.apache.spark.sql.internal.SQLConf;
 
 import io.seglog.spark.format.InvalidTopicException;
@@ -30,13 +32,14 @@ public final class SeglogWriteBuilder implements WriteBuilder, SupportsTruncate 
 
     @Override
     public WriteBuilder truncate() {
-        throw new SeglogWriteException("seglog write: mode 'overwrite' is not supported: a log is only appended to; "
-                + "use mode(\"append\")");
+        throw new SeglogWriteException("seglog write: mode 'overwrite' (and a stream's outputMode 'complete') is not "
+                + "supported: a log is only appended to; use mode(\"append\") (outputMode \"append\")");
     }
 
     @Override
     public Write build() {
-        WriteOptions o = WriteOptions.parse(info.options().asCaseSensitiveMap());
+        Map<String, String> given = info.options().asCaseSensitiveMap();
+        WriteOptions o = WriteOptions.parse(given);
         InputColumns columns = InputColumns.of(info.schema());
         if (o.topic == null && columns.topic < 0) {
             throw new SeglogWriteException("seglog write: no topic: give option 'topic' or a 'topic' column");
@@ -67,22 +70,27 @@ public final class SeglogWriteBuilder implements WriteBuilder, SupportsTruncate 
                         + "= quarantine, not supported by format(\"seglog\") yet (SegmentLogSink supports it)");
             }
         }
-        // a hint without the lock (the commit checks again under it): a re-run's tasks stage nothing
-        boolean skip = o.topic != null && DriverCommit.committed(root, o.topic, o);
-        String staging = DriverCommit.writerStaging(o.root, o.writer, o.topic)
-                .resolve((o.txnVersion == null ? "append" : o.txnVersion.toString()) + "-" + UUID.randomUUID()).toString();
-        WritePlan plan = new WritePlan(o.root, staging, target, columns, System.currentTimeMillis(),
-                SQLConf.get().sessionLocalTimeZone(), skip);
-        SeglogBatchWrite batch = new SeglogBatchWrite(o, plan);
+        TopicTarget topic = target;
+        String zone = SQLConf.get().sessionLocalTimeZone();
         return new Write() {
             @Override
-            public String description() {
-                return "seglog[" + o.root + ":" + (o.topic == null ? "<topic column>" : o.topic) + "] " + o.describe();
+            public BatchWrite toBatch() {
+                // a hint without the lock (the commit checks again under it): a re-run's tasks stage nothing
+                boolean skip = o.topic != null && DriverCommit.committed(root, o.topic, o);
+                String staging = DriverCommit.writerStaging(o.root, o.writer, o.topic)
+                        .resolve((o.txnVersion == null ? "append" : o.txnVersion.toString()) + "-" + UUID.randomUUID()).toString();
+                return new SeglogBatchWrite(o, new WritePlan(o.root, staging, topic, columns, System.currentTimeMillis(), zone, skip));
             }
 
             @Override
-            public BatchWrite toBatch() {
-                return batch;
+            public StreamingWrite toStreaming() {
+                o.forStream(given, info.queryId(), 0);   // refuses batch-only options now, before the query runs
+                return new SeglogStreamingWrite(o, given, info.queryId(), topic, columns, zone);
+            }
+
+            @Override
+            public String description() {
+                return "seglog[" + o.root + ":" + (o.topic == null ? "<topic column>" : o.topic) + "] " + o.describe();
             }
         };
     }

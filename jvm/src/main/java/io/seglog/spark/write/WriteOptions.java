@@ -33,6 +33,8 @@ public final class WriteOptions implements Serializable {
     static final String DEFAULT_WRITER = "append";
     private static final Pattern WRITER = Pattern.compile("[A-Za-z0-9._-]{1,200}");
     private static final List<String> OWN = List.of("path", "topic", "partitions", "writerid", "txnappid", "txnversion");
+    // Spark's own, passed to every streaming sink with the sink's options: the query's, not ours
+    private static final List<String> SPARKS = List.of("checkpointlocation");
 
     public final String root;
     public final String topic;                   // null: each row's topic column
@@ -61,7 +63,9 @@ public final class WriteOptions implements Serializable {
         for (Map.Entry<String, String> e : options.entrySet()) {
             String key = e.getKey().toLowerCase(java.util.Locale.ROOT);
             spelled.put(key, e.getKey());
-            if (OWN.contains(key)) {
+            if (SPARKS.contains(key)) {
+                continue;
+            } else if (OWN.contains(key)) {
                 o.put(key, e.getValue());
             } else if (TopicConfigRules.isKey(key)) {
                 configText.put(key, e.getValue());
@@ -141,6 +145,24 @@ public final class WriteOptions implements Serializable {
         }
         String writer = app != null ? app : writerId != null ? writerId : DEFAULT_WRITER;
         return new WriteOptions(root, topic, partitions, config, !configText.isEmpty(), writer, txnVersion);
+    }
+
+    /**
+     * A stream's options for one epoch: the writer is option writerId, else the query's id (stable across
+     * restarts from one checkpoint, new for a new checkpoint, as the Python sink's default), and the epoch
+     * is the version, so a re-delivered epoch is skipped. txnAppId/txnVersion are refused: a stream's
+     * epochs are its versions.
+     */
+    WriteOptions forStream(Map<String, String> options, String queryId, long epoch) {
+        for (String k : options.keySet()) {
+            String key = k.toLowerCase(java.util.Locale.ROOT);
+            if (key.equals("txnappid") || key.equals("txnversion")) {
+                throw new SeglogWriteException("seglog write: option '" + k + "' is for batch writes; a stream's micro-batches "
+                        + "are its versions and its writer is the query id (or option 'writerId')");
+            }
+        }
+        String w = options.keySet().stream().anyMatch(k -> k.equalsIgnoreCase("writerId")) ? writer : queryId;
+        return new WriteOptions(root, topic, partitions, config, configGiven, w, epoch);
     }
 
     /** For messages: the write as the user asked it. */
