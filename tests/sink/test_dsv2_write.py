@@ -200,3 +200,25 @@ def test_write_stream_refuses_batch_only_options(spark, tmp_path):
          .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start(str(tmp_path / "log"))
          .awaitTermination())
     assert not (tmp_path / "log" / "_seglog" / "commits").exists()
+
+
+def test_headers_timestamp_ntz_string_columns_and_compacted_topics(spark, tmp_path):
+    root = tmp_path / "log"
+    rows = [(f"k{i}", f"v{i}", dt.datetime(2024, 5, 6, 7, 8, 9) + dt.timedelta(seconds=i),
+             [("h", f"x{i}".encode()), ("n", None)] if i % 2 else None) for i in range(10)]
+    df = spark.createDataFrame(rows, "key string, value string, timestamp timestamp_ntz, "
+                                     "headers array<struct<key: string, value: binary>>")
+    _write(df, root, topic="t", partitions=1)
+    recs = []
+    with Log.open(root / "t-0", readonly=True) as log:
+        recs = list(log.read(0))
+    assert [r.key for r in recs] == [f"k{i}".encode() for i in range(10)]
+    assert [r.value for r in recs] == [f"v{i}".encode() for i in range(10)]
+    # timestamp_ntz: a wall time in the session time zone (UTC in the tests' session), as the Python sink
+    assert [r.timestamp for r in recs] == [int(dt.datetime(2024, 5, 6, 7, 8, 9 + i, tzinfo=dt.timezone.utc).timestamp()
+                                               * 1000) for i in range(10)]
+    assert [tuple(r.headers) for r in recs] == [((("h", f"x{i}".encode()), ("n", None)) if i % 2 else ()) for i in range(10)]
+    keyless = spark.createDataFrame([(None, b"v")], "key binary, value binary")
+    _write(_df(spark, 3), root, topic="c", partitions=1, **{"cleanup.policy": "compact"})
+    _refused(spark, root, keyless, "MissingKeyError: topic 'c' is compacted", topic="c")
+    assert sum(map(len, _core_records(root, "c").values())) == 3
