@@ -470,3 +470,25 @@ def test_the_stagers_rules_agree_with_the_python_sinks(config):
     sink/jvm_write.py's stage_config, batch budget included."""
     assert tool.run("stage-config", *(f"{k}={v}" for k, v in config.items())) == \
         stage_config(validate_topic_config(config))
+
+
+def test_jvm_roll_back_below_the_log_start_restarts_the_log_as_the_core_does(tmp_path):
+    """Retention deleted segments holding records past the committed end: the cut is below the log start,
+    everything goes and the log restarts empty at the committed end, its start checkpointed there."""
+    def build(log):
+        for b in range(10):
+            _append(log, 6, b * 6)
+
+    a, b = _twin_roots(tmp_path, build, killed=False)
+    for root in (a, b):
+        with Log.open(root / "events-0", {**SMALL, "retention.bytes": 1}) as log:
+            log.apply_retention(now=T0 + 10**9)
+            assert log.log_start_offset > 6                  # the committed end is below the log start now
+    with Log.open(a / "events-0", SMALL) as log:
+        roll_back_to_committed(log, 6, flush=True)
+    assert tool.run("rollback", b, TOPIC, 0, 6, SMALL["segment.index.bytes"]) == {"cut": True, "end": 6}
+    assert _files(b / "events-0") == _files(a / "events-0")
+    assert (b / "log-start-offset-checkpoint").read_text() == (a / "log-start-offset-checkpoint").read_text()
+    with Log.open(b / "events-0", SMALL) as log:
+        assert (log.log_start_offset, log.log_end_offset) == (6, 6)
+        assert log.verify() == []

@@ -82,9 +82,11 @@ public final class CommittedEndRollBack {
             throw new CorruptLogException(dir + ": the log ends at offset " + logEnd + ", below its committed end "
                     + committed + ": committed records are lost (seglog verify reports which)");
         }
-        if (committed < bases[0]) {
-            throw new CorruptLogException(dir + ": the committed end " + committed + " is below the first segment's base "
-                    + bases[0] + " (retention deleted uncommitted records?): not cut");
+        long logStart = Math.max(bases[0], LogStartCheckpoint.read(root).getOrDefault(topic + "-" + partition, 0L));
+        if (committed < logStart) {
+            // retention deleted records past the committed end: everything goes, the log restarts at the cut
+            restart(root, dir, topic, partition, committed, bases);
+            return new Result(true, committed);
         }
         long offset;
         long cutBase;
@@ -125,6 +127,32 @@ public final class CommittedEndRollBack {
         Files.delete(dir.resolve(INTENT));
         FileSync.directory(dir);
         return new Result(true, offset);
+    }
+
+    /**
+     * The core's full truncation (finish_truncation with segment -1): the intent, every segment renamed
+     * {@code .deleted} from the top, the partition's log start checkpointed at the cut (before the new
+     * segment appears: a reader lists the segments first and reads the checkpoint after), an empty segment
+     * at the cut. Its index files are created before its {@code .log} (a new segment's order), where the core
+     * leaves them to its next writable open to rebuild.
+     */
+    private static void restart(Path root, Path dir, String topic, int partition, long offset, long[] bases) throws IOException {
+        RecoveryPointFile.lowerTo(dir, topic, partition, offset);
+        AtomicFile.write(dir.resolve(INTENT), ("{\"offset\": " + offset + ", \"segment\": -1}").getBytes(StandardCharsets.US_ASCII));
+        for (int j = bases.length - 1; j >= 0; j--) renameDeleted(dir, bases[j]);
+        try (FileLock lock = new FileLock(FileLock.lockPath(root, LogStartCheckpoint.FILE), "log start offset checkpoint")
+                .acquire(null)) {
+            java.util.Map<String, Long> entries = LogStartCheckpoint.read(root);
+            entries.put(topic + "-" + partition, offset);
+            LogStartCheckpoint.write(root, entries);
+        }
+        boolean shared = GroupShared.isShared(dir);
+        for (String suffix : new String[] {".index", ".timeindex", ".log"}) {
+            GroupShared.createNew(dir.resolve(Segment.fileName(offset, suffix)), shared).close();
+        }
+        FileSync.directory(dir);
+        Files.delete(dir.resolve(INTENT));
+        FileSync.directory(dir);
     }
 
     /** Traces only the core's writable open finishes: refused, named. */
