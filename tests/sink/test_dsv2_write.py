@@ -222,3 +222,20 @@ def test_headers_timestamp_ntz_string_columns_and_compacted_topics(spark, tmp_pa
     _write(_df(spark, 3), root, topic="c", partitions=1, **{"cleanup.policy": "compact"})
     _refused(spark, root, keyless, "MissingKeyError: topic 'c' is compacted", topic="c")
     assert sum(map(len, _core_records(root, "c").values())) == 3
+
+
+def test_a_write_failing_in_its_commit_leaves_no_topic_and_no_folder(spark, tmp_path):
+    """The commit creates the new topic, then finds a partition folder it must not touch (another
+    operation's truncate.pending): it fails naming it, and forgets the topic and the folders it made, so
+    the corrected request (another partition count) is not refused as a conflict."""
+    root = tmp_path / "log"
+    (root / "new-2").mkdir(parents=True)
+    (root / "new-2" / "truncate.pending").write_text('{"offset": 0, "segment": -1}')
+    with pytest.raises(Exception, match="truncate.pending"):
+        _write(_df(spark, 30), root, topic="new", partitions=3)
+    assert load_topic(root, "new") is None
+    assert not (root / "new-0").exists() and not (root / "new-1").exists()
+    (root / "new-2" / "truncate.pending").unlink()
+    (root / "new-2").rmdir()
+    _write(_df(spark, 30), root, topic="new", partitions=2)
+    assert sum(map(len, _core_records(root, "new").values())) == 30

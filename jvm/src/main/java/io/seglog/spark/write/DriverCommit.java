@@ -97,24 +97,58 @@ final class DriverCommit {
             for (String t : topics) if (!committed(root, t, o)) todo.add(t);
             if (todo.isEmpty() || plan.skip) return;
             Map<String, TopicMetadata> metas = new LinkedHashMap<>();
-            for (String t : todo) metas.put(t, topic(root, t, o));
-            for (TopicMetadata m : metas.values()) rollBack(root, m);
-            removeCrashedRuns(o, plan);
+            List<String> created = new ArrayList<>();
+            Map<String, boolean[]> existed = new HashMap<>();
             try {
+                for (String t : todo) {
+                    if (TopicCatalog.load(root, t).isEmpty()) created.add(t);
+                    TopicMetadata m = topic(root, t, o);
+                    metas.put(t, m);
+                    boolean[] e = new boolean[m.partitions()];
+                    for (int p = 0; p < e.length; p++) e[p] = Files.isDirectory(io.seglog.spark.format.TopicLayout.partitionDir(root, t, p));
+                    existed.put(t, e);
+                }
+                for (TopicMetadata m : metas.values()) rollBack(root, m);
+                removeCrashedRuns(o, plan);
                 publishAndCommit(root, o, metas, messages);
             } catch (RuntimeException | Error e) {
-                for (TopicMetadata m : metas.values()) {
-                    try {
-                        rollBack(root, m);
-                    } catch (RuntimeException again) {
-                        e.addSuppressed(again);
-                    }
-                }
+                restore(root, metas, existed, created, e);
                 throw e;
             }
         } finally {
             for (int i = locks.size() - 1; i >= 0; i--) locks.get(i).release();
             deleteTree(Path.of(plan.staging));
+        }
+    }
+
+    /**
+     * After a failed write, nothing of it stays (the Python sink's _restore): every partition rolled back to
+     * its committed end, the folders this write created for partitions that hold nothing committed removed,
+     * and a topic this write created forgotten when nothing was ever committed to it, so a corrected request
+     * (another partition count) is not refused as a conflict. Failures here are added to {@code failure}.
+     */
+    private static void restore(Path root, Map<String, TopicMetadata> metas, Map<String, boolean[]> existed,
+                                List<String> created, Throwable failure) {
+        for (TopicMetadata m : metas.values()) {
+            try {
+                rollBack(root, m);
+                Map<Integer, Long> ends = CommitLogReader.committedEnds(root, m.name());
+                boolean[] before = existed.get(m.name());
+                for (int p = 0; p < m.partitions(); p++) {
+                    if (!before[p] && ends.getOrDefault(p, 0L) == 0L) {
+                        deleteTree(io.seglog.spark.format.TopicLayout.partitionDir(root, m.name(), p));
+                    }
+                }
+            } catch (RuntimeException again) {
+                failure.addSuppressed(again);
+            }
+        }
+        for (String t : created) {
+            try {
+                TopicCatalog.forgetUncommitted(root, t);
+            } catch (RuntimeException again) {
+                failure.addSuppressed(again);
+            }
         }
     }
 
