@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from seglog.errors import CorruptRecordError, ReadOnlyLogError
+from seglog.indexer.writeback import WritebackKicker
 from seglog.indexer.fsutil import create_file
 from seglog.indexer.leader_epochs import max_leader_epoch
 from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
@@ -128,6 +129,8 @@ class LogSegment:
             fd = create_file(self._log_name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
             os.close(fd)
         self._fd = os.open(self._log_name, os.O_RDWR if writable else os.O_RDONLY)
+        # A clean's or merge's output: its writeback started as it is written (indexer/writeback.py).
+        self._writeback = WritebackKicker(self._fd) if file_suffix and writable else None
         st = os.fstat(self._fd)
         self.size = st.st_size
         index_bytes = config["segment.index.bytes"]
@@ -294,6 +297,8 @@ class LogSegment:
                            enc.first_timestamps[first:last], enc.max_timestamps[first:last])
         self.size += end - start
         self.next_offset = int(enc.last_offsets[last - 1]) + 1
+        if self._writeback is not None:
+            self._writeback.written(self.size)
 
     def index_batch(self, last_offset: int, position: int, size: int, first_ts: int, max_ts: int) -> None:
         """The index rule for one appended batch (Kafka's): an offset index entry (its last

@@ -14,6 +14,12 @@ class ConfigError(SeglogError, ValueError):
     """A configuration key is unknown, or its value has the wrong type or is out of range."""
 
 
+class BrokerOptionError(ConfigError):
+    """An option of Spark's Kafka source that only means something with a broker (`kafka.bootstrap.servers`,
+    any other `kafka.*` consumer setting but `kafka.isolation.level`, `groupIdPrefix`, ...): seglog reads the
+    log root's files, so it is refused rather than silently ignored."""
+
+
 class InvalidTopicError(SeglogError, ValueError):
     """A topic name breaks Kafka's naming rule, or a partition is out of range."""
 

@@ -7,15 +7,22 @@ lower-cased keys. Everything here is pure (no file access) so that a bad option 
 Precedence, as in Spark's Kafka source: for the start, `startingTimestamp` over
 `startingOffsetsByTimestamp` over `startingOffsets`; for the end, `endingTimestamp` over
 `endingOffsetsByTimestamp` over `endingOffsets`.
+
+The topics are chosen as Spark's Kafka source chooses them, by exactly one of `subscribe` (or seglog's
+`topic`), `subscribePattern` (a regex matching whole topic names of the root; Python's `re` here, Java's
+in the JVM reader) and `assign` (JSON `{"topic": [0, 1]}`); `TopicSelection` keeps the choice, and
+`planning.check_layout` resolves it against the root. The streaming options (`maxOffsetsPerTrigger`, ...)
+belong to the JVM reader alone: this reader is batch only.
 """
 from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from seglog.errors import ConfigError
+from seglog.errors import BrokerOptionError, ConfigError
 from seglog.indexer.names import validate_topic
 from seglog.indexer.transactions import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
 
@@ -30,6 +37,8 @@ KNOWN_OPTIONS = {
     "path": "path",
     "topic": "topic",
     "subscribe": "subscribe",
+    "subscribepattern": "subscribePattern",
+    "assign": "assign",
     "startingoffsets": "startingOffsets",
     "endingoffsets": "endingOffsets",
     "startingtimestamp": "startingTimestamp",
@@ -43,11 +52,46 @@ KNOWN_OPTIONS = {
     "maxbytespertask": "maxBytesPerTask",
     "maxrowsperbatch": "maxRowsPerBatch",
     "filterpushdown": "filterPushdown",
+    "maxrecordsperpartition": "maxRecordsPerPartition",
     # Spark's Kafka source passes consumer settings with a `kafka.` prefix; this is the one seglog
     # honours (both spellings accepted). Default: the Kafka consumer's (and so Spark's) read_uncommitted.
     "isolation.level": "isolation.level",
     "kafka.isolation.level": "kafka.isolation.level",
 }
+
+
+# Options of Spark's Kafka source whose only meaning is a broker (every `kafka.*` key but
+# kafka.isolation.level is one too): refused with BrokerOptionError, saying why.
+BROKER_ONLY_OPTIONS = {k.lower(): k for k in (
+    "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs", "groupIdPrefix")}
+
+# The topic options, lower-cased key -> the spelling users write; exactly one is given.
+TOPIC_OPTIONS = {"topic": "topic", "subscribe": "subscribe", "subscribepattern": "subscribePattern", "assign": "assign"}
+_ASSIGN_EXAMPLE = '{"events": [0, 1], "other": [0]}'
+
+
+@dataclass(frozen=True)
+class TopicSelection:
+    """Which topics and partitions a read takes: `subscribe` names topics, `pattern` matches whole topic
+    names of the root, `assign` names partitions (and reads no other)."""
+    kind: str                                   # "subscribe" | "pattern" | "assign"
+    option: str                                 # the option given, as users spell it
+    topics: tuple[str, ...] = ()                # subscribe; assign: the topics it names
+    pattern: str | None = None                  # pattern
+    assigned: Mapping[str, tuple[int, ...]] = field(default_factory=dict)   # assign
+
+    def may_read(self, topic: str) -> bool:
+        """Whether a topic can be among those read: an offsets JSON naming any other is refused when parsed."""
+        if self.kind == "pattern":
+            return re.fullmatch(self.pattern, topic) is not None
+        return topic in self.topics
+
+    def describe(self) -> str:
+        if self.kind == "pattern":
+            return f"pattern {self.pattern!r}"
+        if self.kind == "assign":
+            return "assign " + json.dumps({t: list(p) for t, p in self.assigned.items()})
+        return ", ".join(self.topics)
 
 
 @dataclass(frozen=True)
@@ -63,7 +107,7 @@ class Bound:
 @dataclass(frozen=True)
 class SourceOptions:
     root: str
-    topics: tuple[str, ...]
+    selection: TopicSelection
     starting: Bound
     ending: Bound
     strategy: str = "error"                  # startingOffsetsByTimestampStrategy: error | latest
@@ -79,6 +123,13 @@ class SourceOptions:
     # read_uncommitted or read_committed (indexer/transactions.py: control records are never rows;
     # read_committed also drops aborted transactions).
     isolation_level: str = DEFAULT_ISOLATION_LEVEL
+    # maxRecordsPerPartition (Spark's Kafka source): no task holds more offsets; None: no such limit.
+    max_records_per_partition: int | None = None
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """The topics named by subscribe or assign (a pattern names none: planning finds them)."""
+        return self.selection.topics
 
 
 def _bad(option: str, value: object, allowed: str) -> ConfigError:
@@ -107,25 +158,79 @@ def _parse_int(option: str, raw: str, *, minimum: int, what: str) -> int:
 
 def _parse_topics(raw: str | None, option: str) -> tuple[str, ...]:
     if raw is None or not str(raw).strip():
-        raise ConfigError("seglog source: option 'topic' is required: a topic name or a comma-separated "
-                          "list of topics, e.g. .option('topic', 'events')")
+        raise _bad(option, raw, "a topic name or a comma-separated list of topic names")
     names = [t.strip() for t in str(raw).split(",")]
     if any(not t for t in names):
         raise _bad(option, raw, "a topic name or a comma-separated list of topic names, without empty entries")
     topics: list[str] = []
     for name in names:
-        try:
-            validate_topic(name)
-        except ValueError as e:
-            raise ConfigError(f"seglog source: option {option!r}: {e}") from None
+        _check_topic_name(option, name)
         if name not in topics:
             topics.append(name)
     return tuple(topics)
 
 
-def _parse_partition_json(option: str, raw: str, topics: tuple[str, ...], *,
+def _check_topic_name(option: str, name: str) -> None:
+    try:
+        validate_topic(name)
+    except ValueError as e:
+        raise ConfigError(f"seglog source: option {option!r}: {e}") from None
+
+
+def _parse_pattern(raw: str | None) -> str:
+    text = "" if raw is None else str(raw).strip()
+    if not text:
+        raise _bad("subscribePattern", raw, "a non-empty regular expression over topic names, e.g. 'events-.*'")
+    try:
+        re.compile(text)
+    except re.error as e:
+        raise _bad("subscribePattern", raw, f"a regular expression ({e})") from None
+    return text
+
+
+def _parse_assign(raw: str | None) -> dict[str, tuple[int, ...]]:
+    allowed = f"JSON object of topic -> [partition, ...], e.g. {_ASSIGN_EXAMPLE}"
+    try:
+        doc = json.loads(str(raw))
+    except (TypeError, ValueError):
+        raise _bad("assign", raw, "a " + allowed) from None
+    if not isinstance(doc, dict) or not doc:
+        raise _bad("assign", raw, "a non-empty " + allowed)
+    out: dict[str, tuple[int, ...]] = {}
+    for topic, parts in sorted(doc.items()):
+        _check_topic_name("assign", topic)
+        if not isinstance(parts, list) or not parts:
+            raise _bad("assign", raw, f"for topic {topic!r} a non-empty list of partitions, e.g. {_ASSIGN_EXAMPLE}")
+        for p in parts:
+            if isinstance(p, bool) or not isinstance(p, int) or p < 0:
+                raise _bad("assign", raw, f"partitions are integers >= 0; got {p!r} for topic {topic!r}")
+        out[topic] = tuple(sorted(set(parts)))
+    return out
+
+
+def _parse_selection(opts: Mapping[str, str]) -> TopicSelection:
+    """Exactly one of subscribe (or topic), subscribePattern and assign, as Spark's Kafka source requires."""
+    given = [name for key, name in TOPIC_OPTIONS.items() if key in opts]
+    if len(given) > 1:
+        raise ConfigError("seglog source: give exactly one of 'subscribe' (or 'topic'), 'subscribePattern' and "
+                          f"'assign', as Spark's Kafka source requires; given: {', '.join(given)}")
+    if not given:
+        raise ConfigError("seglog source: option 'topic' is required: a topic name or a comma-separated list of "
+                          "topics, e.g. .option('topic', 'events') (or 'subscribePattern', a regular expression over "
+                          f"the topics of the root, or 'assign', JSON such as {_ASSIGN_EXAMPLE})")
+    option = given[0]
+    raw = opts[option.lower()]
+    if option == "subscribePattern":
+        return TopicSelection("pattern", option, pattern=_parse_pattern(raw))
+    if option == "assign":
+        assigned = _parse_assign(raw)
+        return TopicSelection("assign", option, topics=tuple(assigned), assigned=assigned)
+    return TopicSelection("subscribe", option, topics=_parse_topics(raw, option))
+
+
+def _parse_partition_json(option: str, raw: str, selection: TopicSelection, *,
                           what: str, value_ok, value_rule: str) -> dict[tuple[str, int], int]:
-    """{"topic": {"0": v, "1": v}} -> {(topic, 0): v, ...}; every topic named must be read."""
+    """{"topic": {"0": v, "1": v}} -> {(topic, 0): v, ...}; every topic named must be one the read can take."""
     example = '{"events": {"0": 23, "1": -2}}' if what == "offset" else '{"events": {"0": 1700000000000}}'
     try:
         doc = json.loads(raw)
@@ -135,9 +240,9 @@ def _parse_partition_json(option: str, raw: str, topics: tuple[str, ...], *,
         raise _bad(option, raw, f"a non-empty JSON object of topic -> {{partition: {what}}}, e.g. {example}")
     out: dict[tuple[str, int], int] = {}
     for topic, parts in doc.items():
-        if topic not in topics:
+        if not selection.may_read(topic):
             raise ConfigError(f"seglog source: option {option!r} names topic {topic!r}, which is not read "
-                              f"(topics read: {', '.join(topics)})")
+                              f"({selection.option}: {selection.describe()})")
         if not isinstance(parts, dict) or not parts:
             raise _bad(option, raw, f"for topic {topic!r} a non-empty JSON object of partition -> {what}")
         for key, value in parts.items():
@@ -150,7 +255,7 @@ def _parse_partition_json(option: str, raw: str, topics: tuple[str, ...], *,
     return out
 
 
-def _parse_start_offsets(raw: str | None, topics: tuple[str, ...]) -> Bound:
+def _parse_start_offsets(raw: str | None, topics: TopicSelection) -> Bound:
     option = "startingOffsets"
     if raw is None or str(raw).strip().lower() == "earliest":
         return Bound("earliest", option)
@@ -164,7 +269,7 @@ def _parse_start_offsets(raw: str | None, topics: tuple[str, ...]) -> Bound:
     return Bound("offsets", option, values=values)
 
 
-def _parse_end_offsets(raw: str | None, topics: tuple[str, ...]) -> Bound:
+def _parse_end_offsets(raw: str | None, topics: TopicSelection) -> Bound:
     option = "endingOffsets"
     if raw is None or str(raw).strip().lower() == "latest":
         return Bound("latest", option)
@@ -182,13 +287,24 @@ def _parse_timestamp(option: str, raw: str) -> int:
     return _parse_int(option, raw, minimum=0, what="a timestamp in milliseconds since the epoch (an integer >= 0)")
 
 
-def _parse_timestamps_json(option: str, raw: str, topics: tuple[str, ...]) -> dict[tuple[str, int], int]:
-    return _parse_partition_json(option, str(raw).strip(), topics, what="timestamp", value_ok=lambda v: v >= 0,
-                                 value_rule="a timestamp in milliseconds since the epoch (an integer >= 0)")
+def _parse_timestamps_json(option: str, raw: str, topics: TopicSelection) -> dict[tuple[str, int], int]:
+    """Per partition a timestamp, or Kafka's ListOffsets sentinels as Spark hands them to the broker:
+    -1 the latest offset, -2 the earliest."""
+    return _parse_partition_json(option, str(raw).strip(), topics, what="timestamp",
+                                 value_ok=lambda v: v >= 0 or v in (LATEST, EARLIEST),
+                                 value_rule="a timestamp in milliseconds since the epoch (an integer >= 0), -1 for "
+                                            "the latest offset or -2 for the earliest")
 
 
 def _check_known(options: Mapping[str, str]) -> None:
     for key in options:
+        if key not in KNOWN_OPTIONS and (key.startswith("kafka.") or key in BROKER_ONLY_OPTIONS):
+            near = difflib.get_close_matches(key, list(KNOWN_OPTIONS), n=1)
+            hint = f" (did you mean {KNOWN_OPTIONS[near[0]]!r}?)" if near else ""
+            raise BrokerOptionError(
+                f"seglog source: option {BROKER_ONLY_OPTIONS.get(key, key)!r} configures Spark's Kafka source's use "
+                f"of a broker, and seglog has none: it reads the segment files of the log root (path) directly; "
+                f"drop the option{hint}")
         if key not in KNOWN_OPTIONS:
             near = difflib.get_close_matches(key, list(KNOWN_OPTIONS), n=1)
             hint = f"; did you mean {KNOWN_OPTIONS[near[0]]!r}?" if near else ""
@@ -204,10 +320,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     if root is None or not str(root).strip():
         raise ConfigError("seglog source: no path given: pass the log root as .load('/data/log') "
                           "or OPTIONS (path '/data/log')")
-    if "topic" in opts and "subscribe" in opts:
-        raise ConfigError("seglog source: give either 'topic' or 'subscribe', not both")
-    topic_option = "subscribe" if "subscribe" in opts else "topic"
-    topics = _parse_topics(opts.get(topic_option), topic_option)
+    topics = _parse_selection(opts)
 
     if "startingtimestamp" in opts:
         starting = Bound("timestamp", "startingTimestamp",
@@ -250,11 +363,15 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     if "maxrowsperbatch" in opts:
         max_rows = _parse_int("maxRowsPerBatch", opts["maxrowsperbatch"], minimum=1, what="an integer >= 1")
 
+    max_records = None
+    if "maxrecordsperpartition" in opts:
+        max_records = _parse_int("maxRecordsPerPartition", opts["maxrecordsperpartition"], minimum=1,
+                                 what="an integer >= 1")
     isolation = _parse_isolation(opts)
 
     return SourceOptions(
         root=str(root),
-        topics=topics,
+        selection=topics,
         starting=starting,
         ending=ending,
         strategy=strategy,
@@ -265,6 +382,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         max_rows_per_batch=max_rows,
         filter_pushdown=_parse_bool("filterPushdown", opts.get("filterpushdown"), True),
         isolation_level=isolation,
+        max_records_per_partition=max_records,
     )
 
 

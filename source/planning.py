@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
@@ -149,13 +150,35 @@ def check_bound_partitions(bound: Bound, topic: str, partitions: Sequence[int]) 
 
 
 def check_layout(opts: SourceOptions) -> dict[str, list[int]]:
-    """Every topic exists, and every per-partition JSON covers its partitions exactly."""
+    """The topics and partitions read (subscribe, subscribePattern or assign resolved against the root):
+    every topic named exists, every assigned partition exists, and every per-partition JSON covers the
+    partitions read exactly. A pattern matching no topic reads nothing."""
+    selection = opts.selection
+    if selection.kind == "pattern":
+        if not os.path.isdir(opts.root):
+            raise InvalidTopicError(f"seglog source: log root {opts.root!r} does not exist or is not a folder")
+        topics = [t for t in LogRoot(opts.root).topics() if re.fullmatch(selection.pattern, t)]
+    else:
+        topics = list(selection.topics)
     layout = {}
-    for topic in opts.topics:
+    for topic in topics:
         parts = topic_partitions(opts.root, topic)
+        if selection.kind == "assign":
+            absent = [p for p in selection.assigned[topic] if p not in parts]
+            if absent:
+                raise InvalidTopicError(
+                    f"seglog source: option 'assign' names partitions that topic {topic!r} does not have: "
+                    f"{', '.join(f'{topic}-{p}' for p in absent)} (partitions: {', '.join(map(str, parts))})")
+            parts = list(selection.assigned[topic])
+        layout[topic] = parts
+    for bound in (opts.starting, opts.ending):
+        if bound.kind in ("offsets", "timestamps"):
+            for topic in sorted({t for (t, _) in bound.values} - set(layout)):
+                raise InvalidTopicError(f"seglog source: option {bound.option!r} names topic {topic!r}, which is "
+                                        f"not under {opts.root!r} or does not match the pattern")
+    for topic, parts in layout.items():
         check_bound_partitions(opts.starting, topic, parts)
         check_bound_partitions(opts.ending, topic, parts)
-        layout[topic] = parts
     return layout
 
 
@@ -194,8 +217,9 @@ def resolve_range(opts: SourceOptions, bounds: ScanBounds, topic: str, partition
     elif ending.kind == "offsets":
         value = ending.values[(topic, partition)]
         end = end_cap if value == LATEST else min(value, end_cap)
-    else:  # by timestamp: no offset for it means latest (Spark's Kafka source)
-        found = log.offset_for_timestamp(_timestamp_of(ending, topic, partition))
+    else:  # by timestamp: no offset for it means latest (Spark's Kafka source); -1 / -2: latest / earliest
+        ts = _timestamp_of(ending, topic, partition)
+        found = end_cap if ts == LATEST else log_start if ts == EARLIEST else log.offset_for_timestamp(ts)
         end = end_cap if found is None else min(found, end_cap)
 
     log.require_committed_end(end)     # a log that ends below the committed range lost records
@@ -209,6 +233,9 @@ def resolve_range(opts: SourceOptions, bounds: ScanBounds, topic: str, partition
         value = starting.values[(topic, partition)]
         start = log_start if value == EARLIEST else value
         explicit = value != EARLIEST
+    elif _timestamp_of(starting, topic, partition) in (LATEST, EARLIEST):
+        # Kafka's ListOffsets sentinels in a by-timestamp JSON, as Spark hands them to the broker: always an offset
+        start = min(end_cap if _timestamp_of(starting, topic, partition) == LATEST else log_start, end)
     else:
         ts = _timestamp_of(starting, topic, partition)
         found = log.offset_for_timestamp(ts)
@@ -312,6 +339,39 @@ def pack(ranges: Iterable[PartitionRange], target: int,
     return [t for t in tasks if t]
 
 
+def cap_records(tasks: list[list[Slice]], maximum: int | None) -> list[list[Slice]]:
+    """maxRecordsPerPartition (Spark's Kafka source): no task holds more than `maximum` offsets. A task of
+    the byte packing above it is cut into the fewest tasks of at most that many offsets, of about equal
+    size, at exact offsets (a batch may then be read by two tasks, each keeping its own offsets); the JVM
+    planner's `Planner.capRecords` keeps the same rule."""
+    if not maximum:
+        return tasks
+    out: list[list[Slice]] = []
+    for task in tasks:
+        total = sum(s.end - s.start for s in task)
+        if total <= maximum:
+            out.append(task)
+            continue
+        pieces = -(-total // maximum)
+        base, rem = divmod(total, pieces)       # piece k holds base or base + 1 <= maximum offsets
+        given, piece, current = 0, 0, []
+        for s in task:
+            start = s.start
+            while start < s.end:
+                piece_end = base * (piece + 1) + min(piece + 1, rem)    # offsets in pieces 0..piece
+                take = min(s.end - start, piece_end - given)
+                if take > 0:
+                    current.append(Slice(s.topic, s.partition, start, start + take))
+                    start += take
+                    given += take
+                if given >= piece_end and piece < pieces - 1:
+                    out.append(current)
+                    current, piece = [], piece + 1
+        if current:
+            out.append(current)
+    return out
+
+
 def split_with_log(rng: PartitionRange, start: int, end: int, nbytes: int) -> tuple[int, int] | None:
     cut = rng.log.split_offset(start, end, nbytes)
     return None if cut is None else (cut, rng.log.byte_size(start, cut))
@@ -372,7 +432,8 @@ def _plan_once(opts: SourceOptions, bounds: ScanBounds, *, cores: int | None = N
                 ranges.append(resolve_range(opts, bounds, topic, p, log, committed))
         total = sum(r.bytes for r in ranges)
         target = target_task_bytes(total, opts, cores)
-        return pack([r for r in ranges if r.start < r.end], target, split_with_log, task_slack(target, opts))
+        tasks = pack([r for r in ranges if r.start < r.end], target, split_with_log, task_slack(target, opts))
+        return cap_records(tasks, opts.max_records_per_partition)
     finally:
         for log in logs:
             log.close()

@@ -94,3 +94,17 @@ def kafka_broker(tmp_path_factory):
         yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """A real Spark Connect server for the session, with seglog's jar (tests/connect_server.py):
+    ``.session()`` opens a client session, ``.url``. Stopped when the session ends, also after failures."""
+    from tests.connect_server import ConnectServer
+
+    server = ConnectServer(tmp_path_factory.mktemp("spark-connect"))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()

@@ -156,11 +156,6 @@ def _get_varint(a, p, end, max_bytes):
     return np.int64(0), p, False
 
 
-@njit(inline="always")
-def _bit(bits, i):
-    return (bits[i >> 3] >> (i & 7)) & 1
-
-
 # ---------------------------------------------------------------------------------------------
 # encode
 
@@ -180,33 +175,15 @@ def _copy(typingctx, out, p, src, s, n):
     return sig, codegen
 
 
-@njit(inline="always")
-def _field_len(off, bits, bit_off, has_nulls, i):
-    """Byte length of row i of a large_binary column, -1 for null."""
-    if has_nulls and _bit(bits, bit_off + i) == 0:
-        return np.int64(-1)
-    return np.int64(off[i + 1] - off[i])
-
-
-@njit(inline="always")
-def _grow(a, n):
-    if n < len(a):
-        return a
-    b = np.empty(2 * len(a), a.dtype)
-    b[:n] = a[:n]
-    return b
-
-
 @njit(**_JIT)
-def _encode_plan(voff, vbits, vbit_off, v_nulls, koff, kbits, kbit_off, has_keys, k_nulls, ts,
-                 log_append, append_time, budget, od_w):
+def _encode_plan(vlen, klen, has_keys, ts, log_append, append_time, budget, od_w):
     """Group n headerless records into batches and size them.
 
     Grouping equals `columns._group` over `columns._bound_sizes`: a batch takes records while the
     sum of their size bounds stays within `budget`, at least one. Returns (status, positions,
     starts, first_ts, max_ts): batch i holds records starts[i]..starts[i+1]-1 and the bytes
     positions[i]..positions[i+1]-1 of the output."""
-    n = len(voff) - 1
+    n = len(vlen)
     z = np.zeros(1, np.int64)
     # width of the widest timestamp delta in any batch (as columns._width_of(max - min))
     ts_w = 1
@@ -220,7 +197,9 @@ def _encode_plan(voff, vbits, vbit_off, v_nulls, koff, kbits, kbit_off, has_keys
             if t > tmax:
                 tmax = t
         ts_w = _uwidth(_zigzag(tmax - tmin))     # wraps to 10 bytes at the very top, as it must
-    cap = 64
+    # Room for a batch a record (the most there can be; untouched pages cost nothing): growing the
+    # arrays inside the loop made numba keep them in memory and slowed every record ~2x.
+    cap = n + 1
     starts = np.empty(cap, np.int64)
     bodies = np.empty(cap, np.int64)             # record bytes of each batch
     first_ts = np.empty(cap, np.int64)
@@ -230,8 +209,8 @@ def _encode_plan(voff, vbits, vbit_off, v_nulls, koff, kbits, kbit_off, has_keys
     s = 0
     base_ts = np.int64(0)
     for i in range(n):
-        vl = _field_len(voff, vbits, vbit_off, v_nulls, i)
-        kl = _field_len(koff, kbits, kbit_off, k_nulls, i) if has_keys else np.int64(-1)
+        vl = vlen[i]
+        kl = klen[i] if has_keys else np.int64(-1)
         fixed = 2 + _uwidth(_zigzag(kl)) + max(kl, 0) + _uwidth(_zigzag(vl)) + max(vl, 0)
         body = fixed + ts_w + od_w
         bound = body + _uwidth(_zigzag(body))
@@ -239,10 +218,6 @@ def _encode_plan(voff, vbits, vbit_off, v_nulls, koff, kbits, kbit_off, has_keys
         if i == 0 or acc + bound > budget:       # a new batch (never an empty one)
             if i > 0 and bodies[nb - 1] > _INT32_MAX - _MIN_BATCH_LENGTH:
                 return ERROR, z, z, z, z
-            starts = _grow(starts, nb + 1)
-            bodies = _grow(bodies, nb)
-            first_ts = _grow(first_ts, nb)
-            max_ts = _grow(max_ts, nb)
             starts[nb] = i
             bodies[nb] = 0
             first_ts[nb] = t
@@ -263,7 +238,6 @@ def _encode_plan(voff, vbits, vbit_off, v_nulls, koff, kbits, kbit_off, has_keys
         bodies[nb - 1] += exact + _uwidth(_zigzag(exact))
     if bodies[nb - 1] > _INT32_MAX - _MIN_BATCH_LENGTH:
         return ERROR, z, z, z, z
-    starts = _grow(starts, nb + 1)
     starts[nb] = n
     positions = np.empty(nb + 1, np.int64)
     positions[0] = 0
@@ -273,9 +247,8 @@ def _encode_plan(voff, vbits, vbit_off, v_nulls, koff, kbits, kbit_off, has_keys
 
 
 @njit(**_JIT)
-def _encode_write(out, positions, starts, first_ts, max_ts, base_offset, voff, vdata, vbits,
-                  vbit_off, v_nulls, koff, kdata, kbits, kbit_off, has_keys, k_nulls, ts,
-                  log_append):
+def _encode_write(out, positions, starts, first_ts, max_ts, base_offset, voff, vdata, vlen, koff, kdata,
+                  klen, has_keys, ts, log_append):
     """Write the batches `_encode_plan` sized into `out`: each header (CRC zero), then its records."""
     attributes = TIMESTAMP_TYPE_MASK if log_append else 0
     for b in range(len(positions) - 1):
@@ -298,8 +271,8 @@ def _encode_write(out, positions, starts, first_ts, max_ts, base_offset, voff, v
         p += _HEADER
         bts = first_ts[b]
         for i in range(s, e):
-            vl = _field_len(voff, vbits, vbit_off, v_nulls, i)
-            kl = _field_len(koff, kbits, kbit_off, k_nulls, i) if has_keys else np.int64(-1)
+            vl = vlen[i]
+            kl = klen[i] if has_keys else np.int64(-1)
             tz = np.int64(0) if log_append else _zigzag(ts[i] - bts)
             oz = np.int64(i - s) << 1
             kz = _zigzag(kl)
@@ -341,15 +314,18 @@ _NO_OFFSETS = readonly(np.zeros(1, np.int64))
 
 
 def _column_parts(arr):
-    """(offsets int64, data uint8, validity bits uint8, bit offset, has nulls) of a large_binary
-    Arrow array, all zero-copy read-only views."""
+    """(offsets int64, data uint8, lengths int64) of a large_binary Arrow array: offsets and data are
+    zero-copy read-only views; lengths are each row's bytes, -1 for a null. The kernels take lengths,
+    not the validity bitmap: a bit test per field inside them cost ~20 ns a record (numba compiled the
+    inlined test into a loop LLVM could not optimise; 2-3x slower appends of 100-byte records)."""
     bufs = arr.buffers()
     n = len(arr)
     off = readonly(np.frombuffer(bufs[1], dtype=np.int64)[arr.offset:arr.offset + n + 1])
     data = readonly(np.frombuffer(bufs[2], dtype=np.uint8)) if bufs[2] is not None else _NO_BYTES
-    if arr.null_count and bufs[0] is not None:
-        return off, data, readonly(np.frombuffer(bufs[0], dtype=np.uint8)), arr.offset, True
-    return off, data, _NO_BYTES, 0, False
+    lengths = np.diff(off)
+    if arr.null_count:
+        lengths[arr.is_null().to_numpy(zero_copy_only=False)] = -1
+    return off, data, readonly(lengths)
 
 
 def _arrow_bytes(n: int) -> np.ndarray:
@@ -364,22 +340,22 @@ def encode_plain(base_offset: int, vals, key_arr, ts, append_time_ms, max_batch_
     (key_arr may be None: all keys null); `ts` int64 ms (ignored with `append_time_ms`); `od_w` the
     offset delta width `columns` bounds with. Returns (data, positions, starts, first_ts, max_ts)
     as uint8/int64 numpy arrays, or None when the numpy path must run to raise the error."""
-    voff, vdata, vbits, vbo, vnull = _column_parts(vals)
+    voff, vdata, vlen = _column_parts(vals)
     if key_arr is not None:
-        koff, kdata, kbits, kbo, knull = _column_parts(key_arr)
+        koff, kdata, klen = _column_parts(key_arr)
     else:
-        koff, kdata, kbits, kbo, knull = _NO_OFFSETS, _NO_BYTES, _NO_BYTES, 0, False
+        koff, kdata, klen = _NO_OFFSETS, _NO_BYTES, _NO_OFFSETS
     log_append = append_time_ms is not None
     ts = readonly(ts) if not log_append else _NO_OFFSETS
     has_keys = key_arr is not None
     status, positions, starts, first_ts, max_ts = _encode_plan(
-        voff, vbits, vbo, vnull, koff, kbits, kbo, has_keys, knull, ts, log_append,
-        int(append_time_ms) if log_append else 0, int(max_batch_bytes) - _HEADER, int(od_w))
+        vlen, klen, has_keys, ts, log_append, int(append_time_ms) if log_append else 0,
+        int(max_batch_bytes) - _HEADER, int(od_w))
     if status != OK:
         return None
     out = _arrow_bytes(int(positions[-1]))
-    _encode_write(out, positions, starts, first_ts, max_ts, int(base_offset), voff, vdata, vbits,
-                  vbo, vnull, koff, kdata, kbits, kbo, has_keys, knull, ts, log_append)
+    _encode_write(out, positions, starts, first_ts, max_ts, int(base_offset), voff, vdata, vlen,
+                  koff, kdata, klen, has_keys, ts, log_append)
     view = memoryview(out)
     crc = _crc32c.crc32c
     pos = positions.tolist()

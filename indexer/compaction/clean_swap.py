@@ -39,14 +39,17 @@ def _file(d: Path, base: int, kind: str, suffix: str) -> Path:
     return segment_file(d, base, kind + suffix)
 
 
-def remove_cleaned(d: Path, report: list[str] | None = None) -> None:
-    """Step 1 undone: every `.cleaned` file (a clean that never reached its commit point)."""
+def remove_cleaned(d: Path, report: list[str] | None = None) -> bool:
+    """Step 1 undone: every `.cleaned` file (a clean that never reached its commit point). True if any was."""
+    removed = False
     for name in os.listdir(d):
         parsed = parse_segment_file(name)
         if parsed and parsed[2] == CLEANED_SUFFIX:
             os.unlink(d / name)
+            removed = True
             if report is not None:
                 report.append(f"{d / name}: an interrupted clean's file removed")
+    return removed
 
 
 def commit(d: Path, base: int) -> None:
@@ -103,9 +106,10 @@ def recover_swaps(d: Path, rename_deleted, report: list[str]) -> None:
         builder = maintenance_lock(d).acquire(0)    # tried once: this caller holds the partition's lock
     except PartitionLockedError:
         builder = None                              # a live clean or merge: its `.cleaned` files stay
+    changed = False
     if builder is not None:
         try:
-            remove_cleaned(d, report)
+            changed = remove_cleaned(d, report)
         finally:
             builder.release()
     names = os.listdir(d)
@@ -114,9 +118,14 @@ def recover_swaps(d: Path, rename_deleted, report: list[str]) -> None:
         if parsed and parsed[1] == "log" and parsed[2] == SWAP_SUFFIX:
             old = complete(d, parsed[0], rename_deleted)
             report.append(f"{d / name}: an interrupted clean completed (segments {old} replaced)")
-    for name in os.listdir(d):
+            changed = True
+    for name in os.listdir(d) if changed else names:
         parsed = parse_segment_file(name)
         if parsed and parsed[2] == SWAP_SUFFIX:          # an index swap without its .log swap
             os.unlink(d / name)
             report.append(f"{d / name}: an index swap without its .log swap removed")
-    fsync_dir(d)
+            changed = True
+    # Only a change needs the folder fsynced: beside a live clean (its `.cleaned` files, nothing to
+    # undo) a writer's open must not wait for a journal commit carrying the clean's writes.
+    if changed:
+        fsync_dir(d)

@@ -599,7 +599,19 @@ def main(argv=None) -> int:
     for case_dir in sorted(CORPUS.iterdir()):
         if (case_dir / "expected.json").is_file() and (not only or case_dir.name in only):
             add_planning(case_dir)
+    write_record_caps()
     return 0
+
+
+RECORD_CAPS = CORPUS.parent / "record_caps.json"
+
+
+def write_record_caps() -> None:
+    """The maxRecordsPerPartition rule's vectors (model.record_cap_cases), one case a line."""
+    from tests.conformance.model import record_cap_cases
+
+    lines = ",\n".join(" " + json.dumps(c, separators=(",", ":")) for c in record_cap_cases())
+    RECORD_CAPS.write_text("[\n" + lines + "\n]\n")
 
 
 if __name__ == "__main__":

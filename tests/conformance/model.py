@@ -334,3 +334,60 @@ def planning(part: Path, bases: list[int], file_end: int, log_start: int, end: i
         for target in sorted({0, 1, whole // 2, whole, whole + 1, *exact}):
             cuts.append([a, b, target, split_offset(part, segs, a, b, target)])
     return {"byte_size": sizes, "split_offset": cuts}
+
+
+# ------------------------------------------------------------------------------- record caps
+# maxRecordsPerPartition (Spark's Kafka source): both planners cut a task of more than `maximum` offsets
+# into the fewest tasks of at most that many, of about equal size (the first `total % pieces` one larger),
+# at exact offsets, in the task's order (Python `source.planning.cap_records`, JVM `Planner.capRecords`).
+# The answers come by brute force: every offset of the task listed, dealt out in order, runs regrouped.
+def cap_records(tasks: list[list[list]], maximum: int) -> list[list[list]]:
+    if maximum <= 0:
+        return tasks
+    out = []
+    for task in tasks:
+        offsets = [(t, p, o) for t, p, a, b in task for o in range(a, b)]
+        if len(offsets) <= maximum:
+            out.append(task)
+            continue
+        pieces = -(-len(offsets) // maximum)
+        sizes = [len(offsets) // pieces + (1 if k < len(offsets) % pieces else 0) for k in range(pieces)]
+        at = 0
+        for size in sizes:
+            piece, run = [], None
+            for t, p, o in offsets[at:at + size]:
+                if run is not None and run[0] == t and run[1] == p and run[3] == o:
+                    run[3] = o + 1
+                else:
+                    run = [t, p, o, o + 1]
+                    piece.append(run)
+            out.append(piece)
+            at += size
+    return out
+
+
+def record_cap_cases(seed: int = 25, n: int = 60) -> list[dict]:
+    """Tasks as the byte packing leaves them (slices of one or more partitions, some empty-adjacent), with
+    caps below, at and above their sizes; each with the brute-force answer."""
+    import random
+
+    rng = random.Random(seed)
+    edges = [([[["a", 0, 5, 8]]], 1), ([[["a", 0, 0, 1], ["b", 1, 3, 5]]], 1), ([[["a", 0, 0, 5]]], 2),
+             ([[["a", 0, 0, 4]], [["a", 1, 0, 9]]], 4), ([[["a", 0, 0, 10]]], 10), ([[["a", 0, 0, 10]]], 9),
+             ([[["a", 0, 0, 3], ["a", 1, 7, 8], ["b", 0, 2, 6]]], 3)]
+    cases = [{"tasks": t, "maximum": m, "expected": cap_records(t, m)} for t, m in edges]
+    for k in range(n):
+        tasks = []
+        for _ in range(rng.randint(1, 4)):
+            task = []
+            for _ in range(rng.randint(1, 3)) if k % 3 else range(rng.randint(1, 6)):
+                topic, part = rng.choice(["a", "b"]), rng.randrange(3)
+                start = rng.randrange(0, 10_000)
+                task.append([topic, part, start, start + rng.choice([1, 2, 3, 7, 50, 333, rng.randrange(1, 2000)])])
+            tasks.append(task)
+        biggest = max(sum(b - a for _, _, a, b in t) for t in tasks)
+        maximum = rng.choice([1, 2, 3, 7, 100, max(1, biggest // 3), biggest - 1 or 1, biggest, biggest + 1, 0])
+        if maximum:
+            maximum = max(maximum, -(-biggest // 12))      # at most 12 pieces a task: the file stays small
+        cases.append({"tasks": tasks, "maximum": maximum, "expected": cap_records(tasks, maximum)})
+    return cases

@@ -235,3 +235,28 @@ def test_the_corpus_is_whole():
     assert {"python-segments", "python-compacted", "torn-tail-uncommitted", "broker-codecs", "jvm-sink"} <= set(planned), planned
     for key in KNOWN_DRIFT:
         assert key.split("/", 1)[0] in CASES, f"KNOWN_DRIFT names no case: {key}"
+
+
+# ------------------------------------------------------------------------------- record caps
+RECORD_CAPS = CORPUS.parent / "record_caps.json"
+
+
+def test_record_caps_vectors_are_the_models():
+    """record_caps.json is what the brute-force model answers (regenerate: python -m tests.conformance.generate)."""
+    from tests.conformance.model import record_cap_cases
+
+    assert json.loads(RECORD_CAPS.read_text()) == record_cap_cases()
+
+
+def test_python_planner_caps_records_as_the_vectors_say():
+    """maxRecordsPerPartition, Python's `cap_records`, against the vectors the JVM's `Planner.capRecords`
+    is held to as well (jvm/.../conformance/RecordCapsTest.java)."""
+    from seglog.source.planning import Slice, cap_records
+
+    wrong = []
+    for k, case in enumerate(json.loads(RECORD_CAPS.read_text())):
+        tasks = [[Slice(*s) for s in task] for task in case["tasks"]]
+        got = [[[s.topic, s.partition, s.start, s.end] for s in task] for task in cap_records(tasks, case["maximum"] or None)]
+        if got != case["expected"]:
+            wrong.append((k, case["maximum"], got[:3], case["expected"][:3]))
+    assert wrong == []

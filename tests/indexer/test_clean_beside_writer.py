@@ -29,7 +29,7 @@ import pytest
 
 from seglog.errors import MaintenanceLockedError, PartitionLockedError
 from seglog.indexer import Log, Record
-from seglog.indexer.compaction import swap_gate
+from seglog.indexer.compaction import clean_swap, swap_gate
 from seglog.indexer.compaction.cleaner import clean_partition
 from seglog.indexer.compaction.cleaner_checkpoint import cleaner_offset
 from seglog.indexer.compaction.segment_merge import merge_partition
@@ -224,7 +224,7 @@ def test_a_merge_given_up_when_retention_takes_its_group(tmp_path, monkeypatch):
     assert after == [b for b in before if b[0] >= log.log_start_offset]
 
 
-def test_one_cleaner_or_merger_at_a_time(tmp_path):
+def test_one_cleaner_or_merger_at_a_time(tmp_path, monkeypatch):
     path = tmp_path / "state-0"
     written: dict[int, Record] = {}
     fill(path, 10, random.Random(1), written)
@@ -237,15 +237,21 @@ def test_one_cleaner_or_merger_at_a_time(tmp_path):
             merge_partition(path, CFG)
         with Log.open(path, CFG) as log, pytest.raises(MaintenanceLockedError):
             log.clean(force=True)                    # tried once under the partition's lock: no deadlock
-        # A live build's output survives a writable open's recovery.
+        # A live build's output survives a writable open's recovery, which changes nothing there, so
+        # fsyncs no folder (a sink's open beside a clean must not wait on the clean's journal commit).
         (path / f"{0:020d}.log.cleaned").write_bytes(b"")
+        synced: list[Path] = []
+        real_fsync_dir = clean_swap.fsync_dir
+        monkeypatch.setattr(clean_swap, "fsync_dir", lambda d: (synced.append(Path(d)), real_fsync_dir(d)))
         with Log.open(path, CFG) as log:
             assert log.recovery_report == []
         assert (path / f"{0:020d}.log.cleaned").exists()
+        assert synced == []
     finally:
         busy.release()
     with Log.open(path, CFG) as log:                 # no builder: a stale one is a crash's, removed
         assert any(".cleaned" in line for line in log.recovery_report)
+    assert synced == [path]                          # ... and the removal made durable
     assert sorted(os.listdir(path)) == names
     assert cleaner_offset(path) is None
 
@@ -293,3 +299,27 @@ def test_cleaner_killed_at_random_moments_beside_a_writer(tmp_path):
     check_model(path, written)
     print(f"cleaner beside a writer: {kills} kills in {KILLS} rounds, {mid_build} mid-build, {mid_swap} mid-swap")
     assert kills >= KILLS * 3 // 4
+
+
+def test_a_builds_writeback_is_started_as_it_is_written(tmp_path):
+    """indexer/writeback.py: a kick per MiB written (the writeback of a `.cleaned` segment starts while
+    it is built, not all at its seal's fsync), the call itself accepted by the kernel, the bytes intact.
+    What it buys is measured in bench/clean_lock.py (a sink batch beside a clean)."""
+    from seglog.indexer import writeback
+    if writeback._sync_file_range is None:
+        pytest.skip("no sync_file_range here (not Linux): the kicker does nothing, by design")
+    path = tmp_path / "f"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        kicker = writeback.WritebackKicker(fd)
+        chunk = os.urandom(256 << 10)
+        size = 0
+        for _ in range(16):                         # 4 MiB in 256 KiB writes
+            size += os.pwrite(fd, chunk, size)
+            kicker.written(size)
+        assert kicker._kicked == 4 << 20            # a kick per MiB, the last at the end
+        assert writeback._sync_file_range(fd, 0, 4 << 20, writeback._SYNC_FILE_RANGE_WRITE) == 0
+        os.fsync(fd)
+        assert path.read_bytes() == chunk * 16
+    finally:
+        os.close(fd)

@@ -29,8 +29,48 @@ def test_keys_are_case_insensitive_and_topic_list():
 
 def test_subscribe_alias():
     assert parse_options({"path": "/r", "subscribe": "x"}).topics == ("x",)
-    with pytest.raises(ConfigError, match="either 'topic' or 'subscribe'"):
+    with pytest.raises(ConfigError, match="exactly one of 'subscribe' .*given: topic, subscribe"):
         parse_options({"path": "/r", "subscribe": "x", "topic": "x"})
+
+
+def test_subscribe_pattern_and_assign_exactly_one_of_the_three():
+    o = parse_options({"path": "/r", "subscribePattern": "ev.*", "startingOffsets": '{"events": {"0": 1}}'})
+    assert o.selection.kind == "pattern" and o.selection.may_read("events") and not o.selection.may_read("xevents")
+    o = parse_options({"path": "/r", "assign": '{"b": [1, 0, 1], "a": [2]}'})
+    assert o.selection.assigned == {"a": (2,), "b": (0, 1)} and o.topics == ("a", "b")
+    for given in ({"subscribePattern": "a", "assign": '{"a": [0]}'}, {"topic": "a", "subscribePattern": "a"}):
+        with pytest.raises(ConfigError, match="exactly one of"):
+            parse_options({"path": "/r", **given})
+    with pytest.raises(ConfigError, match="names topic 'other', which is not read .subscribePattern: pattern 'ev.*'"):
+        parse_options({"path": "/r", "subscribePattern": "ev.*", "startingOffsets": '{"other": {"0": 1}}'})
+    for bad in ("events", "[0]", "{}", '{"e": []}', '{"e": [-1]}', '{"e": ["0"]}', '{"e": true}', '{"e/x": [0]}'):
+        with pytest.raises(ConfigError, match="'assign'"):
+            parse_options({"path": "/r", "assign": bad})
+    with pytest.raises(ConfigError, match="for option 'subscribePattern'"):
+        parse_options({"path": "/r", "subscribePattern": "ev-(["})
+
+
+@pytest.mark.parametrize("key", ["kafka.bootstrap.servers", "kafka.group.id", "groupIdPrefix",
+                                 "fetchOffset.numRetries"])
+def test_options_that_need_a_broker_are_refused_saying_why(key):
+    from seglog.errors import BrokerOptionError
+
+    with pytest.raises(BrokerOptionError, match=f"option '{key}' configures Spark's Kafka source's use of a broker"):
+        parse_options({"path": "/r", "topic": "t", key.lower(): "x"})
+    with pytest.raises(BrokerOptionError, match="did you mean 'kafka.isolation.level'"):
+        parse_options({"path": "/r", "topic": "t", "kafka.isolation.levle": "read_committed"})
+    with pytest.raises(ConfigError, match="unknown option 'bootstrap'") as caught:
+        parse_options({"path": "/r", "topic": "t", "bootstrap": "x"})
+    assert not isinstance(caught.value, BrokerOptionError)
+
+
+def test_by_timestamp_jsons_take_minus_one_and_minus_two_and_max_records_per_partition():
+    o = opts(startingOffsetsByTimestamp='{"events": {"0": -1, "1": -2}}', maxRecordsPerPartition=500)
+    assert dict(o.starting.values) == {("events", 0): -1, ("events", 1): -2} and o.max_records_per_partition == 500
+    with pytest.raises(ConfigError, match="'endingOffsetsByTimestamp'.*-1 for the latest offset"):
+        opts(endingOffsetsByTimestamp='{"events": {"0": -3}}')
+    with pytest.raises(ConfigError, match="'maxRecordsPerPartition'"):
+        opts(maxRecordsPerPartition=0)
 
 
 def test_offsets_json():

@@ -243,3 +243,65 @@ def test_planning_the_last_offsets_opens_only_their_segments(tmp_path):
         assert log.byte_size(0, end) == sum(p.stat().st_size for p in path.glob("*.log"))
         for a, b, c in [(0, 5, end), (3, end // 2, end - 1), (end // 3, end // 3, end // 2)]:
             assert log.byte_size(a, c) == log.byte_size(a, b) + log.byte_size(b, c)
+
+
+def _kafka_root(root):
+    """events-0 (120 offsets), events-1 (80), events.eu-0 (30), other-0 (20): committed, batches of 7."""
+    import numpy as np
+
+    from seglog.indexer.commit_log import CommitLog
+
+    for topic, p, n in (("events", 0, 120), ("events", 1, 80), ("events.eu", 0, 30), ("other", 0, 20)):
+        with Log.open(root / f"{topic}-{p}", {"segment.bytes": 4096, "index.interval.bytes": 256}) as log:
+            for lo in range(0, n, 7):
+                k = min(7, n - lo)
+                log.append_columns(pa.array([b"v%d" % (lo + i) for i in range(k)]),
+                                   timestamps=1_700_000_000_000 + 10 * np.arange(lo, lo + k, dtype=np.int64))
+            log.flush()
+        commits = CommitLog(root, topic)
+        last = commits.last_batch("w")
+        commits.commit("w", 0 if last is None else last + 1, {p: n})
+    return root
+
+
+def _planned(root, **options):
+    from seglog.source.planning import plan
+
+    o = parse_options({"path": str(root), **{k.lower(): v for k, v in options.items()}})
+    return plan(o, ScanBounds(), cores=2)
+
+
+def test_pattern_and_assign_choose_topics_and_partitions_of_the_root(tmp_path):
+    from seglog.errors import InvalidTopicError
+
+    root = _kafka_root(tmp_path)
+
+    def read(**options):
+        return sorted((s.topic, s.partition, s.start, s.end) for task in _planned(root, **options) for s in task)
+
+    assert read(subscribePattern="events.*") == [("events", 0, 0, 120), ("events", 1, 0, 80), ("events.eu", 0, 0, 30)]
+    assert read(subscribePattern="events") == [("events", 0, 0, 120), ("events", 1, 0, 80)]
+    assert read(subscribePattern="nothing") == []
+    assert read(assign='{"events": [1], "other": [0]}') == [("events", 1, 0, 80), ("other", 0, 0, 20)]
+    assert read(assign='{"events": [1]}', startingOffsets='{"events": {"1": 70}}') == [("events", 1, 70, 80)]
+    with pytest.raises(InvalidTopicError, match="'assign' names partitions that topic 'events' does not have: events-7"):
+        read(assign='{"events": [0, 7]}')
+    with pytest.raises(InvalidTopicError, match="must give every partition of topic 'events'; missing: events-1"):
+        read(subscribePattern="events", startingOffsets='{"events": {"0": 1}}')
+    # -1 / -2 in a by-timestamp JSON: the latest / the earliest offset
+    assert read(topic="events", startingOffsetsByTimestamp='{"events": {"0": -2, "1": -1}}') == [("events", 0, 0, 120)]
+    assert read(topic="events", endingOffsetsByTimestamp='{"events": {"0": -1, "1": -2}}') == [("events", 0, 0, 120)]
+
+
+@pytest.mark.parametrize("maximum", [1000, 200, 64, 30, 7])
+def test_max_records_per_partition_tasks_cover_the_read_once(tmp_path, maximum):
+    from seglog.source.reader import arrow_schema, read_slice
+
+    root = _kafka_root(tmp_path)
+    opts = parse_options({"path": str(root), "topic": "events", "maxrecordsperpartition": str(maximum)})
+    tasks = _planned(root, topic="events", maxRecordsPerPartition=str(maximum))
+    sizes = [sum(s.end - s.start for s in task) for task in tasks]
+    assert len(tasks) == -(-200 // maximum) and max(sizes) <= maximum and max(sizes) - min(sizes) <= 1
+    got = sorted((s.partition, o) for task in tasks for s in task
+                 for b in read_slice(opts, ScanBounds(), s, arrow_schema(False)) for o in b.column("offset").to_pylist())
+    assert got == [(0, o) for o in range(120)] + [(1, o) for o in range(80)]   # cuts inside batches: each offset once

@@ -32,6 +32,15 @@ NO_JAR = textwrap.dedent("""
         print("refused:", e)
     print("fallback:", register(spark, python_fallback=True))
     print("rows:", spark.read.format("seglog").option("topic", "t").load(root).count())
+    # The Kafka-source options the Python reader shares with the JVM one
+    print("pattern:", spark.read.format("seglog").option("subscribePattern", "t|u").load(root).count())
+    df = (spark.read.format("seglog").option("assign", '{"t": [0]}').option("maxRecordsPerPartition", 7)
+          .option("startingOffsetsByTimestamp", '{"t": {"0": -2}}').load(root))
+    print("assign:", df.count(), df.rdd.getNumPartitions())
+    try:
+        spark.read.format("seglog").option("topic", "t").option("kafka.bootstrap.servers", "h:9092").load(root)
+    except Exception as e:
+        print("broker:", "BrokerOptionError" in str(e) and "seglog has none" in str(e))
 """)
 
 
@@ -40,7 +49,7 @@ def test_without_the_jar(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
     assert lines[0].startswith("refused: this Spark session has no seglog connector") and "spark.jars=" in lines[0]
-    assert lines[1:] == ["fallback: python", "rows: 30"]
+    assert lines[1:] == ["fallback: python", "rows: 30", "pattern: 30", "assign: 30 5", "broker: True"]
 
 
 def test_with_the_jar(spark):

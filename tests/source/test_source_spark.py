@@ -241,8 +241,11 @@ def test_bad_options_refused_at_load(spark, root, key, value, needle):
 
 
 def test_unknown_topic_refused(spark, root):
-    with pytest.raises(Exception, match=r"topic 'nope' not found.*events, other"):
-        spark.read.format("seglog").option("topic", "nope").load(str(root))
+    # Refused when the batch read is planned, not at load(): a stream of the same options waits for the topic.
+    df = spark.read.format("seglog").option("topic", "nope").load(str(root))
+    with pytest.raises(Exception, match=r"topic 'nope' not found.*events, other") as caught:
+        df.collect()
+    assert caught.value._origin.getClass().getName() == "io.seglog.spark.read.NoSuchTopicException"
 
 
 def test_read_bounded_by_committed_end(spark, tmp_path):

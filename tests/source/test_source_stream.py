@@ -152,26 +152,6 @@ def test_fail_on_data_loss(spark, tmp_path):
     assert [o for _, o, _ in output(spark, tmp_path / "o-c2")] == list(range(10)) + list(range(log_start, 300))
 
 
-def test_min_offsets_per_trigger_waits_for_max_trigger_delay(spark, tmp_path):
-    root = tmp_path / "root"
-    append(root, "w", 0, 50)
-    started = time.time()
-    q = (spark.readStream.format("seglog").option("topic", "w").option("startingOffsets", "earliest")
-         .option("minOffsetsPerTrigger", 1000).option("maxTriggerDelay", "3s").load(str(root))
-         .writeStream.format("memory").queryName("min_offsets").trigger(processingTime="200 milliseconds").start())
-    try:
-        deadline = time.time() + 90
-        while time.time() < deadline and spark.table("min_offsets").count() < 50:
-            time.sleep(0.5)
-        assert spark.table("min_offsets").count() == 50
-        first = next(p for p in q.recentProgress if p["numInputRows"] > 0)
-        import datetime as dt
-        at = dt.datetime.strptime(first["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.timezone.utc)
-        assert at.timestamp() - started >= 3 - 0.5          # held back until maxTriggerDelay passed
-    finally:
-        q.stop()
-
-
 @pytest.mark.kafka
 def test_read_committed_stream_holds_back_at_an_open_transaction(spark, kafka_broker, tmp_path):
     """A real broker's partition with a transaction still open: a read_committed stream stops before it

@@ -105,6 +105,39 @@ public final class TopicLayout {
         return new ArrayList<>(found);
     }
 
+    /** Every topic of the root whose name {@code wanted} accepts, with its partitions: one listing of the root
+     *  for them all (a pattern's topics, resolved at every trigger of a stream). */
+    public static java.util.Map<String, List<Integer>> partitionsOf(Path root, java.util.function.Predicate<String> wanted) {
+        java.util.Map<String, TreeSet<Integer>> found = new java.util.TreeMap<>();
+        for (String[] f : folders(root)) {
+            if (wanted.test(f[0])) found.computeIfAbsent(f[0], k -> new TreeSet<>()).add(Integer.parseInt(f[1]));
+        }
+        for (String topic : metadataTopics(root)) {
+            if (!wanted.test(topic)) continue;
+            TreeSet<Integer> parts = found.computeIfAbsent(topic, k -> new TreeSet<>());
+            int n = recordedPartitions(root, topic);
+            for (int p = 0; p < n; p++) parts.add(p);
+        }
+        java.util.Map<String, List<Integer>> out = new java.util.LinkedHashMap<>();
+        for (java.util.Map.Entry<String, TreeSet<Integer>> e : found.entrySet()) {
+            if (!e.getValue().isEmpty()) out.put(e.getKey(), new ArrayList<>(e.getValue()));
+        }
+        return out;
+    }
+
+    private static List<String> metadataTopics(Path root) {
+        List<String> out = new ArrayList<>();
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(root.resolve("_seglog").resolve("topics"), "*.json")) {
+            for (Path p : ds) {
+                String n = p.getFileName().toString();
+                out.add(n.substring(0, n.length() - 5));
+            }
+        } catch (IOException e) {
+            // no metadata folder: topics are the folders found
+        }
+        return out;
+    }
+
     public static List<String> topics(Path root) {
         TreeSet<String> found = new TreeSet<>();
         for (String[] f : folders(root)) found.add(f[0]);

@@ -24,7 +24,7 @@ final class AggregateScan implements LocalScan {
 
     @Override
     public String description() {
-        return "seglog " + opts.root + " topics=" + opts.topics + " pushed=" + bounds + " pushedAggregate="
+        return "seglog " + opts.root + " topics=" + opts.selection.describe() + " pushed=" + bounds + " pushedAggregate="
             + aggregate.described;
     }
 

@@ -40,23 +40,36 @@ public final class Planner {
 
     private Planner() {}
 
-    /** Every topic exists, and every per-partition JSON covers its partitions exactly. */
+    /** A batch read's layout: every topic (and assigned partition) exists, and every per-partition JSON covers
+     *  the partitions read exactly. */
     public static Map<String, List<Integer>> checkLayout(ReadOptions o) {
+        return layout(o, true);
+    }
+
+    /**
+     * The topics and partitions read now ({@link TopicSelection#resolve}), each per-partition JSON checked
+     * against them. {@code missingIsError} false (a stream) leaves out a topic not created yet, so the stream
+     * waits for it, unless a per-partition JSON names it: offsets for partitions that do not exist are refused
+     * either way, as Spark's Kafka source refuses offsets that do not match the partitions assigned.
+     */
+    static Map<String, List<Integer>> layout(ReadOptions o, boolean missingIsError) {
         Path root = Paths.get(o.root);
-        if (!Files.isDirectory(root)) {
-            throw new NoSuchTopicException("seglog source: log root '" + o.root + "' does not exist or is not a folder");
-        }
-        Map<String, List<Integer>> layout = new LinkedHashMap<>();
-        for (String topic : o.topics) {
-            List<Integer> parts = TopicLayout.partitions(root, topic);
-            if (parts.isEmpty()) {
-                List<String> there = TopicLayout.topics(root);
-                throw new NoSuchTopicException("seglog source: topic '" + topic + "' not found under '" + o.root
-                    + "' (topics there: " + (there.isEmpty() ? "none" : String.join(", ", there)) + ")");
+        Map<String, List<Integer>> layout = o.selection.resolve(root, o.root, missingIsError);
+        for (Bound bound : new Bound[] {o.starting, o.ending}) {
+            if (!bound.isPerPartition()) continue;
+            for (TopicPartition tp : bound.values.keySet()) {
+                if (!layout.containsKey(tp.topic())) {
+                    List<String> there = TopicLayout.topics(root);
+                    throw new NoSuchTopicException("seglog source: option '" + bound.option + "' names topic '" + tp.topic()
+                        + "', which is not under '" + o.root + "'" + (o.selection.kind == TopicSelection.Kind.PATTERN
+                            ? " or does not match the pattern" : "")
+                        + " (topics there: " + (there.isEmpty() ? "none" : String.join(", ", there)) + ")");
+                }
             }
-            checkBoundPartitions(o.starting, topic, parts);
-            checkBoundPartitions(o.ending, topic, parts);
-            layout.put(topic, parts);
+        }
+        for (Map.Entry<String, List<Integer>> e : layout.entrySet()) {
+            checkBoundPartitions(o.starting, e.getKey(), e.getValue());
+            checkBoundPartitions(o.ending, e.getKey(), e.getValue());
         }
         return layout;
     }
@@ -143,8 +156,9 @@ public final class Planner {
         } else if (ending.kind == Bound.Kind.OFFSETS) {
             long v = ending.value(topic, p);
             end = v == ReadOptions.LATEST ? endCap : Math.min(v, endCap);
-        } else {   // by timestamp: no offset for it means latest (Spark's Kafka source)
-            long found = log.offsetForTimestamp(ending.value(topic, p), endCap);
+        } else {   // by timestamp: no offset for it means latest (Spark's Kafka source); -1 / -2 are latest / earliest
+            long ts = ending.value(topic, p);
+            long found = ts == ReadOptions.LATEST ? endCap : ts == ReadOptions.EARLIEST ? logStart : log.offsetForTimestamp(ts, endCap);
             end = found < 0 ? endCap : Math.min(found, endCap);
         }
 
@@ -159,6 +173,9 @@ public final class Planner {
             long v = starting.value(topic, p);
             start = v == ReadOptions.EARLIEST ? logStart : v == ReadOptions.LATEST ? endCap : v;
             explicit = v >= 0;
+        } else if (starting.value(topic, p) == ReadOptions.LATEST || starting.value(topic, p) == ReadOptions.EARLIEST) {
+            // Kafka's ListOffsets sentinels in a by-timestamp JSON, as Spark hands them to the broker: always an offset
+            start = Math.min(starting.value(topic, p) == ReadOptions.LATEST ? endCap : logStart, end);
         } else {
             long ts = starting.value(topic, p);
             long found = log.offsetForTimestamp(ts, endCap);
@@ -271,21 +288,64 @@ public final class Planner {
         return tasks;
     }
 
+    /**
+     * maxRecordsPerPartition (Spark's Kafka source, 3.5+): no task holds more than {@code max} offsets, so no more
+     * records. A task of the byte packing above it is cut into the fewest tasks of at most {@code max} offsets,
+     * of about equal size (as Spark divides a range evenly), at exact offsets: a batch may then be read by two
+     * tasks, each keeping only its own offsets. {@code max} 0: the tasks as they are.
+     */
+    static List<List<Slice>> capRecords(List<List<Slice>> tasks, long max) {
+        if (max <= 0) return tasks;
+        List<List<Slice>> out = new ArrayList<>();
+        for (List<Slice> task : tasks) {
+            long total = 0;
+            for (Slice s : task) total += s.end - s.start;
+            if (total <= max) {
+                out.add(task);
+                continue;
+            }
+            long pieces = ceilDiv(total, max);
+            long base = total / pieces, rem = total % pieces;   // piece k holds base or base + 1 <= max offsets
+            long given = 0;        // offsets handed out so far
+            long piece = 0;
+            List<Slice> current = new ArrayList<>();
+            for (Slice s : task) {
+                long from = s.start;
+                while (from < s.end) {
+                    long pieceEnd = base * (piece + 1) + Math.min(piece + 1, rem);   // offsets in pieces 0..piece
+                    long take = Math.min(s.end - from, pieceEnd - given);
+                    if (take > 0) {
+                        current.add(new Slice(s.topic, s.partition, from, from + take, s.bound));
+                        from += take;
+                        given += take;
+                    }
+                    if (given >= pieceEnd && piece < pieces - 1) {
+                        out.add(current);
+                        current = new ArrayList<>();
+                        piece++;
+                    }
+                }
+            }
+            if (!current.isEmpty()) out.add(current);
+        }
+        return out;
+    }
+
     /** Resolves every partition's range and cuts the work into tasks; data loss goes to {@code loss}. */
     public static List<List<Slice>> plan(ReadOptions o, ScanBounds bounds, int cores, DataLoss loss) {
-        return retrying("planning " + String.join(",", o.topics), loss, () -> {
+        return retrying("planning " + o.selection, loss, () -> {
             List<PartitionLog> logs = new ArrayList<>();
             try {
                 long total = 0;
                 List<PartitionRange> nonEmpty = new ArrayList<>();
-                for (PartitionRange r : resolveAll(o, bounds, logs, loss, LogLooks.fresh())) {
+                for (PartitionRange r : resolveAll(o, bounds, logs, loss, LogLooks.fresh(), true)) {
                     if (r.start >= r.end) continue;
                     PartitionRange sized = r.sized();
                     total += sized.bytes;
                     nonEmpty.add(sized);
                 }
                 long target = targetTaskBytes(total, o, cores);
-                return pack(nonEmpty, target, slack(target, o));
+                return capRecords(pack(nonEmpty, target, slack(target, o)), o.maxRecordsPerPartition);
             } finally {
                 for (PartitionLog l : logs) l.close();
             }
@@ -293,10 +353,11 @@ public final class Planner {
     }
 
     /** Every kept partition's range; the logs opened are added to {@code logs} (the caller closes them);
-     *  folders and commit logs are looked at through {@code looks} (a stream's, or afresh). */
+     *  folders and commit logs are looked at through {@code looks} (a stream's, or afresh); {@code missingIsError}
+     *  as {@link #layout}. */
     static List<PartitionRange> resolveAll(ReadOptions o, ScanBounds bounds, List<PartitionLog> logs, DataLoss loss,
-                                           LogLooks looks) {
-        Map<String, List<Integer>> layout = checkLayout(o);
+                                           LogLooks looks, boolean missingIsError) {
+        Map<String, List<Integer>> layout = layout(o, missingIsError);
         Path root = Paths.get(o.root);
         Map<String, Long> checkpoint = LogStartCheckpoint.read(root);
         OffsetGaps gaps = OffsetGaps.at(root);

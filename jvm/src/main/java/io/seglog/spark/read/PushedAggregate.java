@@ -143,10 +143,10 @@ final class PushedAggregate implements Serializable {
     /** The answer rows, one per group that holds records (one row, even for no records, without a group-by). */
     InternalRow[] rows(ReadOptions opts, ScanBounds bounds) {
         DataLoss loss = new DataLoss(opts.failOnDataLoss);
-        List<PartitionRange> ranges = Planner.retrying("aggregating " + String.join(",", opts.topics), loss, () -> {
+        List<PartitionRange> ranges = Planner.retrying("aggregating " + opts.selection.describe(), loss, () -> {
             List<PartitionLog> logs = new ArrayList<>();
             try {
-                return Planner.resolveAll(opts, bounds, logs, loss, LogLooks.fresh());
+                return Planner.resolveAll(opts, bounds, logs, loss, LogLooks.fresh(), true);
             } finally {
                 for (PartitionLog l : logs) l.close();
             }

@@ -23,6 +23,9 @@ import io.seglog.spark.format.TopicLayout;
  * names the option, the value and what is allowed. Precedence as there: for the start
  * {@code startingTimestamp} over {@code startingOffsetsByTimestamp} over {@code startingOffsets}; for
  * the end likewise. The other start options are still checked, so a typo is never silently ignored.
+ * The topics are exactly one of subscribe / subscribePattern / assign ({@link TopicSelection}); the
+ * options only a broker gives meaning ({@code kafka.*} but the isolation level, {@link #BROKER_ONLY}) are
+ * refused with {@link BrokerOptionException}; every other unknown key is refused naming the nearest known one.
  */
 public final class ReadOptions implements Serializable {
     public static final long EARLIEST = -2;   // Kafka's ListOffsets sentinels, as in the offsets JSON
@@ -36,19 +39,35 @@ public final class ReadOptions implements Serializable {
     /** Lower-cased key -> the spelling users write (messages name the latter). */
     static final Map<String, String> KNOWN = new LinkedHashMap<>();
     static {
-        for (String k : new String[] {"path", "topic", "subscribe", "startingOffsets", "endingOffsets",
+        for (String k : new String[] {"path", "topic", "subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets",
             "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
             "startingOffsetsByTimestampStrategy", "failOnDataLoss", "includeHeaders", "minPartitions",
             "maxBytesPerTask", "maxRowsPerBatch", "filterPushdown", "isolation.level", "kafka.isolation.level",
-            "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "columnarReads"}) {
+            "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "columnarReads", "maxRecordsPerPartition"}) {
             KNOWN.put(k.toLowerCase(Locale.ROOT), k);
         }
     }
 
+    /**
+     * Options of Spark's Kafka source whose only meaning is a broker or a consumer of one: refused, saying why
+     * (every {@code kafka.*} key but {@code kafka.isolation.level} is one too).
+     */
+    static final Map<String, String> BROKER_ONLY = new LinkedHashMap<>();
+    static {
+        for (String k : new String[] {"kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
+            "groupIdPrefix"}) {
+            BROKER_ONLY.put(k.toLowerCase(Locale.ROOT), k);
+        }
+    }
+
+    /** Spark's Kafka source's default maxTriggerDelay (DEFAULT_MAX_TRIGGER_DELAY). */
+    public static final String DEFAULT_MAX_TRIGGER_DELAY = "15m";
+
     private static final ObjectMapper JSON = new ObjectMapper();
 
     public final String root;
-    public final List<String> topics;
+    /** subscribe / subscribePattern / assign: which topics and partitions of the root are read. */
+    public final TopicSelection selection;
     public final Bound starting;
     public final Bound ending;
     public final boolean strategyLatest;     // startingOffsetsByTimestampStrategy=latest
@@ -62,13 +81,27 @@ public final class ReadOptions implements Serializable {
     public final boolean columnarReads;
     public final boolean filterPushdown;
     public final boolean readCommitted;
-    public final Map<String, String> raw;    // lower-cased keys, for the streaming options
+    /** At most this many offsets per task (Spark's maxRecordsPerPartition); 0: no such limit. */
+    public final long maxRecordsPerPartition;
+    /** Streaming admission control (Spark's Kafka source): 0 when not given. */
+    public final long maxOffsetsPerTrigger;
+    public final long minOffsetsPerTrigger;
+    /** Parsed as Spark parses it (JavaUtils.timeStringAsMs): a number with us, ms, s, m/min, h or d; bare: ms. */
+    public final long maxTriggerDelayMs;
+    public final Map<String, String> raw;    // lower-cased keys: re-parsed for a batch or a latest read
     public final boolean streaming;          // a streaming read allows "latest" as a start
 
     private ReadOptions(Map<String, String> o, boolean streaming) {
         this.streaming = streaming;
         raw = o;
         for (String key : o.keySet()) {
+            if (!KNOWN.containsKey(key) && (key.startsWith("kafka.") || BROKER_ONLY.containsKey(key))) {
+                String near = closest(key);
+                throw new BrokerOptionException("seglog source: option '" + BROKER_ONLY.getOrDefault(key, key)
+                    + "' configures Spark's Kafka source's use of a broker, and seglog has none: it reads the segment "
+                    + "files of the log root (path) directly; drop the option"
+                    + (near == null ? "" : " (did you mean '" + KNOWN.get(near) + "'?)"));
+            }
             if (!KNOWN.containsKey(key)) {
                 String near = closest(key);
                 throw new SeglogConfigException("seglog source: unknown option '" + key + "'"
@@ -82,11 +115,7 @@ public final class ReadOptions implements Serializable {
                 + "or OPTIONS (path '/data/log')");
         }
         root = path;
-        if (o.containsKey("topic") && o.containsKey("subscribe")) {
-            throw new SeglogConfigException("seglog source: give either 'topic' or 'subscribe', not both");
-        }
-        String topicOption = o.containsKey("subscribe") ? "subscribe" : "topic";
-        topics = parseTopics(o.get(topicOption), topicOption);
+        selection = TopicSelection.parse(o);
 
         if (o.containsKey("startingtimestamp")) {
             starting = new Bound(Bound.Kind.TIMESTAMP, "startingTimestamp",
@@ -131,6 +160,33 @@ public final class ReadOptions implements Serializable {
         includeHeaders = parseBool("includeHeaders", o.get("includeheaders"), false);
         filterPushdown = parseBool("filterPushdown", o.get("filterpushdown"), true);
         readCommitted = parseIsolation(o).equals(READ_COMMITTED);
+        maxRecordsPerPartition = o.containsKey("maxrecordsperpartition")
+            ? parseLong("maxRecordsPerPartition", o.get("maxrecordsperpartition"), 1, Long.MAX_VALUE, "an integer >= 1") : 0;
+        maxOffsetsPerTrigger = o.containsKey("maxoffsetspertrigger")
+            ? parseLong("maxOffsetsPerTrigger", o.get("maxoffsetspertrigger"), 1, Long.MAX_VALUE, "an integer >= 1") : 0;
+        minOffsetsPerTrigger = o.containsKey("minoffsetspertrigger")
+            ? parseLong("minOffsetsPerTrigger", o.get("minoffsetspertrigger"), 1, Long.MAX_VALUE, "an integer >= 1") : 0;
+        if (minOffsetsPerTrigger > 0 && maxOffsetsPerTrigger > 0 && minOffsetsPerTrigger > maxOffsetsPerTrigger) {
+            throw new SeglogConfigException("seglog source: minOffsetsPerTrigger (" + minOffsetsPerTrigger
+                + ") must be at most maxOffsetsPerTrigger (" + maxOffsetsPerTrigger + ")");
+        }
+        maxTriggerDelayMs = parseDuration("maxTriggerDelay", o.getOrDefault("maxtriggerdelay", DEFAULT_MAX_TRIGGER_DELAY));
+    }
+
+    /**
+     * A duration as Spark reads maxTriggerDelay: its own parser, so every unit Spark takes is taken here alike
+     * ("500us", "250ms", "30s", "15m" or "15min", "2h", "1d"; a bare number is ms); negative delays are refused.
+     */
+    static long parseDuration(String option, String raw) {
+        long ms;
+        try {
+            ms = org.apache.spark.network.util.JavaUtils.timeStringAsMs(raw);
+        } catch (RuntimeException e) {   // NumberFormatException, with Spark's description of the units
+            throw bad(option, raw, "a duration: an integer with a unit, us, ms, s, m or min, h or d (e.g. '30s', "
+                + "'15m'), or a number of milliseconds");
+        }
+        if (ms < 0) throw bad(option, raw, "a duration >= 0, e.g. '30s' or '15m'");
+        return ms;
     }
 
     /** The same read from the log start to the committed end: where a stream can read up to now. */
@@ -186,26 +242,6 @@ public final class ReadOptions implements Serializable {
         return parseLong(option, raw, 0, Long.MAX_VALUE, "a timestamp in milliseconds since the epoch (an integer >= 0)");
     }
 
-    private static List<String> parseTopics(String raw, String option) {
-        if (raw == null || raw.isBlank()) {
-            throw new SeglogConfigException("seglog source: option 'topic' is required: a topic name or a "
-                + "comma-separated list of topics, e.g. .option('topic', 'events')");
-        }
-        List<String> out = new ArrayList<>();
-        for (String part : raw.split(",", -1)) {
-            String name = part.trim();
-            if (name.isEmpty()) {
-                throw bad(option, raw, "a topic name or a comma-separated list of topic names, without empty entries");
-            }
-            if (!TopicLayout.validTopic(name)) {
-                throw new SeglogConfigException("seglog source: option '" + option + "': invalid topic name '" + name
-                    + "': a topic is 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'");
-            }
-            if (!out.contains(name)) out.add(name);
-        }
-        return List.copyOf(out);
-    }
-
     private Map<TopicPartition, Long> parsePartitionJson(String option, String raw, String what, LongPredicate ok, String rule) {
         String example = what.equals("offset") ? "{\"events\": {\"0\": 23, \"1\": -2}}" : "{\"events\": {\"0\": 1700000000000}}";
         JsonNode doc;
@@ -221,9 +257,9 @@ public final class ReadOptions implements Serializable {
         Iterator<Map.Entry<String, JsonNode>> topicsIt = doc.fields();
         while (topicsIt.hasNext()) {
             Map.Entry<String, JsonNode> t = topicsIt.next();
-            if (!topics.contains(t.getKey())) {
+            if (!selection.mayRead(t.getKey())) {
                 throw new SeglogConfigException("seglog source: option '" + option + "' names topic '" + t.getKey()
-                    + "', which is not read (topics read: " + String.join(", ", topics) + ")");
+                    + "', which is not read (" + selection.option + ": " + selection.describe() + ")");
             }
             JsonNode parts = t.getValue();
             if (!parts.isObject() || parts.isEmpty()) {
@@ -274,9 +310,11 @@ public final class ReadOptions implements Serializable {
             "an offset >= 0, or -1 for latest (-2, earliest, is not allowed for endingOffsets)"));
     }
 
+    /** Per partition a timestamp, or Kafka's ListOffsets sentinels as Spark hands them to the broker: -1 the
+     *  latest offset, -2 the earliest. */
     private Map<TopicPartition, Long> parseTimestamps(String option, String raw) {
-        return parsePartitionJson(option, raw.trim(), "timestamp", v -> v >= 0,
-            "a timestamp in milliseconds since the epoch (an integer >= 0)");
+        return parsePartitionJson(option, raw.trim(), "timestamp", v -> v >= 0 || v == LATEST || v == EARLIEST,
+            "a timestamp in milliseconds since the epoch (an integer >= 0), -1 for the latest offset or -2 for the earliest");
     }
 
     private static String parseIsolation(Map<String, String> o) {

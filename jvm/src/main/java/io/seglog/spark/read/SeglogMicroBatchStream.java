@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntSupplier;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 import org.apache.hadoop.conf.Configuration;
@@ -44,8 +45,9 @@ import io.seglog.spark.format.SegmentListings;
  * [previous end, new end), where the new end never passes a partition's committed end (only committed
  * batches are visible, docs/spec.md §4). Admission control: maxOffsetsPerTrigger spreads the limit over
  * partitions in proportion to their backlog; minOffsetsPerTrigger waits for that many offsets unless
- * maxTriggerDelay has passed. Trigger.AvailableNow reads up to the latest offsets seen at the run's first
- * latestOffset. The first start offsets are resolved once and written under the checkpoint, so a restart
+ * maxTriggerDelay has passed since the last trigger let through (never the first trigger of a run: after a
+ * restart too). Trigger.AvailableNow reads up to the latest offsets seen at the run's first latestOffset, under
+ * the same limits, as Spark applies them. A topic not created yet is waited for. The first start offsets are resolved once and written under the checkpoint, so a restart
  * before the first batch commits starts at the same place. Partitions that appear later are read
  * from their log start.
  *
@@ -69,7 +71,10 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
     private final AtomicLong skipped = new AtomicLong();   // offsets skipped as data loss, the metric
     private final Set<String> told = ConcurrentHashMap.newKeySet();   // the losses told: each once per run
     private SeglogSourceOffset lastLatest;
-    private long lastTriggerMs = System.currentTimeMillis();
+    /** When the last trigger was let through (Spark's lastTriggerMillis): 0 at first, so the first trigger of a
+     *  stream object, a new query's or a restarted one's, is never delayed by minOffsetsPerTrigger. */
+    private long lastTriggerMs = 0;
+    private final LongSupplier clock;
     private final Supplier<Configuration> hadoopConf;
     private final IntSupplier cores;
     private final LogLooks looks = LogLooks.kept();
@@ -81,6 +86,13 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
 
     /** With the session's facts given (the Hadoop configuration of the checkpoint, the cores): tests. */
     SeglogMicroBatchStream(ReadOptions opts, String checkpointLocation, Supplier<Configuration> hadoopConf, IntSupplier cores) {
+        this(opts, checkpointLocation, hadoopConf, cores, System::currentTimeMillis);
+    }
+
+    /** With a clock too: tests of maxTriggerDelay that do not sleep. */
+    SeglogMicroBatchStream(ReadOptions opts, String checkpointLocation, Supplier<Configuration> hadoopConf, IntSupplier cores,
+                           LongSupplier clock) {
+        this.clock = clock;
         this.opts = opts;
         this.checkpoint = checkpointLocation;
         this.hadoopConf = hadoopConf;
@@ -92,29 +104,9 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                     + "' is not valid for a streaming read (as in Spark's Kafka source); a stream has no end");
             }
         }
-        maxOffsets = raw.containsKey("maxoffsetspertrigger")
-            ? ReadOptions.parseLong("maxOffsetsPerTrigger", raw.get("maxoffsetspertrigger"), 1, Long.MAX_VALUE, "an integer >= 1") : 0;
-        minOffsets = raw.containsKey("minoffsetspertrigger")
-            ? ReadOptions.parseLong("minOffsetsPerTrigger", raw.get("minoffsetspertrigger"), 1, Long.MAX_VALUE, "an integer >= 1") : 0;
-        maxTriggerDelayMs = raw.containsKey("maxtriggerdelay") ? parseDuration(raw.get("maxtriggerdelay")) : 15 * 60 * 1000L;
-        if (minOffsets > 0 && maxOffsets > 0 && minOffsets > maxOffsets) {
-            throw new SeglogConfigException("seglog source: minOffsetsPerTrigger (" + minOffsets
-                + ") must be at most maxOffsetsPerTrigger (" + maxOffsets + ")");
-        }
-    }
-
-    /** "15m", "30s", "500ms", "2h" or a number of ms, as Spark's Kafka source reads maxTriggerDelay. */
-    static long parseDuration(String raw) {
-        String t = raw.trim().toLowerCase(java.util.Locale.ROOT);
-        try {
-            if (t.endsWith("ms")) return Long.parseLong(t.substring(0, t.length() - 2).trim());
-            if (t.endsWith("s")) return Long.parseLong(t.substring(0, t.length() - 1).trim()) * 1000L;
-            if (t.endsWith("m")) return Long.parseLong(t.substring(0, t.length() - 1).trim()) * 60_000L;
-            if (t.endsWith("h")) return Long.parseLong(t.substring(0, t.length() - 1).trim()) * 3_600_000L;
-            return Long.parseLong(t);
-        } catch (NumberFormatException e) {
-            throw ReadOptions.bad("maxTriggerDelay", raw, "a duration such as '15m', '30s' or '500ms'");
-        }
+        maxOffsets = opts.maxOffsetsPerTrigger;
+        minOffsets = opts.minOffsetsPerTrigger;
+        maxTriggerDelayMs = opts.maxTriggerDelayMs;
     }
 
     // ------------------------------------------------------------------ where the log is now
@@ -131,18 +123,18 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
     }
 
     /** Each partition's resolved end (`ends`) or start, as an offset; partitions without a folder yet
-     *  (never written) at 0. */
+     *  (never written) at 0; a topic not created yet has none (the stream waits for it, as subscribe does). */
     private SeglogSourceOffset offsetsOf(ReadOptions read, DataLoss loss, boolean ends) {
         Map<String, TreeMap<Integer, Long>> out = new TreeMap<>();
         List<PartitionLog> logs = new ArrayList<>();
         try {
-            for (PartitionRange r : Planner.resolveAll(read, ScanBounds.NONE, logs, loss, looks)) {
+            for (PartitionRange r : Planner.resolveAll(read, ScanBounds.NONE, logs, loss, looks, false)) {
                 out.computeIfAbsent(r.topic, k -> new TreeMap<>()).put(r.partition, ends ? r.end : r.start);
             }
         } finally {
             for (PartitionLog l : logs) l.close();
         }
-        for (Map.Entry<String, List<Integer>> e : Planner.checkLayout(opts).entrySet()) {
+        for (Map.Entry<String, List<Integer>> e : Planner.layout(read, false).entrySet()) {
             TreeMap<Integer, Long> parts = out.computeIfAbsent(e.getKey(), k -> new TreeMap<>());
             for (int p : e.getValue()) parts.putIfAbsent(p, 0L);
         }
@@ -239,13 +231,28 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
             if (l instanceof ReadMaxRows) max = (ReadMaxRows) l;
             if (l instanceof ReadMinRows) min = (ReadMinRows) l;
         }
-        if (min != null && !availableNow && total < min.minRows()
-                && System.currentTimeMillis() - lastTriggerMs < min.maxTriggerDelayMs()) {
+        if (min != null && delayBatch(total, min)) {
             return start;      // not enough new offsets yet, and the delay has not passed: no batch
         }
-        SeglogSourceOffset end = max == null || total <= max.maxRows() ? latest : rateLimit(from, latest, total, max.maxRows());
-        if (!end.json().equals(start.json())) lastTriggerMs = System.currentTimeMillis();
-        return end;
+        return max == null || total <= max.maxRows() ? latest : rateLimit(from, latest, total, max.maxRows());
+    }
+
+    /**
+     * minOffsetsPerTrigger, as Spark's Kafka source's delayBatch: once maxTriggerDelay has passed since the last
+     * trigger let through, the trigger goes ahead (and the wait starts again) whatever it holds; before, it waits
+     * while fewer than minRows offsets are new. Under Trigger.AvailableNow Spark passes the same limit, so a run's
+     * later triggers wait alike, and a run whose last offsets are fewer than minRows ends without them (the
+     * next run's first trigger takes them).
+     */
+    private boolean delayBatch(long newOffsets, ReadMinRows min) {
+        long now = clock.getAsLong();
+        if (now - lastTriggerMs >= min.maxTriggerDelayMs()) {
+            lastTriggerMs = now;
+            return false;
+        }
+        if (newOffsets < min.minRows()) return true;
+        lastTriggerMs = now;
+        return false;
     }
 
     /** read_committed: no partition's end passes its last stable offset (an open transaction). */
@@ -371,7 +378,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                     }
                 }
                 long target = Planner.targetTaskBytes(total, opts, cores.getAsInt());
-                return Planner.pack(ranges, target, Planner.slack(target, opts));
+                return Planner.capRecords(Planner.pack(ranges, target, Planner.slack(target, opts)), opts.maxRecordsPerPartition);
             } finally {
                 for (PartitionLog l : logs) l.close();
             }
@@ -442,6 +449,6 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
 
     @Override
     public String toString() {
-        return "seglog[" + opts.root + ":" + String.join(",", opts.topics) + "]";
+        return "seglog[" + opts.root + ":" + opts.selection.describe() + "]";
     }
 }

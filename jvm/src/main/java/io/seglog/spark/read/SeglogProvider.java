@@ -12,8 +12,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 /**
  * {@code format("seglog")}: registered with Spark through {@code META-INF/services} (a
  * {@link DataSourceRegister}), so it is found whenever the connector jar is on the classpath. Options
- * are parsed (and refused, naming the option) and the topics checked when the DataFrame is defined,
- * as Spark's Kafka source's {@code KafkaSourceProvider} does.
+ * are parsed (and refused, naming the option) when the DataFrame is defined, as Spark's Kafka source's
+ * {@code KafkaSourceProvider} does, and the layout checked then; only a topic not created yet waits: a
+ * stream waits for it (as subscribe on a broker), a batch read refuses it when it is planned.
  */
 public final class SeglogProvider implements TableProvider, DataSourceRegister {
     public static final String NAME = "seglog";
@@ -37,7 +38,9 @@ public final class SeglogProvider implements TableProvider, DataSourceRegister {
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
         ReadOptions o = options(options.asCaseSensitiveMap());
-        Planner.checkLayout(o);   // an unknown topic, an incomplete offsets JSON: refused at load()
+        // An incomplete offsets JSON, a missing root: refused at load(). A topic not created yet is not: a stream
+        // waits for it (as subscribe on a broker); a batch read refuses it when planned (SeglogScan.toBatch).
+        Planner.layout(o, false);
         return SeglogSchema.of(o.includeHeaders);
     }
 

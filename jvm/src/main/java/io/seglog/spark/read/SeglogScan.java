@@ -34,12 +34,13 @@ final class SeglogScan implements Scan, Batch {
 
     @Override
     public String description() {
-        return "seglog " + opts.root + " topics=" + opts.topics + " pushed=" + bounds;
+        return "seglog " + opts.root + " topics=" + opts.selection.describe() + " pushed=" + bounds;
     }
 
     @Override
     public Batch toBatch() {
         opts = given.forBatch();
+        Planner.checkLayout(opts);   // a topic the root does not have: NoSuchTopicException, before any task
         return this;
     }
 

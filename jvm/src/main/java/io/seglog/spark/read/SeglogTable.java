@@ -38,8 +38,12 @@ final class SeglogTable implements SupportsRead, SupportsWrite {
 
     @Override
     public String name() {
-        String path = new CaseInsensitiveStringMap(properties).get("path");
-        return "seglog[" + path + "]";
+        try {   // a read's table names what it reads; a write's (no read options) its root
+            ReadOptions o = readOptions();
+            return "seglog[" + o.root + ":" + o.selection.describe() + "]";
+        } catch (SeglogConfigException e) {
+            return "seglog[" + new CaseInsensitiveStringMap(properties).get("path") + "]";
+        }
     }
 
     /** The read schema (what a scan gives); a write takes any input (ACCEPT_ANY_SCHEMA) and checks its

@@ -92,6 +92,54 @@ class PlannerTest {
     }
 
     @Test
+    void minusOneAndMinusTwoInAnOffsetsByTimestampJsonAreTheLatestAndTheEarliestOffset() {
+        threeSegments();
+        // As Spark hands the JSON's values to the broker's ListOffsets, where -1 is the latest and -2 the earliest.
+        assertRange(0, 250, range("startingOffsetsByTimestamp", "{\"t\":{\"0\":-2}}"));
+        assertEquals(List.of(), Planner.plan(options("startingOffsetsByTimestamp", "{\"t\":{\"0\":-1}}"), ScanBounds.NONE,
+            2, new DataLoss(true)), "-1: from the latest offset, so nothing to read");
+        assertRange(0, 250, range("endingOffsetsByTimestamp", "{\"t\":{\"0\":-1}}"));
+        assertEquals(List.of(), Planner.plan(options("endingOffsetsByTimestamp", "{\"t\":{\"0\":-2}}"), ScanBounds.NONE,
+            2, new DataLoss(true)), "-2: up to the earliest offset, so nothing to read");
+        assertRange(150, 250, range("startingOffsetsByTimestamp", "{\"t\":{\"0\":" + (T0 + 150) + "}}",
+            "endingOffsetsByTimestamp", "{\"t\":{\"0\":-1}}"));
+        SeglogConfigException bad = assertThrows(SeglogConfigException.class,
+            () -> options("startingOffsetsByTimestamp", "{\"t\":{\"0\":-3}}"));
+        assertTrue(bad.getMessage().contains("'startingOffsetsByTimestamp'") && bad.getMessage().contains("-1 for the latest"),
+            bad.getMessage());
+    }
+
+    @Test
+    void maxRecordsPerPartitionCutsTasksToAtMostThatManyOffsetsEvenly() {
+        threeSegments();
+        for (long max : new long[] {1000, 250, 100, 64, 7}) {
+            List<List<Slice>> tasks = Planner.plan(options("maxRecordsPerPartition", String.valueOf(max)), ScanBounds.NONE,
+                2, new DataLoss(true));
+            long smallest = Long.MAX_VALUE, largest = 0;
+            for (List<Slice> task : tasks) {
+                long n = 0;
+                for (Slice s : task) n += s.end - s.start;
+                smallest = Math.min(smallest, n);
+                largest = Math.max(largest, n);
+            }
+            assertEquals((250 + max - 1) / max, tasks.size(), "the fewest tasks of at most " + max + ": " + tasks);
+            assertTrue(largest <= max && largest - smallest <= 1, "tasks of " + smallest + " to " + largest + " offsets: " + tasks);
+            assertRange(0, 250, range("maxRecordsPerPartition", String.valueOf(max)));
+        }
+        // Small partitions sharing a task are cut too: the limit is per task, as a Spark partition is one task.
+        for (int p = 0; p < 3; p++) segment(partitionDir(root, "s", p), 0, batches(0, 10, 5));
+        commit(root, "s", Map.of(0, 10L, 1, 10L, 2, 10L));
+        Map<String, String> o = Map.of("path", root.toString(), "topic", "s", "maxRecordsPerPartition", "12");
+        assertEquals("[[s-0[0,10)], [s-1[0,10)], [s-2[0,10)]]",
+            Planner.plan(ReadOptions.parse(o), ScanBounds.NONE, 2, new DataLoss(true)).toString());
+        Map<String, String> o2 = Map.of("path", root.toString(), "topic", "s", "maxRecordsPerPartition", "20");
+        assertEquals("[[s-0[0,10), s-1[0,5)], [s-1[5,10), s-2[0,10)]]",
+            Planner.plan(ReadOptions.parse(o2), ScanBounds.NONE, 2, new DataLoss(true)).toString());
+        SeglogConfigException zero = assertThrows(SeglogConfigException.class, () -> options("maxRecordsPerPartition", "0"));
+        assertTrue(zero.getMessage().contains("'maxRecordsPerPartition'"), zero.getMessage());
+    }
+
+    @Test
     void aStartingTimestampNoCommittedRecordReachesFailsUnlessTheStrategySaysLatest() {
         threeSegments();
         // Offset 260 holds T0 + 260, but it is not committed: no committed record is at or after it.

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.hadoop.conf.Configuration;
 import org.junit.jupiter.api.Test;
@@ -61,17 +62,71 @@ class ReadLimitTest {
         assertEquals(at(99, 100).json(), next(s, at(0, 99)));
     }
 
+    /** A stream on a clock the test moves. */
+    private SeglogMicroBatchStream clocked(AtomicLong now, String... keysAndValues) {
+        Map<String, String> o = new HashMap<>(Map.of("path", root.toString(), "topic", "t"));
+        for (int i = 0; i < keysAndValues.length; i += 2) o.put(keysAndValues[i], keysAndValues[i + 1]);
+        return new SeglogMicroBatchStream(ReadOptions.parse(o, true), checkpoint.toString(), Configuration::new, () -> 2,
+            now::get);
+    }
+
     @Test
-    void minOffsetsPerTriggerWaitsForEnoughOffsetsUntilTheDelayPasses() throws InterruptedException {
+    void minOffsetsPerTriggerWaitsForEnoughOffsetsUntilTheDelayPassesButNeverHoldsTheFirstTrigger() {
         backlog();
+        AtomicLong now = new AtomicLong(1_000_000_000L);
         SeglogSourceOffset start = at(0, 0);
-        SeglogMicroBatchStream waits = stream("minOffsetsPerTrigger", "500", "maxTriggerDelay", "1h");
+        SeglogMicroBatchStream waits = clocked(now, "minOffsetsPerTrigger", "500", "maxTriggerDelay", "1h");
+        // Spark's Kafka source starts with lastTriggerMillis = 0: a new or restarted query's first trigger goes ahead.
+        assertEquals(at(300, 100).json(), next(waits, start), "the first trigger is not delayed");
+        now.addAndGet(1000);
         assertEquals(start.json(), next(waits, start), "400 offsets are below minOffsetsPerTrigger=500: no batch yet");
-        SeglogMicroBatchStream enough = stream("minOffsetsPerTrigger", "400", "maxTriggerDelay", "1h");
+        now.addAndGet(3_600_000L - 1001);
+        assertEquals(start.json(), next(waits, start), "a millisecond before maxTriggerDelay has passed: still none");
+        now.addAndGet(1);
+        assertEquals(at(300, 100).json(), next(waits, start), "maxTriggerDelay passed: the batch runs with what there is");
+        now.addAndGet(1);
+        assertEquals(start.json(), next(waits, start), "and the wait starts again from that trigger");
+        SeglogMicroBatchStream enough = clocked(now, "minOffsetsPerTrigger", "400", "maxTriggerDelay", "1h");
         assertEquals(at(300, 100).json(), next(enough, start));
-        SeglogMicroBatchStream delayed = stream("minOffsetsPerTrigger", "500", "maxTriggerDelay", "20ms");
-        Thread.sleep(40);
-        assertEquals(at(300, 100).json(), next(delayed, start), "maxTriggerDelay passed: the batch runs with what there is");
+        now.addAndGet(1);
+        assertEquals(at(300, 100).json(), next(enough, start), "400 new offsets reach minOffsetsPerTrigger=400");
+    }
+
+    @Test
+    void underAvailableNowMinOffsetsPerTriggerHoldsLaterTriggersAsSparkApplies() {
+        backlog();
+        AtomicLong now = new AtomicLong(1_000_000_000L);
+        // Spark passes the source's default limit under AvailableNow too: a run's first trigger goes ahead, a later
+        // one with fewer than minOffsetsPerTrigger offsets left waits, and the run ends there.
+        SeglogMicroBatchStream s = clocked(now, "minOffsetsPerTrigger", "150", "maxOffsetsPerTrigger", "200",
+            "maxTriggerDelay", "1h");
+        s.prepareForTriggerAvailableNow();
+        assertEquals(at(150, 50).json(), next(s, at(0, 0)));
+        now.addAndGet(10);
+        assertEquals(at(300, 100).json(), next(s, at(150, 50)), "200 left: at least 150, one more trigger");
+        now.addAndGet(10);
+        assertEquals(at(250, 90).json(), next(s, at(250, 90)), "60 left, below 150: held, so the run ends");
+        SeglogMicroBatchStream restarted = clocked(now, "minOffsetsPerTrigger", "150", "maxOffsetsPerTrigger", "200",
+            "maxTriggerDelay", "1h");
+        restarted.prepareForTriggerAvailableNow();
+        assertEquals(at(300, 100).json(), next(restarted, at(250, 90)), "the next run's first trigger takes them");
+    }
+
+    @Test
+    void maxTriggerDelayTakesEveryUnitSparkTakes() {
+        String[][] cases = {{"500us", "0"}, {"1500us", "1"}, {"250ms", "250"}, {"30s", "30000"}, {"2m", "120000"},
+            {"2min", "120000"}, {"3h", "10800000"}, {"1d", "86400000"}, {"1234", "1234"}, {" 15M ", "900000"}};
+        for (String[] c : cases) {
+            assertEquals(Long.parseLong(c[1]), ReadOptions.parse(Map.of("path", "/x", "topic", "t", "maxTriggerDelay", c[0]),
+                true).maxTriggerDelayMs, c[0]);
+        }
+        assertEquals(15 * 60_000L, ReadOptions.parse(Map.of("path", "/x", "topic", "t"), true).maxTriggerDelayMs,
+            "Spark's default, 15m");
+        for (String bad : new String[] {"soon", "1.5s", "-1s", "10 seconds", "5w", ""}) {
+            SeglogConfigException e = assertThrows(SeglogConfigException.class,
+                () -> ReadOptions.parse(Map.of("path", "/x", "topic", "t", "maxTriggerDelay", bad), true), bad);
+            assertTrue(e.getMessage().contains("'maxTriggerDelay'"), e.getMessage());
+        }
     }
 
     @Test

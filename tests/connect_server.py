@@ -1,0 +1,97 @@
+"""A real Spark Connect server for tests: Spark's own `SparkConnectServer` started with `spark-submit`
+from the installed pyspark, `local[2]`, loopback only, with seglog's connector jar (`--jars`), as a
+user runs one (README, "Spark Connect"). The client side is pyspark's Connect client
+(`pip install seglog[connect]`), which holds no JVM: `pyspark.sql.connect.session.SparkSession` is
+used directly, so a classic session may live in the same test process.
+
+- ``ConnectServer(workdir).start()`` waits (bounded) for the gRPC port; on failure it raises
+  ``ConnectServerError`` with the tail of the server's log. ``stop()`` ends it (SIGTERM, then SIGKILL).
+- ``session()``: a new client session to it (its own session id: temporary views, conf).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+START_TIMEOUT_S = 180.0
+STOP_TIMEOUT_S = 30.0
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+class ConnectServerError(RuntimeError):
+    pass
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ConnectServer:
+    def __init__(self, workdir: Path):
+        self.workdir = Path(workdir)
+        self.port = _free_port()
+        self.log_path = self.workdir / "connect-server.log"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"sc://127.0.0.1:{self.port}"
+
+    def start(self) -> "ConnectServer":
+        import pyspark
+
+        from seglog.jvm import jar_path
+
+        home = Path(pyspark.__file__).parent
+        env = dict(os.environ, SPARK_HOME=str(home), PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable))
+        cmd = [str(home / "bin" / "spark-submit"), "--master", "local[2]", "--class", SERVER_CLASS,
+               "--jars", str(jar_path()), "--driver-memory", "2g",
+               "--conf", f"spark.connect.grpc.binding.port={self.port}",
+               "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+               "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
+               "spark-internal"]
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir,
+                                         start_new_session=True)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if self.proc.poll() is not None:
+                raise ConnectServerError(f"the Spark Connect server exited {self.proc.returncode}:\n{self.log_tail()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.5).close()
+                return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise ConnectServerError(f"no Spark Connect server on port {self.port} after "
+                                             f"{START_TIMEOUT_S} s:\n{self.log_tail()}") from None
+                time.sleep(0.2)
+
+    def session(self):
+        from pyspark.sql.connect.session import SparkSession
+
+        return SparkSession.builder.remote(self.url).create()
+
+    def log_tail(self, n: int = 4000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return "(no log)"
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)      # spark-submit's JVM and anything it started
+        try:
+            self.proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
