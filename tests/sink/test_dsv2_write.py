@@ -239,3 +239,26 @@ def test_a_write_failing_in_its_commit_leaves_no_topic_and_no_folder(spark, tmp_
     (root / "new-2").rmdir()
     _write(_df(spark, 30), root, topic="new", partitions=2)
     assert sum(map(len, _core_records(root, "new").values())) == 30
+
+
+def test_a_write_removes_crashed_runs_but_not_a_live_one(spark, tmp_path):
+    """Writes stage without the writer lock, so two runs of one writer and topic may stage side by side:
+    the commit removes only run folders whose run lock no driver holds (a killed driver's is dropped)."""
+    import hashlib
+
+    from seglog.indexer.locks import FileLock
+
+    root = tmp_path / "log"
+    _write(_df(spark, 5), root, topic="t", partitions=1)
+    runs = root / "_seglog" / "staging" / "append" / (hashlib.sha1(b"t").hexdigest()[:16] + "-jvm")
+    crashed, live = runs / "append-crashed", runs / "append-live"
+    for run in (crashed, live):
+        (run / "t0-1").mkdir(parents=True)
+        (run / "t0-1" / "s0-0.log").write_bytes(b"staged")
+    with FileLock(live / ".run.lock").acquire(0):         # another driver, its tasks staging now
+        _write(_df(spark, 5, start=5), root, topic="t")
+        assert not crashed.exists()
+        assert (live / "t0-1" / "s0-0.log").exists()
+    _write(_df(spark, 5, start=10), root, topic="t")        # that driver gone: its run is removed too
+    assert not live.exists()
+    assert sum(map(len, _core_records(root, "t").values())) == 15

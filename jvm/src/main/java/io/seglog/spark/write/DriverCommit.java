@@ -179,14 +179,33 @@ final class DriverCommit {
         }
     }
 
-    /** A crashed run's staged files (never published past a commit): every other run folder of this writer. */
+    /**
+     * A run's lock, {@code <run folder>/.run.lock}, held by its driver from planning to the end of its commit
+     * or abort: a run whose lock can be taken is over (a killed driver's flock is dropped by the kernel).
+     * Unlike the Python sink, a write does not hold its writer lock while its tasks stage, so another run of
+     * the same writer and topic may be staging beside this one; only runs that are over are removed.
+     */
+    static FileLock runLock(String staging) {
+        Path dir = Path.of(staging);
+        return new FileLock(dir.resolve(".run.lock"), "staging run " + dir.getFileName());
+    }
+
+    /** A crashed run's staged files (never published past a commit): the run folders of this writer and topic
+     *  that no live driver holds. */
     private static void removeCrashedRuns(WriteOptions o, WritePlan plan) {
         Path mine = Path.of(plan.staging);
         Path parent = mine.getParent();
         if (!Files.isDirectory(parent)) return;
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(parent)) {
-            for (Path p : ds) if (!p.equals(mine)) deleteTree(p);
-        } catch (IOException e) {
+            for (Path p : ds) {
+                if (p.equals(mine)) continue;
+                try (FileLock over = runLock(p.toString()).acquire(0L)) {
+                    deleteTree(p);
+                } catch (io.seglog.spark.format.LockedException live) {
+                    // another driver's run, staging now: not ours to remove
+                }
+            }
+        } catch (IOException | RuntimeException e) {
             // leftovers cost only space; the next write tries again
         }
     }

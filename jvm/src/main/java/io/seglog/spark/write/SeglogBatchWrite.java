@@ -11,10 +11,12 @@ import org.apache.spark.sql.connector.write.WriterCommitMessage;
 final class SeglogBatchWrite implements BatchWrite {
     private final WriteOptions options;
     private final WritePlan plan;
+    private final io.seglog.spark.format.FileLock run;   // held while this run lives (DriverCommit.runLock)
 
     SeglogBatchWrite(WriteOptions options, WritePlan plan) {
         this.options = options;
         this.plan = plan;
+        this.run = DriverCommit.runLock(plan.staging).acquire(0L);
     }
 
     @Override
@@ -26,12 +28,17 @@ final class SeglogBatchWrite implements BatchWrite {
     public void commit(WriterCommitMessage[] messages) {
         StagedMessage[] staged = new StagedMessage[messages.length];
         for (int i = 0; i < messages.length; i++) staged[i] = (StagedMessage) messages[i];
-        DriverCommit.commit(options, plan, staged);
+        try {
+            DriverCommit.commit(options, plan, staged);
+        } finally {
+            run.release();
+        }
     }
 
     /** Nothing was published (tasks only stage; a failed commit rolled its partitions back): the staging goes. */
     @Override
     public void abort(WriterCommitMessage[] messages) {
         DriverCommit.deleteTree(Path.of(plan.staging));
+        run.release();
     }
 }

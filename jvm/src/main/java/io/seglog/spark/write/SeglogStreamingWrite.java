@@ -24,6 +24,7 @@ final class SeglogStreamingWrite implements StreamingWrite {
     private final InputColumns columns;
     private final String zone;
     private WritePlan current;   // the plan of the micro-batch whose factory was made last (batches run one at a time)
+    private io.seglog.spark.format.FileLock run;   // its run lock (DriverCommit.runLock)
 
     SeglogStreamingWrite(WriteOptions options, Map<String, String> given, String queryId, TopicTarget target,
                          InputColumns columns, String zone) {
@@ -41,7 +42,9 @@ final class SeglogStreamingWrite implements StreamingWrite {
         String staging = DriverCommit.writerStaging(o.root, o.writer, o.topic).resolve("epoch-" + UUID.randomUUID()).toString();
         // one "now" per delivery, the driver's, as the Python sink's (docs/spec.md §3.1)
         WritePlan plan = new WritePlan(o.root, staging, target, columns, System.currentTimeMillis(), zone, false);
+        if (run != null) run.release();   // a micro-batch neither committed nor aborted (the query stopped)
         current = plan;
+        run = DriverCommit.runLock(staging).acquire(0L);
         return new Factory(plan);
     }
 
@@ -63,11 +66,16 @@ final class SeglogStreamingWrite implements StreamingWrite {
     public void commit(long epochId, WriterCommitMessage[] messages) {
         StagedMessage[] staged = new StagedMessage[messages.length];
         for (int i = 0; i < messages.length; i++) staged[i] = (StagedMessage) messages[i];
-        DriverCommit.commit(options.forStream(given, queryId, epochId), current, staged);
+        try {
+            DriverCommit.commit(options.forStream(given, queryId, epochId), current, staged);
+        } finally {
+            run.release();
+        }
     }
 
     @Override
     public void abort(long epochId, WriterCommitMessage[] messages) {
         if (current != null) DriverCommit.deleteTree(java.nio.file.Path.of(current.staging));
+        if (run != null) run.release();
     }
 }
