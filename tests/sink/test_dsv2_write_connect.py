@@ -48,3 +48,29 @@ def test_idempotent_batch_writes_from_a_connect_client(remote, tmp_path):
     with pytest.raises(Exception, match="option 'txnVersion' needs option 'txnAppId'"):
         df.write.format("seglog").mode("append").option("topic", "ev").option("txnVersion", "3").save(str(root))
     assert CommitLog(root, "ev").last_batch("connect-app") == 1
+
+
+def test_foreach_batch_writes_each_micro_batch_once_from_a_connect_client(remote, tmp_path):
+    import json
+    import os
+
+    src, root, ckpt = tmp_path / "src", tmp_path / "log", tmp_path / "ckpt"
+    src.mkdir()
+    for f in range(3):
+        path = src / f"part-{f}.json"
+        path.write_text("".join(json.dumps({"k": f"f{f}-{j}"}) + "\n" for j in range(10)))
+        os.utime(path, (1_700_000_000 + f, 1_700_000_000 + f))
+    target = str(root)
+
+    def write_batch(batch_df, batch_id):
+        # a foreachBatch function as a Connect user writes it (nested: the server's worker gets it by value)
+        (batch_df.write.format("seglog").mode("append").option("topic", "fb").option("partitions", "2")
+         .option("txnAppId", "fb-app").option("txnVersion", str(batch_id)).save(target))
+
+    q = (remote.readStream.schema("k string").option("maxFilesPerTrigger", 1).json(str(src))
+         .selectExpr("CAST(k AS BINARY) AS key", "CAST('v' AS BINARY) AS value")
+         .writeStream.foreachBatch(write_batch).option("checkpointLocation", str(ckpt))
+         .trigger(availableNow=True).start())
+    q.awaitTermination()
+    assert _keys(root, "fb") == sorted(f"f{f}-{j}".encode() for f in range(3) for j in range(10))
+    assert CommitLog(root, "fb").last_batch("fb-app") == 2
