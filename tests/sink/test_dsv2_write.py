@@ -141,6 +141,14 @@ def test_a_bad_row_fails_the_write_and_nothing_is_written(spark, tmp_path):
     _write(_df(spark, 10), root, topic="t", partitions=2)
     bad = spark.createDataFrame([(b"k", b"v", 5)], "key binary, value binary, partition int")
     _refused(spark, root, bad, "partition out of range: topic t has 2 partitions", topic="t")
+    _write(_df(spark, 2), root, topic="small", partitions=1, **{"max.message.bytes": 200})
+    big = spark.createDataFrame([(b"k", b"x" * 500)], "key binary, value binary")
+    _refused(spark, root, big, "RecordTooLargeError", topic="small")
+    late = spark.createDataFrame([(b"k", b"v", dt.datetime(2001, 1, 1, tzinfo=dt.timezone.utc))],
+                                 "key binary, value binary, timestamp timestamp")
+    _write(_df(spark, 2).drop("timestamp"), root, topic="recent", partitions=1,
+           **{"message.timestamp.before.max.ms": 86_400_000})
+    _refused(spark, root, late, "TimestampOutOfRangeError", topic="recent")
     assert _staging_left(root) == []
     assert sum(map(len, _core_records(root, "t").values())) == 10
 
