@@ -12,7 +12,7 @@ laptop) stays exactly as before. A process umask of 022 would strip the group's 
 `os.open(path, flags, mode)` is masked by it too, so the bit is added explicitly with (f)chmod right
 after creation, by the creator (only an owner may chmod). Files renamed into place keep their mode,
 so a file is made group-writable when it is created, under its temporary name. The JVM's staged
-segments follow the same rule in their own home (jvm/.../write/GroupShared.java).
+segments and the driver's commit files follow the same rule in their own home (jvm/.../format/GroupShared.java).
 
 Why mirror the folder instead of a setting: the volume's owner decides once (chgrp + chmod 2775 of
 the root, or Kubernetes' fsGroup), every writer and the sidecar then agree without configuration,

@@ -2,13 +2,14 @@
 # Build seglog's Spark connector (jvm/, a Maven project) into seglog/jars/seglog-spark.jar, where the
 # wheel ships it as package data and seglog.jvm finds it. Maven resolves its dependencies as this
 # machine configures it (settings.xml, mirrors, proxies); no registry address is written here.
-# Idempotent: skipped when the jar is newer than every file under jvm/ (SEGLOG_JAR_FORCE=1 rebuilds).
+# Idempotent: skipped when the jar is newer than every file under jvm/ and conf/topic.yaml (the jar
+# carries the topic defaults; SEGLOG_JAR_FORCE=1 rebuilds).
 # On failure it retries (a transient resolution failure), then prints Maven's own output.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 jar="$here/seglog/jars/seglog-spark.jar"
 if [ -f "$jar" ] && [ -z "${SEGLOG_JAR_FORCE:-}" ] \
-   && [ -z "$(find "$here/jvm/pom.xml" "$here/jvm/src" -newer "$jar" -print -quit)" ]; then
+   && [ -z "$(find "$here/jvm/pom.xml" "$here/jvm/src" "$here/conf/topic.yaml" -newer "$jar" -print -quit)" ]; then
   exit 0
 fi
 command -v mvn >/dev/null || { echo "build-jar: Maven (mvn) is needed to build jvm/" >&2; exit 2; }

@@ -38,26 +38,100 @@ public final class CommitLogReader {
         return newest(dir(root, topic)).ends;
     }
 
+    /**
+     * The newest commit file whole (its writers map too: what a committer merges into and the
+     * exactly-once skip reads), checked as the Python core checks it; empty before the first commit.
+     */
+    public static java.util.Optional<CommitState> latest(Path root, String topic) {
+        Path dir = dir(root, topic);
+        for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+            TreeSet<Long> seqs = seqs(dir);
+            if (seqs.isEmpty()) return java.util.Optional.empty();
+            Path newest = file(dir, seqs.last());
+            try {
+                return java.util.Optional.of(parseState(newest, Files.readAllBytes(newest), seqs.last()));
+            } catch (NoSuchFileException e) {
+                continue;   // pruned by a newer commit between listing and reading
+            } catch (IOException e) {
+                throw new CorruptLogException("cannot read commit file " + newest + ": " + e, e);
+            }
+        }
+        throw new CorruptLogException("commit log " + dir + " keeps changing under the reader");
+    }
+
+    /** The seqs of the commit files in {@code dir}, ascending; empty when there is no commit log. */
+    static TreeSet<Long> seqs(Path dir) {
+        TreeSet<Long> seqs = new TreeSet<>();
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
+            for (Path p : ds) {
+                Matcher m = SEQ.matcher(p.getFileName().toString());
+                if (m.matches()) seqs.add(Long.parseLong(m.group(1)));
+            }
+        } catch (NoSuchFileException e) {
+            return seqs;
+        } catch (IOException e) {
+            throw new CorruptLogException("cannot list the commit log " + dir + ": " + e, e);
+        }
+        return seqs;
+    }
+
+    /** Every field, as indexer/commit_log.py's {@code _read}: a missing or mistyped one is corruption. */
+    static CommitState parseState(Path path, byte[] raw, long seq) {
+        try {
+            JsonNode doc = JSON.readTree(raw);
+            long fileSeq = integral(doc, "seq");
+            if (fileSeq != seq) {
+                throw new CorruptLogException("commit file " + path + " holds seq " + fileSeq + ", not " + seq);
+            }
+            Map<Integer, Long> ends = new HashMap<>();
+            Iterator<Map.Entry<String, JsonNode>> it = object(doc, "end_offsets").fields();
+            while (it.hasNext()) {
+                Map.Entry<String, JsonNode> e = it.next();
+                ends.put(Integer.parseInt(e.getKey()), integralValue(e.getValue(), "end offset"));
+            }
+            Map<String, Long> writers = new HashMap<>();
+            it = object(doc, "writers").fields();
+            while (it.hasNext()) {
+                Map.Entry<String, JsonNode> e = it.next();
+                writers.put(e.getKey(), integralValue(e.getValue(), "writer batch"));
+            }
+            JsonNode writer = doc.get("writer_id");
+            if (writer == null || !writer.isTextual()) throw new IllegalArgumentException("writer_id " + writer);
+            long time = doc.has("time") ? integral(doc, "time") : 0L;
+            return new CommitState(seq, writer.asText(), integral(doc, "batch_id"), ends, writers, time);
+        } catch (IOException | RuntimeException e) {
+            if (e instanceof CorruptLogException) throw (CorruptLogException) e;
+            throw new CorruptLogException("commit file " + path + " is unreadable: " + e, e);
+        }
+    }
+
+    private static JsonNode object(JsonNode doc, String field) {
+        JsonNode n = doc.get(field);
+        if (n == null || !n.isObject()) throw new IllegalArgumentException(field + " is " + n);
+        return n;
+    }
+
+    private static long integral(JsonNode doc, String field) {
+        return integralValue(doc.get(field), field);
+    }
+
+    private static long integralValue(JsonNode n, String what) {
+        if (n == null || !n.isIntegralNumber() || !n.canConvertToLong()) {
+            throw new IllegalArgumentException(what + " is " + n);
+        }
+        return n.asLong();
+    }
+
     /** A commit file's seq and its end offsets; seq -1 before the first commit. */
     private record Newest(long seq, Map<Integer, Long> ends) {}
 
-    private static Path file(Path dir, long seq) {
+    static Path file(Path dir, long seq) {
         return dir.resolve(String.format("%020d.json", seq));
     }
 
     private static Newest newest(Path dir) {
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-            TreeSet<Long> seqs = new TreeSet<>();
-            try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
-                for (Path p : ds) {
-                    Matcher m = SEQ.matcher(p.getFileName().toString());
-                    if (m.matches()) seqs.add(Long.parseLong(m.group(1)));
-                }
-            } catch (NoSuchFileException e) {
-                return new Newest(-1, Map.of());
-            } catch (IOException e) {
-                throw new CorruptLogException("cannot list the commit log " + dir + ": " + e, e);
-            }
+            TreeSet<Long> seqs = seqs(dir);
             if (seqs.isEmpty()) return new Newest(-1, Map.of());
             Path newest = file(dir, seqs.last());
             byte[] raw;

@@ -25,6 +25,23 @@ public final class LogStartCheckpoint {
         return readFile(root.resolve(FILE));
     }
 
+    /**
+     * Write the root's checkpoint (Kafka's text: version, count, {@code topic partition offset} lines sorted by
+     * topic then partition, as indexer/checkpoint.py writes them), atomically. The caller holds its lock
+     * ({@code _seglog/locks/log-start-offset-checkpoint.lock}). {@code entries}: "topic-partition" to offset.
+     */
+    public static void write(Path root, Map<String, Long> entries) throws java.io.IOException {
+        java.util.List<String[]> rows = new java.util.ArrayList<>();
+        for (Map.Entry<String, Long> e : entries.entrySet()) {
+            int dash = e.getKey().lastIndexOf('-');
+            rows.add(new String[] {e.getKey().substring(0, dash), e.getKey().substring(dash + 1), e.getValue().toString()});
+        }
+        rows.sort(java.util.Comparator.<String[], String>comparing(r -> r[0]).thenComparingInt(r -> Integer.parseInt(r[1])));
+        StringBuilder out = new StringBuilder("0\n").append(rows.size()).append('\n');
+        for (String[] r : rows) out.append(r[0]).append(' ').append(r[1]).append(' ').append(r[2]).append('\n');
+        AtomicFile.write(root.resolve(FILE), out.toString().getBytes(StandardCharsets.UTF_8));
+    }
+
     /** Any offsets file in Kafka's text format (also the cleaner's: {@link OffsetGaps}). */
     static Map<String, Long> readFile(Path file) {
         Map<String, Long> out = new HashMap<>();

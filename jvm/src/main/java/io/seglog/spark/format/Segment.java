@@ -203,6 +203,18 @@ public final class Segment implements Closeable {
         return floor < 0 ? 0 : offsetIndex.positionAt(floor);
     }
 
+    /**
+     * Checked batches from the segment's start, or from the last offset index entry below {@code offset},
+     * up to {@code offset} (exclusive): every batch wholly below it, each judged, and the batch straddling
+     * it, if any. Its {@link Batches#position()} after the walk is where the bytes of {@code offset} and
+     * after begin (a truncation's cut), when the last batch drawn ends below it.
+     */
+    public Batches batchesBelow(long offset) {
+        int floor = offset > base ? offsetIndex.floorEntry(offset - 1) : -1;
+        return floor < 0 ? new Batches(0, base, -1, offset)
+                         : new Batches(offsetIndex.positionAt(floor), -1, offsetIndex.offsetAt(floor), offset);
+    }
+
     /** The walk from the last offset index entry's batch, the part no entry covers yet (an estimate: a
      *  torn tail, a writer's unfinished batch, ends it). */
     private Batches tail() {

@@ -27,7 +27,7 @@ public final class SeglogProvider implements TableProvider, DataSourceRegister {
         return NAME;
     }
 
-    private ReadOptions options(Map<String, String> options) {
+    ReadOptions options(Map<String, String> options) {
         if (parsed == null || !options.equals(parsedFrom)) {
             parsed = ReadOptions.parse(options, true);   // batch-only rules are checked by toBatch()
             parsedFrom = options;
@@ -44,8 +44,15 @@ public final class SeglogProvider implements TableProvider, DataSourceRegister {
         return SeglogSchema.of(o.includeHeaders);
     }
 
+    /** A write gives its input's schema here and is not asked to infer one (which would check the topics
+     *  as a read does); the table parses read or write options when a scan or a write is built. */
+    @Override
+    public boolean supportsExternalMetadata() {
+        return true;
+    }
+
     @Override
     public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-        return new SeglogTable(options(properties));
+        return new SeglogTable(properties, this);
     }
 }

@@ -1,41 +1,76 @@
 package io.seglog.spark.read;
 
 import java.util.EnumSet;
+import java.util.Map;
 import java.util.Set;
 
 import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** The topics of one log root, read as a table (batch and micro-batch). */
-final class SeglogTable implements SupportsRead {
-    private final ReadOptions opts;
-    private final StructType schema;
+import io.seglog.spark.write.SeglogWriteBuilder;
 
-    SeglogTable(ReadOptions opts) {
-        this.opts = opts;
-        this.schema = SeglogSchema.of(opts.includeHeaders);
+/**
+ * The topics of one log root, read as a table (batch and micro-batch) and written to (batch appends:
+ * io.seglog.spark.write). One table serves both, so its options are parsed by the side that uses them:
+ * read options when a scan is built, write options when a write is ({@code partitions}, a topic's
+ * configuration, ... are write options, which the reader refuses by name).
+ */
+final class SeglogTable implements SupportsRead, SupportsWrite {
+    private final Map<String, String> properties;
+    private final SeglogProvider provider;
+    private ReadOptions read;
+
+    SeglogTable(Map<String, String> properties, SeglogProvider provider) {
+        this.properties = properties;
+        this.provider = provider;
+    }
+
+    private ReadOptions readOptions() {
+        if (read == null) read = provider.options(properties);
+        return read;
     }
 
     @Override
     public String name() {
-        return "seglog[" + opts.root + ":" + opts.selection.describe() + "]";
+        try {   // a read's table names what it reads; a write's (no read options) its root
+            ReadOptions o = readOptions();
+            return "seglog[" + o.root + ":" + o.selection.describe() + "]";
+        } catch (SeglogConfigException e) {
+            return "seglog[" + new CaseInsensitiveStringMap(properties).get("path") + "]";
+        }
     }
 
+    /** The read schema (what a scan gives); a write takes any input (ACCEPT_ANY_SCHEMA) and checks its
+     *  columns itself. Options that are no read options (a write's) give the schema without headers. */
     @Override
     public StructType schema() {
-        return schema;
+        try {
+            return SeglogSchema.of(readOptions().includeHeaders);
+        } catch (SeglogConfigException e) {
+            return SeglogSchema.of(false);
+        }
     }
 
     @Override
     public Set<TableCapability> capabilities() {
-        return EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ);
+        return EnumSet.of(TableCapability.BATCH_READ, TableCapability.MICRO_BATCH_READ, TableCapability.BATCH_WRITE,
+                TableCapability.STREAMING_WRITE, TableCapability.TRUNCATE, TableCapability.ACCEPT_ANY_SCHEMA);
     }
 
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-        return new SeglogScanBuilder(opts, schema);
+        ReadOptions o = readOptions();
+        return new SeglogScanBuilder(o, SeglogSchema.of(o.includeHeaders));
+    }
+
+    @Override
+    public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+        return new SeglogWriteBuilder(info);
     }
 }

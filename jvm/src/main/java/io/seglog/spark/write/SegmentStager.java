@@ -7,6 +7,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
+import io.seglog.spark.format.GroupShared;
+
 /**
  * One log partition's records within one write task: encoded into batches and written as staged
  * segments ({@code <stem>.log}, {@code .index}, {@code .timeindex}, {@code .batches}) whose offsets

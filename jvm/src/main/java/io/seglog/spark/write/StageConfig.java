@@ -30,4 +30,13 @@ public final class StageConfig implements Serializable {
         this.afterMaxMs = afterMaxMs;
         this.codec = codec;
     }
+
+    /** The fields by the names sink/jvm_write.py's stage_config gives them (the format tests compare them). */
+    public String toJson() {
+        return "{\"segment.bytes\": " + segmentBytes + ", \"segment.index.bytes\": " + indexBytes
+                + ", \"index.interval.bytes\": " + indexInterval + ", \"segment.ms\": " + segmentMs
+                + ", \"max.message.bytes\": " + maxMessageBytes + ", \"max_batch_bytes\": " + maxBatchBytes
+                + ", \"log_append_time\": " + logAppendTime + ", \"message.timestamp.before.max.ms\": " + beforeMaxMs
+                + ", \"message.timestamp.after.max.ms\": " + afterMaxMs + ", \"codec\": " + codec + "}";
+    }
 }

@@ -75,6 +75,11 @@ public final class StagedWrite {
         return reports.toArray(new String[0]);
     }
 
+    /** One task's staging outside a Spark job (the format tests' tool stages rows it makes itself). */
+    public static String writeRows(String planJson, Iterator<InternalRow> rows) throws IOException {
+        return writeTask(parse(planJson), rows);
+    }
+
     /** One task: every row to its slot's stager; the report names the staged segments. */
     static String writeTask(Plan plan, Iterator<InternalRow> it) throws IOException {
         TaskContext ctx = TaskContext.get();
@@ -164,7 +169,7 @@ public final class StagedWrite {
     }
 
     /** Log._append's check (KIP-937): CreateTime timestamps within before/after.max.ms of now. */
-    private static void checkTimestamp(long ts, long now, StageConfig cfg) {
+    static void checkTimestamp(long ts, long now, StageConfig cfg) {
         if (now - ts > cfg.beforeMaxMs || ts - now > cfg.afterMaxMs) {
             String which = ts < now ? "message.timestamp.before.max.ms=" + cfg.beforeMaxMs
                     : "message.timestamp.after.max.ms=" + cfg.afterMaxMs;

@@ -1,4 +1,4 @@
-package io.seglog.spark.write;
+package io.seglog.spark.format;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

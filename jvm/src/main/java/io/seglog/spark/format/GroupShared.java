@@ -1,4 +1,4 @@
-package io.seglog.spark.write;
+package io.seglog.spark.format;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -25,14 +25,14 @@ import java.util.Deque;
  * no setgid bit, and setting them would clear it on a folder, so the files created in it would get
  * the creator's own group instead of the root's.
  */
-final class GroupShared {
+public final class GroupShared {
     private static final int GROUP_RW = 0060;
     private static final int GROUP_RWX = 0070;
 
     private GroupShared() {}
 
     /** True when {@code folder} is group-writable (so what is created in it must be too). */
-    static boolean isShared(Path folder) throws IOException {
+    public static boolean isShared(Path folder) throws IOException {
         PosixFileAttributeView view = Files.getFileAttributeView(folder, PosixFileAttributeView.class);
         return view != null && view.readAttributes().permissions().contains(PosixFilePermission.GROUP_WRITE);
     }
@@ -41,7 +41,7 @@ final class GroupShared {
      * {@link Files#createDirectories}, each folder it creates under the rule; returns whether
      * {@code dir} itself is group-writable (the rule for the files then created in it).
      */
-    static boolean createDirectories(Path dir) throws IOException {
+    public static boolean createDirectories(Path dir) throws IOException {
         Deque<Path> missing = new ArrayDeque<>();
         for (Path p = dir.toAbsolutePath(); p != null && !Files.isDirectory(p); p = p.getParent()) {
             missing.push(p);
@@ -64,7 +64,7 @@ final class GroupShared {
     }
 
     /** A new file ({@code CREATE_NEW}) open for writing; group read and write when {@code shared}. */
-    static FileChannel createNew(Path path, boolean shared) throws IOException {
+    public static FileChannel createNew(Path path, boolean shared) throws IOException {
         FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
         if (shared) {
             try {

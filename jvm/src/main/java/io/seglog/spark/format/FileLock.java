@@ -1,0 +1,175 @@
+package io.seglog.spark.format;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+
+import com.sun.jna.LastErrorException;
+import com.sun.jna.Library;
+import com.sun.jna.Native;
+
+/**
+ * An exclusive lock on one file under {@code <root>/_seglog/locks/} (docs/spec.md §4), the same lock as
+ * the Python core's indexer/locks.py {@code FileLock}: flock(2) through libc. Java's own
+ * {@code FileChannel.lock} is an fcntl (POSIX record) lock, which on Linux neither excludes nor is
+ * excluded by a flock: a JVM holding one would write beside a Python sink or sidecar holding the other.
+ *
+ * <p>flock locks belong to the open file description: two holders in one process exclude each other (as
+ * two Python {@code FileLock}s do), and the kernel drops a lock when its process dies, so a killed
+ * driver never leaves a root locked.
+ */
+public final class FileLock implements AutoCloseable {
+    private static final int POLL_MILLIS = 20;
+    private static final int NAME_MAX = 255;   // bytes in one path component (indexer/names.py)
+    // Linux's values (asm-generic); seglog runs on Linux (README)
+    private static final int LOCK_EX = 2;
+    private static final int LOCK_NB = 4;
+    private static final int LOCK_UN = 8;
+    private static final int O_RDONLY = 0;
+    private static final int O_RDWR = 2;
+    private static final int O_CLOEXEC = 02000000;
+    private static final int EACCES = 13;
+    private static final int EAGAIN = 11;   // EWOULDBLOCK
+
+    private interface LibC extends Library {
+        int open(String path, int flags) throws LastErrorException;
+
+        int flock(int fd, int operation) throws LastErrorException;
+
+        int close(int fd) throws LastErrorException;
+    }
+
+    private static final class Holder {
+        static final LibC LIBC = Native.load("c", LibC.class);
+    }
+
+    private final Path path;
+    private final String what;
+    private int fd = -1;
+
+    public FileLock(Path path, String what) {
+        this.path = path;
+        this.what = what;
+    }
+
+    /** The lock of partition folder {@code <root>/<topic>-<partition>}. */
+    public static FileLock partition(Path root, String topic, int partition) {
+        String name = topic + "-" + partition;
+        return new FileLock(lockPath(root, name), "partition " + name);
+    }
+
+    /** The driver's lock of one topic: one writing query commits to a topic at a time. */
+    public static FileLock topicWriter(Path root, String topic) {
+        return new FileLock(lockPath(root, topic + ".writer"), "topic " + topic + " (sink writer)");
+    }
+
+    /** {@code <root>/_seglog/locks/<name>.lock}, shortened as indexer/names.py's short_file_name does. */
+    public static Path lockPath(Path root, String name) {
+        return root.resolve("_seglog").resolve("locks").resolve(shortFileName(name, ".lock"));
+    }
+
+    /** {@code name + suffix}, or, past NAME_MAX bytes, a prefix of name plus a hash of all of it. */
+    static String shortFileName(String name, String suffix) {
+        if ((name + suffix).getBytes(StandardCharsets.UTF_8).length <= NAME_MAX) return name + suffix;
+        try {
+            byte[] digest = MessageDigest.getInstance("SHA-256").digest(name.getBytes(StandardCharsets.UTF_8));
+            StringBuilder hex = new StringBuilder();
+            for (int i = 0; i < 16; i++) hex.append(String.format("%02x", digest[i]));
+            return name.substring(0, NAME_MAX - suffix.length() - 33) + "~" + hex + suffix;
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    public boolean held() {
+        return fd >= 0;
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    /** Take the lock, waiting at most {@code timeoutMillis} (null: for ever; 0: one try). */
+    public FileLock acquire(Long timeoutMillis) {
+        if (fd >= 0) return this;
+        int opened = open();
+        long deadline = timeoutMillis == null ? Long.MAX_VALUE : System.nanoTime() + timeoutMillis * 1_000_000L;
+        try {
+            while (true) {
+                try {
+                    Holder.LIBC.flock(opened, LOCK_EX | LOCK_NB);
+                    break;
+                } catch (LastErrorException e) {
+                    if (e.getErrorCode() != EAGAIN) {
+                        // ENOLCK/ENOTSUP/EINVAL: no working locks here; refusing beats writing unlocked
+                        throw new StorageException(what + ": cannot lock " + path + " (errno " + e.getErrorCode()
+                                + "); seglog needs a filesystem with flock locks", e);
+                    }
+                    if (timeoutMillis != null && System.nanoTime() >= deadline) {
+                        throw new LockedException(what + " is locked by another writer (lock file " + path
+                                + "); gave up after " + timeoutMillis / 1000.0 + " s");
+                    }
+                    sleep();
+                }
+            }
+        } catch (RuntimeException e) {
+            Holder.LIBC.close(opened);
+            throw e;
+        }
+        fd = opened;
+        return this;
+    }
+
+    private static void sleep() {
+        try {
+            Thread.sleep(POLL_MILLIS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new LockedException("interrupted while waiting for a lock");
+        }
+    }
+
+    /** A descriptor to flock on, the file created under the group rule when missing (fsutil's
+     *  open_lock_file); read-only when this user may not write it (a flock needs no write access). */
+    private int open() {
+        try {
+            boolean shared = GroupShared.createDirectories(path.getParent());
+            try {
+                GroupShared.createNew(path, shared).close();
+            } catch (FileAlreadyExistsException e) {
+                // another holder made it
+            }
+        } catch (IOException e) {
+            throw new StorageException(what + ": cannot create lock file " + path + ": " + e, e);
+        }
+        try {
+            return Holder.LIBC.open(path.toString(), O_RDWR | O_CLOEXEC);
+        } catch (LastErrorException e) {
+            if (e.getErrorCode() != EACCES) throw new StorageException(what + ": cannot open " + path + ": " + e, e);
+        }
+        try {
+            return Holder.LIBC.open(path.toString(), O_RDONLY | O_CLOEXEC);
+        } catch (LastErrorException e) {
+            throw new StorageException(what + ": cannot open " + path + ": " + e, e);
+        }
+    }
+
+    public void release() {
+        if (fd < 0) return;
+        int held = fd;
+        fd = -1;
+        try {
+            Holder.LIBC.flock(held, LOCK_UN);
+        } finally {
+            Holder.LIBC.close(held);
+        }
+    }
+
+    @Override
+    public void close() {
+        release();
+    }
+}

@@ -1,0 +1,48 @@
+package io.seglog.spark.format;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * A partition's recovery point, {@code <partition>/recovery-point-offset-checkpoint} (docs/format.md
+ * "Files"; indexer/recovery_point.py): Kafka's checkpoint text, one entry. The JVM only ever lowers it,
+ * before it rewrites records at or after the point (a truncation writes its intent after): the file must
+ * never claim as durable and sealed what a cut touches. A missing or malformed file claims nothing.
+ */
+public final class RecoveryPointFile {
+    public static final String NAME = "recovery-point-offset-checkpoint";
+
+    private RecoveryPointFile() {}
+
+    /** The point the file holds for this partition, or 0 (nothing trusted) when it holds none. */
+    public static long read(Path dir, String topic, int partition) {
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(dir.resolve(NAME), StandardCharsets.UTF_8);
+        } catch (NoSuchFileException e) {
+            return 0;
+        } catch (IOException e) {
+            return 0;
+        }
+        if (lines.size() != 3 || !lines.get(0).equals("0") || !lines.get(1).equals("1")) return 0;
+        String[] f = lines.get(2).split(" ");
+        try {
+            if (f.length == 3 && f[0].equals(topic) && Integer.parseInt(f[1]) == partition) {
+                return Math.max(0, Long.parseLong(f[2]));
+            }
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+        return 0;
+    }
+
+    /** Lower the point to {@code offset} when it is above it (temp file, force, rename, folder fsync). */
+    public static void lowerTo(Path dir, String topic, int partition, long offset) throws IOException {
+        if (read(dir, topic, partition) <= offset) return;
+        AtomicFile.write(dir.resolve(NAME), ("0\n1\n" + topic + " " + partition + " " + offset + "\n").getBytes(StandardCharsets.US_ASCII));
+    }
+}

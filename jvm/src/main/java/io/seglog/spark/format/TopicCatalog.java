@@ -1,0 +1,207 @@
+package io.seglog.spark.format;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.TreeMap;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+/**
+ * Topic metadata, created and checked as indexer/topics.py does: {@code <root>/_seglog/topics/<topic>.json}
+ * is written whole under a temporary name, forced, then hard-linked to its name, which fails when another
+ * creator got there first (first writer wins, never a rename over); every later creator reads the recorded
+ * metadata and must ask for the same thing. Invariant: once the file exists it never changes.
+ */
+public final class TopicCatalog {
+    public static final int MAX_PARTITIONS = 1 << 20;   // indexer/topics.py's sanity bound
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private TopicCatalog() {}
+
+    public static Path topicsDir(Path root) {
+        return root.resolve("_seglog").resolve("topics");
+    }
+
+    public static Path topicFile(Path root, String topic) {
+        checkTopic(topic);
+        return topicsDir(root).resolve(topic + ".json");
+    }
+
+    static void checkTopic(String topic) {
+        if (topic == null || !TopicLayout.validTopic(topic)) {
+            throw new InvalidTopicException("invalid topic name " + (topic == null ? "null" : PythonJson.string(topic).replace('"', '\''))
+                    + ": a topic is 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'");
+        }
+    }
+
+    static void checkPartitions(String topic, long partitions) {
+        if (partitions < 1 || partitions > MAX_PARTITIONS) {
+            throw new InvalidTopicException("topic '" + topic + "': partitions = " + partitions
+                    + "; allowed: an integer from 1 to " + MAX_PARTITIONS);
+        }
+    }
+
+    /** The recorded metadata of {@code topic}, or empty when it was never created. */
+    public static Optional<TopicMetadata> load(Path root, String topic) {
+        Path path = topicFile(root, topic);
+        byte[] raw;
+        try {
+            raw = Files.readAllBytes(path);
+        } catch (NoSuchFileException e) {
+            return Optional.empty();
+        } catch (IOException e) {
+            throw new StorageException("topic metadata " + path + ": cannot read it: " + e, e);
+        }
+        TopicMetadata meta = parse(path, raw);
+        if (!meta.name().equals(topic)) {
+            throw new InvalidTopicException("topic metadata " + path + " names topic '" + meta.name() + "', not '" + topic + "'");
+        }
+        return Optional.of(meta);
+    }
+
+    private static TopicMetadata parse(Path path, byte[] raw) {
+        try {
+            JsonNode doc = JSON.readTree(raw);
+            Map<String, Object> config = new LinkedHashMap<>();
+            JsonNode c = doc.get("config");
+            if (c != null && !c.isNull()) {
+                Iterator<Map.Entry<String, JsonNode>> it = c.fields();
+                while (it.hasNext()) {
+                    Map.Entry<String, JsonNode> e = it.next();
+                    config.put(e.getKey(), plain(e.getValue()));
+                }
+            }
+            if ("none".equals(config.get("compression.type"))) {
+                // recorded by seglog 0.2, which took the producer's name (indexer/topics.py's _parse)
+                config.put("compression.type", "uncompressed");
+            }
+            JsonNode n = doc.get("partitions");
+            if (n == null || !n.canConvertToLong()) throw new IllegalArgumentException("partitions is " + n);
+            JsonNode name = doc.get("name");
+            if (name == null || name.isNull()) throw new IllegalArgumentException("no name");
+            TopicMetadata meta = new TopicMetadata(name.asText(), (int) n.asLong(), config,
+                    doc.has("created_ms") ? doc.get("created_ms").asLong() : 0L);
+            checkPartitions(meta.name(), n.asLong());
+            return meta;
+        } catch (IOException | RuntimeException e) {
+            if (e instanceof InvalidTopicException) throw (InvalidTopicException) e;
+            throw new InvalidTopicException("topic metadata " + path + " is unreadable: " + e);
+        }
+    }
+
+    private static Object plain(JsonNode v) {
+        if (v.isNull()) return null;
+        if (v.isIntegralNumber()) return v.bigIntegerValue().bitLength() < 64 ? (Object) v.asLong() : v.bigIntegerValue();
+        if (v.isNumber()) return v.asDouble();
+        if (v.isArray()) {
+            List<Object> out = new ArrayList<>();
+            for (JsonNode x : v) out.add(plain(x));
+            return out;
+        }
+        if (v.isBoolean()) return v.asBoolean();
+        return v.asText();
+    }
+
+    /**
+     * Record {@code topic} with {@code partitions} and {@code config} (Kafka's names, validated); the
+     * same request again returns the recorded metadata. A topic recorded with another partition count or
+     * configuration is refused, naming both (an existing topic keeps its own).
+     */
+    public static TopicMetadata create(Path root, String topic, int partitions, Map<String, ?> config) {
+        checkTopic(topic);
+        checkPartitions(topic, partitions);
+        Map<String, Object> overrides = TopicConfigRules.requested(config, "config of topic '" + topic + "'");
+        Optional<TopicMetadata> existing = load(root, topic);
+        if (existing.isEmpty()) {
+            Path path = topicFile(root, topic);
+            TopicMetadata meta = new TopicMetadata(topic, partitions, overrides, System.currentTimeMillis());
+            Path tmp = path.resolveSibling(".tmp-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+            try {
+                boolean shared = GroupShared.createDirectories(path.getParent());
+                try (FileChannel ch = GroupShared.createNew(tmp, shared)) {
+                    ByteBuffer buf = ByteBuffer.wrap(meta.toJson().getBytes(StandardCharsets.US_ASCII));
+                    while (buf.hasRemaining()) ch.write(buf);
+                    ch.force(true);
+                }
+                try {
+                    Files.createLink(path, tmp);   // fails when another creator got there first
+                    FileSync.directory(path.getParent());
+                    return meta;
+                } catch (FileAlreadyExistsException e) {
+                    // read what the winner recorded, below
+                }
+            } catch (IOException e) {
+                throw new StorageException("topic metadata " + path + ": cannot write it: " + e, e);
+            } finally {
+                try {
+                    Files.deleteIfExists(tmp);
+                } catch (IOException e) {
+                    // a leftover dot-file is in no listing
+                }
+            }
+            existing = load(root, topic);
+            if (existing.isEmpty()) {
+                throw new InvalidTopicException("topic '" + topic + "': its metadata file " + path + " vanished while creating it");
+            }
+        }
+        checkSame(existing.get(), partitions, overrides);
+        return existing.get();
+    }
+
+    /** Asking for nothing, or for what the topic has, is no conflict; anything else is, naming both. */
+    public static void checkSame(TopicMetadata existing, int partitions, Map<String, Object> overrides) {
+        List<String> problems = new ArrayList<>();
+        if (existing.partitions() != partitions) {
+            problems.add("it has " + existing.partitions() + " partitions, " + partitions + " were asked");
+        }
+        Map<String, Object> effective = existing.topicConfig();
+        Map<String, Object> has = new TreeMap<>();
+        Map<String, Object> asked = new TreeMap<>();
+        overrides.forEach((k, v) -> {
+            if (!sameValue(effective.get(k), v)) {
+                has.put(k, effective.get(k));
+                asked.put(k, v);
+            }
+        });
+        if (!asked.isEmpty()) problems.add("its configuration is " + has + ", " + asked + " were asked");
+        if (!problems.isEmpty()) {
+            throw new InvalidTopicException("topic '" + existing.name() + "' already exists and differs: "
+                    + String.join("; ", problems) + " (an existing topic keeps its partition count and configuration)");
+        }
+    }
+
+    private static boolean sameValue(Object a, Object b) {
+        if (a instanceof Number x && b instanceof Number y) return x.doubleValue() == y.doubleValue();
+        return Objects.equals(a, b);
+    }
+
+    /**
+     * Remove a topic's metadata when nothing was ever committed to it (indexer/topics.py's
+     * forget_uncommitted_topic): a creator whose first write was refused leaves no trace, so a corrected
+     * request is not refused as a conflict. Returns whether it removed the file.
+     */
+    public static boolean forgetUncommitted(Path root, String topic) {
+        if (CommitLogReader.latest(root, topic).isPresent()) return false;
+        try {
+            if (!Files.deleteIfExists(topicFile(root, topic))) return false;
+            FileSync.directory(topicsDir(root));
+            return true;
+        } catch (IOException e) {
+            throw new StorageException("topic metadata of '" + topic + "': cannot remove it: " + e, e);
+        }
+    }
+}

@@ -1,0 +1,159 @@
+package io.seglog.spark.tools;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import io.seglog.spark.format.CommitLogReader;
+import io.seglog.spark.format.CommitLogWriter;
+import io.seglog.spark.format.CommittedEndRollBack;
+import io.seglog.spark.format.StagedPublisher;
+import io.seglog.spark.format.StagedSegment;
+import io.seglog.spark.format.CommitState;
+import io.seglog.spark.format.FileLock;
+import io.seglog.spark.format.PythonJson;
+import io.seglog.spark.format.TopicCatalog;
+import io.seglog.spark.format.TopicConfigRules;
+
+/**
+ * The JVM's writers of the shared formats, one call per run, for the differential tests that hold them
+ * to the Python core's (tests/sink/test_jvm_formats.py): {@code java -cp <jar>:<spark jars>
+ * io.seglog.spark.tools.FormatTool COMMAND ARGS}. Prints one JSON line of result; an error is printed
+ * as {@code {"error": "<class>", "message": ...}} with exit status 1, so a test can assert the refusal.
+ */
+public final class FormatTool {
+    private FormatTool() {}
+
+    public static void main(String[] args) throws Exception {
+        try {
+            System.out.println(run(args[0], Arrays.asList(args).subList(1, args.length)));
+        } catch (RuntimeException e) {
+            System.out.println("{\"error\": \"" + e.getClass().getSimpleName() + "\", \"message\": "
+                    + jsonString(String.valueOf(e.getMessage())) + "}");
+            System.exit(1);
+        }
+    }
+
+    static String run(String command, List<String> a) throws Exception {
+        switch (command) {
+            case "commit": {   // ROOT TOPIC WRITER BATCH ALLOW_LOWER(true|false) RETAIN P=END...
+                Map<Integer, Long> ends = new HashMap<>();
+                for (String pe : a.subList(6, a.size())) {
+                    String[] kv = pe.split("=");
+                    ends.put(Integer.parseInt(kv[0]), Long.parseLong(kv[1]));
+                }
+                CommitState s = new CommitLogWriter(Path.of(a.get(0)), a.get(1), Integer.parseInt(a.get(5)))
+                        .commit(a.get(2), Long.parseLong(a.get(3)), ends, Boolean.parseBoolean(a.get(4)));
+                return s.toJson();
+            }
+            case "commit-series": {   // ROOT TOPIC WRITER PARTITION COUNT: batch i commits end i + 1
+                CommitLogWriter w = new CommitLogWriter(Path.of(a.get(0)), a.get(1));
+                int p = Integer.parseInt(a.get(3));
+                CommitState s = null;
+                for (int i = 0; i < Integer.parseInt(a.get(4)); i++) {
+                    s = w.commit(a.get(2), i, Map.of(p, (long) i + 1), false);
+                }
+                return s == null ? "null" : s.toJson();
+            }
+            case "lock-path":  // ROOT NAME
+                return PythonJson.string(FileLock.lockPath(Path.of(a.get(0)), a.get(1)).toString());
+            case "create-topic": {   // ROOT TOPIC PARTITIONS KEY=VALUE...
+                Map<String, Object> config = new java.util.LinkedHashMap<>();
+                for (String kv : a.subList(3, a.size())) {
+                    int eq = kv.indexOf('=');
+                    config.put(kv.substring(0, eq), kv.substring(eq + 1));
+                }
+                return TopicCatalog.create(Path.of(a.get(0)), a.get(1), Integer.parseInt(a.get(2)), config)
+                        .toJson().replace("\n", "");
+            }
+            case "forget-topic":       // ROOT TOPIC
+                return Boolean.toString(TopicCatalog.forgetUncommitted(Path.of(a.get(0)), a.get(1)));
+            case "validate-configs": { // stdin: one JSON object of key -> value per line
+                com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+                StringBuilder out = new StringBuilder("[");
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+                String line;
+                while ((line = in.readLine()) != null) {
+                    Map<String, Object> config = json.readValue(line, new com.fasterxml.jackson.core.type.TypeReference<java.util.LinkedHashMap<String, Object>>() {});
+                    config.replaceAll((k, v) -> v instanceof Integer i ? (Object) i.longValue() : v);
+                    if (out.length() > 1) out.append(", ");
+                    try {
+                        String ok = json.writeValueAsString(TopicConfigRules.requested(config, "config"));
+                        out.append("{\"ok\": ").append(ok).append('}');
+                    } catch (io.seglog.spark.format.TopicConfigException e) {
+                        out.append("{\"error\": ").append(PythonJson.string(e.getMessage())).append('}');
+                    }
+                }
+                return out.append(']').toString();
+            }
+            case "stage": {   // PLAN_JSON_FILE ROWS_JSON_FILE: rows [{base, n, p, key, value, ts_ms}] staged as one task
+                com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+                java.util.List<org.apache.spark.sql.catalyst.InternalRow> rows = new java.util.ArrayList<>();
+                for (com.fasterxml.jackson.databind.JsonNode r : json.readTree(Path.of(a.get(1)).toFile())) {
+                    rows.add(new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(new Object[] {
+                        r.get("base").asInt(), r.get("n").asInt(), r.get("p").isNull() ? null : r.get("p").asInt(),
+                        r.get("key").isNull() ? null : r.get("key").asText().getBytes(StandardCharsets.UTF_8),
+                        r.get("value").asText().getBytes(StandardCharsets.UTF_8),
+                        r.get("ts_ms").isNull() ? null : r.get("ts_ms").asLong() * 1000, null}));
+                }
+                return io.seglog.spark.write.StagedWrite.writeRows(java.nio.file.Files.readString(Path.of(a.get(0))), rows.iterator());
+            }
+            case "publish": {  // ROOT TOPIC PARTITION CODEC REPORT_JSON_FILE SLOT, under the partition's lock
+                com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+                java.util.List<StagedSegment> staged = new java.util.ArrayList<>();
+                for (com.fasterxml.jackson.databind.JsonNode o : json.readTree(Path.of(a.get(4)).toFile()).get("outputs")) {
+                    if (o.get("slot").asInt() != Integer.parseInt(a.get(5))) continue;
+                    for (com.fasterxml.jackson.databind.JsonNode g : o.get("segments")) {
+                        staged.add(new StagedSegment(g.get("stem").asText(), g.get("size").asLong(), g.get("records").asLong(),
+                                g.get("batches").asInt(), g.get("durable").asBoolean()));
+                    }
+                }
+                Path root = Path.of(a.get(0));
+                int partition = Integer.parseInt(a.get(2));
+                try (FileLock lock = FileLock.partition(root, a.get(1), partition).acquire(60_000L)) {
+                    StagedPublisher.Result r = StagedPublisher.publish(root, a.get(1), partition, staged, Integer.parseInt(a.get(3)));
+                    return "{\"start\": " + r.start() + ", \"end\": " + r.end() + ", \"bases\": " + r.bases() + "}";
+                }
+            }
+            case "rollback": { // ROOT TOPIC PARTITION COMMITTED SEGMENT_INDEX_BYTES, under the partition's lock
+                Path root = Path.of(a.get(0));
+                int partition = Integer.parseInt(a.get(2));
+                try (FileLock lock = FileLock.partition(root, a.get(1), partition).acquire(60_000L)) {
+                    CommittedEndRollBack.Result r = CommittedEndRollBack.rollBack(root, a.get(1), partition,
+                            Long.parseLong(a.get(3)), Integer.parseInt(a.get(4)));
+                    return "{\"cut\": " + r.cut() + ", \"end\": " + r.logEnd() + "}";
+                }
+            }
+            case "stage-config": {   // KEY=VALUE...: the stager's rules for a topic with that configuration
+                Map<String, Object> config = new java.util.LinkedHashMap<>();
+                for (String kv : a) {
+                    int eq = kv.indexOf('=');
+                    config.put(kv.substring(0, eq), kv.substring(eq + 1));
+                }
+                return io.seglog.spark.write.TopicTarget.stageConfig(TopicConfigRules.validate(config, null, "config")).toJson();
+            }
+            case "latest":     // ROOT TOPIC
+                return CommitLogReader.latest(Path.of(a.get(0)), a.get(1)).map(CommitState::toJson).orElse("null");
+            case "lock": {     // ROOT NAME TIMEOUT_MS: hold the lock until a line (or EOF) on stdin
+                FileLock lock = new FileLock(FileLock.lockPath(Path.of(a.get(0)), a.get(1)), a.get(1));
+                lock.acquire(Long.parseLong(a.get(2)));
+                System.out.println("{\"locked\": true}");
+                System.out.flush();
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine();
+                lock.release();
+                return "{\"released\": true}";
+            }
+            default:
+                throw new IllegalArgumentException("unknown command " + command);
+        }
+    }
+
+    static String jsonString(String s) {
+        return PythonJson.string(s);
+    }
+}

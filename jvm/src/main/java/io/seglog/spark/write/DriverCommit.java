@@ -1,0 +1,254 @@
+package io.seglog.spark.write;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.stream.Stream;
+
+import io.seglog.spark.format.CommitLogReader;
+import io.seglog.spark.format.CommitLogWriter;
+import io.seglog.spark.format.CommitState;
+import io.seglog.spark.format.CommittedEndRollBack;
+import io.seglog.spark.format.FileLock;
+import io.seglog.spark.format.StagedPublisher;
+import io.seglog.spark.format.StagedSegment;
+import io.seglog.spark.format.TopicCatalog;
+import io.seglog.spark.format.TopicMetadata;
+
+/**
+ * The driver's exactly-once commit of a {@code format("seglog")} write (docs/spec.md §4, §7), one home for
+ * the protocol the Python sink runs in sink/segment_log_sink.py, on the files both sides share:
+ * <ol>
+ * <li>take each topic's writer lock ({@code _seglog/locks/<topic>.writer.lock}, flock, sorted: two writers
+ *   never deadlock), so two writes never interleave their commits of one topic;</li>
+ * <li>skip the topics whose commit log already holds this write (txnAppId's last version at or above
+ *   txnVersion): a re-run of an idempotent write;</li>
+ * <li>create (or check) the {@code topic} option's topic;</li>
+ * <li>roll every partition back to its committed end (a crashed write's records past it are cut) and
+ *   remove the staged files of this writer's crashed runs;</li>
+ * <li>publish each partition's staged segments at its log end, in task order, by rename (forced first);</li>
+ * <li>commit once per topic, holding the written partitions' locks: the new end offsets and the writer's
+ *   version, in one commit file. Only now do readers see the write;</li>
+ * <li>remove this run's staging folder. On any failure before the commit every partition is rolled back
+ *   again, so a failed write leaves each log as it was.</li>
+ * </ol>
+ * A kill at any point leaves records past the committed end (cut by the next write's step 4) and staged
+ * files (removed by the next write of this writer), never a half-visible write.
+ */
+final class DriverCommit {
+    static final long LOCK_TIMEOUT_MS = 600_000L;   // as the Python sink's lock_timeout
+
+    private DriverCommit() {}
+
+    /** {@code <root>/_seglog/staging/<writer>/<topics key>-jvm}: every run of one writer to one set of topics. */
+    static Path writerStaging(String root, String writer, String topic) {
+        String key = topic == null ? "rows" : sha1(topic).substring(0, 16);
+        return Path.of(root, "_seglog", "staging", writer, key + "-jvm");
+    }
+
+    private static String sha1(String s) {
+        try {
+            StringBuilder hex = new StringBuilder();
+            for (byte b : MessageDigest.getInstance("SHA-1").digest(s.getBytes(StandardCharsets.UTF_8))) {
+                hex.append(String.format("%02x", b));
+            }
+            return hex.toString();
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The version the commit log records for a write: txnVersion, or a plain append's next number. */
+    static long version(WriteOptions o, Optional<CommitState> latest) {
+        if (o.txnVersion != null) return o.txnVersion;
+        Long last = latest.map(s -> s.lastBatch(o.writer)).orElse(null);
+        return last == null || last < 0 ? 0 : last + 1;
+    }
+
+    /** Whether {@code topic}'s commit log holds this idempotent write already. */
+    static boolean committed(Path root, String topic, WriteOptions o) {
+        if (o.txnVersion == null) return false;
+        Long last = CommitLogReader.latest(root, topic).map(s -> s.lastBatch(o.writer)).orElse(null);
+        return last != null && last >= o.txnVersion;
+    }
+
+    static void commit(WriteOptions o, WritePlan plan, StagedMessage[] messages) {
+        Path root = Path.of(o.root);
+        TreeSet<String> topics = new TreeSet<>();
+        if (o.topic != null) topics.add(o.topic);
+        for (StagedMessage m : messages) for (StagedMessage.Output out : m.outputs()) topics.add(out.topic());
+        List<FileLock> locks = new ArrayList<>();
+        try {
+            for (String t : topics) locks.add(FileLock.topicWriter(root, t).acquire(LOCK_TIMEOUT_MS));
+            List<String> todo = new ArrayList<>();
+            for (String t : topics) if (!committed(root, t, o)) todo.add(t);
+            if (todo.isEmpty() || plan.skip) return;
+            Map<String, TopicMetadata> metas = new LinkedHashMap<>();
+            List<String> created = new ArrayList<>();
+            Map<String, boolean[]> existed = new HashMap<>();
+            try {
+                for (String t : todo) {
+                    if (TopicCatalog.load(root, t).isEmpty()) created.add(t);
+                    TopicMetadata m = topic(root, t, o);
+                    metas.put(t, m);
+                    boolean[] e = new boolean[m.partitions()];
+                    for (int p = 0; p < e.length; p++) e[p] = Files.isDirectory(io.seglog.spark.format.TopicLayout.partitionDir(root, t, p));
+                    existed.put(t, e);
+                }
+                for (TopicMetadata m : metas.values()) rollBack(root, m);
+                removeCrashedRuns(o, plan);
+                publishAndCommit(root, o, metas, messages);
+            } catch (RuntimeException | Error e) {
+                restore(root, metas, existed, created, e);
+                throw e;
+            }
+        } finally {
+            for (int i = locks.size() - 1; i >= 0; i--) locks.get(i).release();
+            deleteTree(Path.of(plan.staging));
+        }
+    }
+
+    /**
+     * After a failed write, nothing of it stays (the Python sink's _restore): every partition rolled back to
+     * its committed end, the folders this write created for partitions that hold nothing committed removed,
+     * and a topic this write created forgotten when nothing was ever committed to it, so a corrected request
+     * (another partition count) is not refused as a conflict. Failures here are added to {@code failure}.
+     */
+    private static void restore(Path root, Map<String, TopicMetadata> metas, Map<String, boolean[]> existed,
+                                List<String> created, Throwable failure) {
+        for (TopicMetadata m : metas.values()) {
+            try {
+                rollBack(root, m);
+                Map<Integer, Long> ends = CommitLogReader.committedEnds(root, m.name());
+                boolean[] before = existed.get(m.name());
+                for (int p = 0; p < m.partitions(); p++) {
+                    if (!before[p] && ends.getOrDefault(p, 0L) == 0L) {
+                        deleteTree(io.seglog.spark.format.TopicLayout.partitionDir(root, m.name(), p));
+                    }
+                }
+            } catch (RuntimeException again) {
+                failure.addSuppressed(again);
+            }
+        }
+        for (String t : created) {
+            try {
+                TopicCatalog.forgetUncommitted(root, t);
+            } catch (RuntimeException again) {
+                failure.addSuppressed(again);
+            }
+        }
+    }
+
+    /** The topic option's topic is created (or checked) now, under its writer lock; a row's topic exists. */
+    private static TopicMetadata topic(Path root, String t, WriteOptions o) {
+        if (t.equals(o.topic)) {
+            Optional<TopicMetadata> existing = TopicCatalog.load(root, t);
+            if (existing.isPresent() && o.partitions == null && !o.configGiven) return existing.get();
+            if (existing.isEmpty() && o.partitions == null) {
+                throw new SeglogWriteException("seglog write: topic '" + t + "' does not exist under " + root
+                        + "; pass option 'partitions' (and topic configuration) to create it");
+            }
+            int n = o.partitions != null ? o.partitions : existing.get().partitions();
+            return TopicCatalog.create(root, t, n, o.configGiven ? o.config : existing.map(TopicMetadata::config).orElse(Map.of()));
+        }
+        return TopicCatalog.load(root, t).orElseThrow(() -> new SeglogWriteException(
+                "seglog write: topic '" + t + "' vanished during the write"));
+    }
+
+    /** Every partition of the topic back to its committed end, each under its lock. */
+    private static void rollBack(Path root, TopicMetadata meta) {
+        Map<Integer, Long> ends = CommitLogReader.committedEnds(root, meta.name());
+        int indexBytes = ((Long) meta.topicConfig().get("segment.index.bytes")).intValue();
+        for (int p = 0; p < meta.partitions(); p++) {
+            try (FileLock lock = FileLock.partition(root, meta.name(), p).acquire(LOCK_TIMEOUT_MS)) {
+                CommittedEndRollBack.rollBack(root, meta.name(), p, ends.getOrDefault(p, 0L), indexBytes);
+            }
+        }
+    }
+
+    /**
+     * A run's lock, {@code <run folder>/.run.lock}, held by its driver from planning to the end of its commit
+     * or abort: a run whose lock can be taken is over (a killed driver's flock is dropped by the kernel).
+     * Unlike the Python sink, a write does not hold its writer lock while its tasks stage, so another run of
+     * the same writer and topic may be staging beside this one; only runs that are over are removed.
+     */
+    static FileLock runLock(String staging) {
+        Path dir = Path.of(staging);
+        return new FileLock(dir.resolve(".run.lock"), "staging run " + dir.getFileName());
+    }
+
+    /** A crashed run's staged files (never published past a commit): the run folders of this writer and topic
+     *  that no live driver holds. */
+    private static void removeCrashedRuns(WriteOptions o, WritePlan plan) {
+        Path mine = Path.of(plan.staging);
+        Path parent = mine.getParent();
+        if (!Files.isDirectory(parent)) return;
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(parent)) {
+            for (Path p : ds) {
+                if (p.equals(mine)) continue;
+                try (FileLock over = runLock(p.toString()).acquire(0L)) {
+                    deleteTree(p);
+                } catch (io.seglog.spark.format.LockedException live) {
+                    // another driver's run, staging now: not ours to remove
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // leftovers cost only space; the next write tries again
+        }
+    }
+
+    private static void publishAndCommit(Path root, WriteOptions o, Map<String, TopicMetadata> metas, StagedMessage[] messages) {
+        StagedMessage[] byTask = messages.clone();
+        Arrays.sort(byTask, Comparator.comparingInt(StagedMessage::task));
+        // (topic, partition) -> staged segments, in task order, then in the order each task wrote them
+        Map<String, TreeMap<Integer, List<StagedSegment>>> staged = new HashMap<>();
+        for (StagedMessage m : byTask) {
+            for (StagedMessage.Output out : m.outputs()) {
+                if (!metas.containsKey(out.topic())) continue;
+                staged.computeIfAbsent(out.topic(), k -> new TreeMap<>())
+                        .computeIfAbsent(out.partition(), k -> new ArrayList<>()).addAll(out.segments());
+            }
+        }
+        for (TopicMetadata meta : metas.values()) {
+            TopicTarget target = TopicTarget.of(meta);
+            Map<Integer, Long> ends = new TreeMap<>();
+            for (Map.Entry<Integer, List<StagedSegment>> e : staged.getOrDefault(meta.name(), new TreeMap<>()).entrySet()) {
+                try (FileLock lock = FileLock.partition(root, meta.name(), e.getKey()).acquire(LOCK_TIMEOUT_MS)) {
+                    ends.put(e.getKey(), StagedPublisher.publish(root, meta.name(), e.getKey(), e.getValue(), target.codec).end());
+                }
+            }
+            CrashPoint.reached(o.txnVersion);   // published, not committed: the crash tests kill the driver here
+            List<FileLock> held = new ArrayList<>();
+            try {
+                // a late task attempt cannot run between the publish and this commit
+                for (int p : ends.keySet()) held.add(FileLock.partition(root, meta.name(), p).acquire(LOCK_TIMEOUT_MS));
+                CommitLogWriter log = new CommitLogWriter(root, meta.name());
+                log.commit(o.writer, version(o, log.latest()), ends, false);
+            } finally {
+                for (int i = held.size() - 1; i >= 0; i--) held.get(i).release();
+            }
+        }
+    }
+
+    static void deleteTree(Path dir) {
+        if (!Files.exists(dir)) return;
+        try (Stream<Path> walk = Files.walk(dir)) {
+            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(p);
+        } catch (IOException | java.io.UncheckedIOException e) {
+            // leftovers cost only space; the next write of this writer removes them
+        }
+    }
+}

@@ -1,0 +1,44 @@
+package io.seglog.spark.write;
+
+import java.nio.file.Path;
+
+import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.DataWriterFactory;
+import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+
+/** A batch {@code format("seglog")} write: tasks stage, the driver commits ({@link DriverCommit}). */
+final class SeglogBatchWrite implements BatchWrite {
+    private final WriteOptions options;
+    private final WritePlan plan;
+    private final io.seglog.spark.format.FileLock run;   // held while this run lives (DriverCommit.runLock)
+
+    SeglogBatchWrite(WriteOptions options, WritePlan plan) {
+        this.options = options;
+        this.plan = plan;
+        this.run = DriverCommit.runLock(plan.staging).acquire(0L);
+    }
+
+    @Override
+    public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
+        return new SeglogDataWriterFactory(plan);
+    }
+
+    @Override
+    public void commit(WriterCommitMessage[] messages) {
+        StagedMessage[] staged = new StagedMessage[messages.length];
+        for (int i = 0; i < messages.length; i++) staged[i] = (StagedMessage) messages[i];
+        try {
+            DriverCommit.commit(options, plan, staged);
+        } finally {
+            run.release();
+        }
+    }
+
+    /** Nothing was published (tasks only stage; a failed commit rolled its partitions back): the staging goes. */
+    @Override
+    public void abort(WriterCommitMessage[] messages) {
+        DriverCommit.deleteTree(Path.of(plan.staging));
+        run.release();
+    }
+}

@@ -1,0 +1,97 @@
+package io.seglog.spark.write;
+
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+
+import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.SupportsTruncate;
+import org.apache.spark.sql.connector.write.Write;
+import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
+import org.apache.spark.sql.internal.SQLConf;
+
+import io.seglog.spark.format.InvalidTopicException;
+import io.seglog.spark.format.TopicCatalog;
+import io.seglog.spark.format.TopicMetadata;
+
+/**
+ * A {@code df.write.format("seglog").mode("append")...save(root)}: options and input columns are parsed
+ * and the topic checked here, on the driver, before any task runs, so a bad request is refused with
+ * nothing written. {@code mode("overwrite")} is refused by name (Spark asks for a truncate): a log is
+ * appended to.
+ */
+public final class SeglogWriteBuilder implements WriteBuilder, SupportsTruncate {
+    private final LogicalWriteInfo info;
+
+    public SeglogWriteBuilder(LogicalWriteInfo info) {
+        this.info = info;
+    }
+
+    @Override
+    public WriteBuilder truncate() {
+        throw new SeglogWriteException("seglog write: mode 'overwrite' (and a stream's outputMode 'complete') is not "
+                + "supported: a log is only appended to; use mode(\"append\") (outputMode \"append\")");
+    }
+
+    @Override
+    public Write build() {
+        Map<String, String> given = info.options().asCaseSensitiveMap();
+        WriteOptions o = WriteOptions.parse(given);
+        InputColumns columns = InputColumns.of(info.schema());
+        if (o.topic == null && columns.topic < 0) {
+            throw new SeglogWriteException("seglog write: no topic: give option 'topic' or a 'topic' column");
+        }
+        Path root = Path.of(o.root);
+        TopicTarget target = null;
+        if (o.topic != null) {
+            Optional<TopicMetadata> existing = TopicCatalog.load(root, o.topic);
+            TopicMetadata meta;
+            if (existing.isPresent()) {
+                meta = existing.get();
+                if (o.partitions != null || o.configGiven) {
+                    try {
+                        TopicCatalog.checkSame(meta, o.partitions != null ? o.partitions : meta.partitions(), o.config);
+                    } catch (InvalidTopicException e) {
+                        throw new SeglogWriteException("seglog write: options 'partitions'/topic configuration: " + e.getMessage(), e);
+                    }
+                }
+            } else if (o.partitions == null) {
+                throw new SeglogWriteException("seglog write: topic '" + o.topic + "' does not exist under " + o.root
+                        + "; pass option 'partitions' (and topic configuration by Kafka's names) to create it");
+            } else {
+                meta = new TopicMetadata(o.topic, o.partitions, o.config, 0);   // created by the commit
+            }
+            target = TopicTarget.of(meta);
+            if (target.quarantines) {
+                throw new SeglogWriteException("seglog write: topic '" + o.topic + "' has message.timestamp.out.of.range.policy "
+                        + "= quarantine, not supported by format(\"seglog\") yet (SegmentLogSink supports it)");
+            }
+        }
+        TopicTarget topic = target;
+        String zone = SQLConf.get().sessionLocalTimeZone();
+        return new Write() {
+            @Override
+            public BatchWrite toBatch() {
+                // a hint without the lock (the commit checks again under it): a re-run's tasks stage nothing
+                boolean skip = o.topic != null && DriverCommit.committed(root, o.topic, o);
+                String staging = DriverCommit.writerStaging(o.root, o.writer, o.topic)
+                        .resolve((o.txnVersion == null ? "append" : o.txnVersion.toString()) + "-" + UUID.randomUUID()).toString();
+                return new SeglogBatchWrite(o, new WritePlan(o.root, staging, topic, columns, System.currentTimeMillis(), zone, skip));
+            }
+
+            @Override
+            public StreamingWrite toStreaming() {
+                o.forStream(given, info.queryId(), 0);   // refuses batch-only options now, before the query runs
+                return new SeglogStreamingWrite(o, given, info.queryId(), topic, columns, zone);
+            }
+
+            @Override
+            public String description() {
+                return "seglog[" + o.root + ":" + (o.topic == null ? "<topic column>" : o.topic) + "] " + o.describe();
+            }
+        };
+    }
+}

@@ -1,0 +1,172 @@
+package io.seglog.spark.write;
+
+import java.io.Serializable;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+import io.seglog.spark.format.TopicCatalog;
+import io.seglog.spark.format.TopicConfigException;
+import io.seglog.spark.format.TopicConfigRules;
+import io.seglog.spark.format.TopicLayout;
+
+/**
+ * The options of a {@code format("seglog")} write, parsed once on the driver (case-insensitively, as Spark
+ * gives them), every one checked before anything is written; a bad one is refused naming it:
+ * <ul>
+ * <li>{@code path} (from {@code save(root)}): the log root;</li>
+ * <li>{@code topic}: the topic every row goes to (a {@code topic} column is then ignored, as Spark's Kafka
+ *   sink does); without it each row's {@code topic} column names an existing topic;</li>
+ * <li>{@code partitions} and topic configuration by Kafka's names ({@code segment.bytes}, ...): for the
+ *   {@code topic} option's topic, created with them when new, checked against them when it exists;</li>
+ * <li>{@code txnAppId} + {@code txnVersion} (Delta's names): an idempotent write; a version at or below the
+ *   last one committed for that app id is skipped. Without them a write is a plain append;</li>
+ * <li>{@code writerId}: the writer recorded in the commit log for a plain append (default {@code append});
+ *   with {@code txnAppId} the app id is the writer.</li>
+ * </ul>
+ * Not ported from the Python sink yet, refused by name: {@code message.timestamp.out.of.range.policy =
+ * quarantine} (SegmentLogSink routes such records to a quarantine topic).
+ */
+public final class WriteOptions implements Serializable {
+    private static final long serialVersionUID = 1L;
+    static final String DEFAULT_WRITER = "append";
+    private static final Pattern WRITER = Pattern.compile("[A-Za-z0-9._-]{1,200}");
+    private static final List<String> OWN = List.of("path", "topic", "partitions", "writerid", "txnappid", "txnversion");
+    // Spark's own, passed to every streaming sink with the sink's options: the query's, not ours
+    private static final List<String> SPARKS = List.of("checkpointlocation");
+
+    public final String root;
+    public final String topic;                   // null: each row's topic column
+    public final Integer partitions;             // null: not asked
+    public final Map<String, Object> config;     // the topic configuration asked for, validated (Kafka's names)
+    public final boolean configGiven;
+    public final String writer;                  // the writer id the commit log records
+    public final Long txnVersion;                // null: a plain append
+
+    private WriteOptions(String root, String topic, Integer partitions, Map<String, Object> config, boolean configGiven,
+                         String writer, Long txnVersion) {
+        this.root = root;
+        this.topic = topic;
+        this.partitions = partitions;
+        this.config = config;
+        this.configGiven = configGiven;
+        this.writer = writer;
+        this.txnVersion = txnVersion;
+    }
+
+    /** {@code options}: Spark's, any key case (the original spelling is kept for messages). */
+    public static WriteOptions parse(Map<String, String> options) {
+        Map<String, String> o = new LinkedHashMap<>();
+        Map<String, String> spelled = new LinkedHashMap<>();
+        Map<String, String> configText = new LinkedHashMap<>();
+        for (Map.Entry<String, String> e : options.entrySet()) {
+            String key = e.getKey().toLowerCase(java.util.Locale.ROOT);
+            spelled.put(key, e.getKey());
+            if (SPARKS.contains(key)) {
+                continue;
+            } else if (OWN.contains(key)) {
+                o.put(key, e.getValue());
+            } else if (TopicConfigRules.isKey(key)) {
+                configText.put(key, e.getValue());
+            } else {
+                throw new SeglogWriteException("seglog write: unknown option '" + e.getKey() + "'; allowed: path (save(root)), "
+                        + "topic, partitions, writerId, txnAppId, txnVersion, and topic configuration by Kafka's names ("
+                        + String.join(", ", new java.util.TreeSet<>(TopicConfigRules.keys())) + ")");
+            }
+        }
+        String root = o.get("path");
+        if (root == null || root.isBlank()) {
+            throw new SeglogWriteException("seglog write: no log root; give it as save(root) (option 'path')");
+        }
+        String topic = o.get("topic");
+        if (topic != null && !TopicLayout.validTopic(topic)) {
+            throw new SeglogWriteException("seglog write: option 'topic' = '" + topic + "': a topic is 1 to 249 characters of "
+                    + "[a-zA-Z0-9._-], not '.' or '..'");
+        }
+        Integer partitions = null;
+        if (o.containsKey("partitions")) {
+            String text = o.get("partitions").strip();
+            long n;
+            try {
+                n = Long.parseLong(text);
+            } catch (NumberFormatException e) {
+                n = -1;
+            }
+            if (n < 1 || n > TopicCatalog.MAX_PARTITIONS) {
+                throw new SeglogWriteException("seglog write: option 'partitions' = '" + o.get("partitions")
+                        + "'; allowed: an integer from 1 to " + TopicCatalog.MAX_PARTITIONS);
+            }
+            partitions = (int) n;
+        }
+        Map<String, Object> config;
+        try {
+            config = TopicConfigRules.requested(configText, "seglog write option");
+        } catch (TopicConfigException e) {
+            throw new SeglogWriteException(e.getMessage(), e);
+        }
+        if (topic == null && (partitions != null || !configText.isEmpty())) {
+            String which = partitions != null ? "partitions" : spelled.get(configText.keySet().iterator().next());
+            throw new SeglogWriteException("seglog write: option '" + which + "' applies to the topic named by option 'topic', "
+                    + "and there is none (rows pick existing topics with their 'topic' column)");
+        }
+        if ("quarantine".equals(config.get("message.timestamp.out.of.range.policy"))) {
+            throw new SeglogWriteException("seglog write: option 'message.timestamp.out.of.range.policy' = 'quarantine' is not "
+                    + "supported by format(\"seglog\") yet (SegmentLogSink supports it)");
+        }
+        String app = o.get("txnappid");
+        String version = o.get("txnversion");
+        if ((app == null) != (version == null)) {
+            throw new SeglogWriteException("seglog write: option '" + (app == null ? spelled.get("txnversion") : spelled.get("txnappid"))
+                    + "' needs option '" + (app == null ? "txnAppId" : "txnVersion") + "' too (Delta's idempotent writes: the "
+                    + "app id names the writer, the version its write)");
+        }
+        Long txnVersion = null;
+        if (version != null) {
+            try {
+                txnVersion = Long.parseLong(version.strip());
+            } catch (NumberFormatException e) {
+                txnVersion = -1L;
+            }
+            if (txnVersion < 0) {
+                throw new SeglogWriteException("seglog write: option 'txnVersion' = '" + version + "'; allowed: an integer >= 0");
+            }
+        }
+        String writerId = o.get("writerid");
+        if (writerId != null && !WRITER.matcher(writerId).matches()) {
+            throw new SeglogWriteException("seglog write: option 'writerId' = '" + writerId + "'; allowed: 1 to 200 characters of [A-Za-z0-9._-]");
+        }
+        if (app != null && !WRITER.matcher(app).matches()) {
+            throw new SeglogWriteException("seglog write: option 'txnAppId' = '" + app + "'; allowed: 1 to 200 characters of [A-Za-z0-9._-]");
+        }
+        if (app != null && writerId != null && !app.equals(writerId)) {
+            throw new SeglogWriteException("seglog write: options 'writerId' = '" + writerId + "' and 'txnAppId' = '" + app
+                    + "' differ; with txnAppId the app id is the writer the commit log records: give one of them");
+        }
+        String writer = app != null ? app : writerId != null ? writerId : DEFAULT_WRITER;
+        return new WriteOptions(root, topic, partitions, config, !configText.isEmpty(), writer, txnVersion);
+    }
+
+    /**
+     * A stream's options for one epoch: the writer is option writerId, else the query's id (stable across
+     * restarts from one checkpoint, new for a new checkpoint, as the Python sink's default), and the epoch
+     * is the version, so a re-delivered epoch is skipped. txnAppId/txnVersion are refused: a stream's
+     * epochs are its versions.
+     */
+    WriteOptions forStream(Map<String, String> options, String queryId, long epoch) {
+        for (String k : options.keySet()) {
+            String key = k.toLowerCase(java.util.Locale.ROOT);
+            if (key.equals("txnappid") || key.equals("txnversion")) {
+                throw new SeglogWriteException("seglog write: option '" + k + "' is for batch writes; a stream's micro-batches "
+                        + "are its versions and its writer is the query id (or option 'writerId')");
+            }
+        }
+        String w = options.keySet().stream().anyMatch(k -> k.equalsIgnoreCase("writerId")) ? writer : queryId;
+        return new WriteOptions(root, topic, partitions, config, configGiven, w, epoch);
+    }
+
+    /** For messages: the write as the user asked it. */
+    String describe() {
+        return "writer '" + writer + "'" + (txnVersion == null ? " (plain append)" : " txnVersion " + txnVersion);
+    }
+}

@@ -1,0 +1,61 @@
+package io.seglog.spark.write;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import org.junit.jupiter.api.Test;
+
+/** Every bad option refused naming it, before anything is written; the good ones parsed once. */
+class WriteOptionsTest {
+    private static Map<String, String> opts(String... kv) {
+        Map<String, String> m = new LinkedHashMap<>();
+        m.put("path", "/data/log");
+        for (int i = 0; i < kv.length; i += 2) m.put(kv[i], kv[i + 1]);
+        return m;
+    }
+
+    private static void refused(String says, String... kv) {
+        SeglogWriteException e = assertThrows(SeglogWriteException.class, () -> WriteOptions.parse(opts(kv)));
+        assertTrue(e.getMessage().contains(says), e.getMessage());
+    }
+
+    @Test
+    void goodOptions() {
+        WriteOptions o = WriteOptions.parse(opts("Topic", "events", "PARTITIONS", "8", "segment.bytes", "4096",
+                "txnAppId", "app", "txnVersion", "7", "checkpointLocation", "/ckpt"));
+        assertEquals("events", o.topic);
+        assertEquals(8, o.partitions);
+        assertEquals(Map.of("segment.bytes", 4096L), o.config);
+        assertEquals("app", o.writer);
+        assertEquals(7L, o.txnVersion);
+        WriteOptions plain = WriteOptions.parse(opts("topic", "events"));
+        assertEquals("append", plain.writer);
+        assertNull(plain.txnVersion);
+        assertEquals("w1", WriteOptions.parse(opts("topic", "t", "writerId", "w1")).writer);
+    }
+
+    @Test
+    void badOptionsAreNamed() {
+        refused("no log root", "path", "");
+        refused("unknown option 'partition'", "topic", "t", "partition", "1");
+        refused("option 'topic' = 'a/b'", "topic", "a/b");
+        refused("option 'partitions' = 'x'", "topic", "t", "partitions", "x");
+        refused("option 'partitions' = '0'", "topic", "t", "partitions", "0");
+        refused("'segment.bytes' = -5 is out of range", "topic", "t", "segment.bytes", "-5");
+        refused("option 'txnVersion' needs option 'txnAppId'", "topic", "t", "txnVersion", "1");
+        refused("option 'txnAppId' needs option 'txnVersion'", "topic", "t", "txnAppId", "a");
+        refused("option 'txnVersion' = '-1'", "topic", "t", "txnAppId", "a", "txnVersion", "-1");
+        refused("option 'txnVersion' = '1.5'", "topic", "t", "txnAppId", "a", "txnVersion", "1.5");
+        refused("options 'writerId' = 'w' and 'txnAppId' = 'a' differ", "topic", "t", "writerId", "w", "txnAppId", "a",
+                "txnVersion", "1");
+        refused("option 'writerId' = 'a b'", "topic", "t", "writerId", "a b");
+        refused("option 'partitions' applies to the topic named by option 'topic'", "partitions", "2");
+        refused("'quarantine' is not supported", "topic", "t", "message.timestamp.out.of.range.policy", "quarantine",
+                "quarantine.topic", "late");
+    }
+}
