@@ -118,6 +118,7 @@ def bench_lookup(work: Path, segments: int, probes: int = 300, warmup: int = 30)
     t0 = time.perf_counter()
     log = build_many_segments(path, segments)
     build_s = time.perf_counter() - t0
+    os.sync()   # the build's 3 files a segment written back first: lookups, not the kernel's writeback, are timed
     log.segment_largest_timestamps()  # the per-segment maxima are loaded once per open Log
     rng = np.random.default_rng(2)
     last_ts = int(log.largest_timestamp)
