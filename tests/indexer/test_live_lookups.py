@@ -117,3 +117,28 @@ def test_reads_after_close_and_reopen_writable_agree(tmp_path):
         model.append((log.log_end_offset - 1, 60_000))
         for p in probes(model):
             assert log.offset_for_timestamp(p) == brute(model, p)
+
+
+def test_a_segment_with_timestamps_under_an_empty_trimmed_time_index_is_not_taken_as_sealed(tmp_path):
+    """The state tests/system/test_reader_race.py caught a lookup in: an inactive segment whose batches
+    carry timestamps while its index files are empty and trimmed (no seal entry). Judged from its files
+    it is not sealed (`sealed_summary` None), so a lookup opens it and finds its records, never skips
+    to the next segment."""
+    import os
+
+    from seglog.indexer.segment import sealed_summary
+
+    path = tmp_path / "t-0"
+    with Log.open(path, {"segment.bytes": 1 << 20}) as log:
+        for lo in (0, 16):
+            log.append_columns(pa.array([b"%d" % o for o in range(lo, lo + 16)]),
+                               timestamps=np.arange(lo, lo + 16, dtype=np.int64) + 1_000_000)
+            log.roll()
+        log.flush()
+    first = path / f"{0:020d}"
+    os.truncate(str(first) + ".timeindex", 0)          # no seal entry
+    assert os.path.getsize(str(first) + ".index") == 0  # small: no offset index entry either
+    assert sealed_summary(path, 0, 16) is None
+    with Log.open(path, readonly=True) as log:
+        assert log.offset_for_timestamp(1_000_009) == 9
+        assert log.offset_for_timestamp(1_000_020) == 20
