@@ -253,3 +253,23 @@ def test_a_start_after_the_end_is_the_requests_mistake_not_data_loss(spark, tmp_
     origin = caught.value._origin
     assert origin.getClass().getName() == "io.seglog.spark.read.OffsetRangeException"
     assert "failOnDataLoss" not in str(caught.value)
+
+
+def test_a_segment_with_timestamps_under_an_empty_trimmed_time_index_is_read_by_timestamp(spark, tmp_path):
+    """The state tests/system/test_reader_race.py caught the core's lookup in (an inactive segment whose
+    batches carry timestamps under empty, trimmed indexes): the JVM reader's timestamp seek finds its
+    records too, as the core does (tests/indexer/test_live_lookups.py), never starting at the next segment."""
+    root = tmp_path
+    part = root / "t-0"
+    with Log.open(part, {"segment.bytes": 1 << 20}) as log:
+        for lo in (0, 16):
+            log.append_columns(pa.array([b"%d" % o for o in range(lo, lo + 16)]),
+                               timestamps=np.arange(lo, lo + 16, dtype=np.int64) + T0)
+            log.roll()
+        log.flush()
+        end = log.log_end_offset
+    commit(root, "t", {0: end})
+    os.truncate(part / f"{0:020d}.timeindex", 0)          # no seal entry
+    with Log.open(part, readonly=True) as log:
+        assert log.offset_for_timestamp(T0 + 9) == 9
+    assert jvm_offsets(spark, root, startingTimestamp=T0 + 9) == list(range(9, 32))

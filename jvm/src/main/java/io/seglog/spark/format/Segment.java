@@ -235,7 +235,7 @@ public final class Segment implements Closeable {
             TimeIndexFile ti = timeIndex();
             if (sealed(ti, nextBase)) {
                 // A sealed segment's last time index entry says its largest timestamp (docs/format.md); an
-                // empty one, that its records carry none.
+                // empty one, that its records carry none (sealed() read its batches to know it).
                 largest = ti.entries() > 0 ? ti.timestampAt(ti.entries() - 1) : RecordBatch.NO_TIMESTAMP;
                 return largest;
             }
@@ -251,11 +251,19 @@ public final class Segment implements Closeable {
 
     /** Sealed, from the files alone (the Python core's segment.sealed_summary): both indexes trimmed, the
      *  {@code .log} not empty (an empty one under sealed indexes lost its records), and the last time index
-     *  entry, if any, inside the segment (below the next segment's base). A segment whose records carry no
-     *  timestamp has an empty time index (docs/format.md). The active segment, nextBase = MAX, is never sealed. */
+     *  entry inside the segment (below the next segment's base). An empty time index means "no record has a
+     *  timestamp" only when its batches say so: a segment whose batches carry timestamps can be left with
+     *  empty, trimmed indexes (a truncation back into it, then a roll), and taking its largest timestamp as
+     *  none made a lookup skip it. The active segment, nextBase = MAX, is never sealed. */
     private boolean sealed(TimeIndexFile ti, long nextBase) {
         if (nextBase == Long.MAX_VALUE || size == 0 || !offsetIndex.trimmed() || !ti.trimmed()) return false;
-        if (ti.entries() == 0) return true;
+        if (ti.entries() == 0) {
+            Batches it = tail();
+            while (it.hasNext()) {
+                if (it.next().maxTimestamp() >= 0) return false;
+            }
+            return true;
+        }
         long last = ti.offsetAt(ti.entries() - 1);
         return last >= base && last < nextBase;
     }
