@@ -31,12 +31,38 @@ public final class FormatTool {
     private FormatTool() {}
 
     public static void main(String[] args) throws Exception {
+        if (args.length == 1 && args[0].equals("serve")) {
+            serve();
+            return;
+        }
         try {
             System.out.println(run(args[0], Arrays.asList(args).subList(1, args.length)));
         } catch (RuntimeException e) {
             System.out.println("{\"error\": \"" + e.getClass().getSimpleName() + "\", \"message\": "
                     + jsonString(String.valueOf(e.getMessage())) + "}");
             System.exit(1);
+        }
+    }
+
+    /**
+     * Many calls in one JVM (a property test makes hundreds): each stdin line a JSON array of strings, the
+     * command and its arguments; each answered with one JSON line, an error as {@code {"error": ...}}.
+     */
+    static void serve() throws Exception {
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            List<String> call = json.readValue(line, new com.fasterxml.jackson.core.type.TypeReference<List<String>>() {});
+            String answer;
+            try {
+                answer = run(call.get(0), call.subList(1, call.size()));
+            } catch (RuntimeException e) {
+                answer = "{\"error\": \"" + e.getClass().getSimpleName() + "\", \"message\": "
+                        + jsonString(String.valueOf(e.getMessage())) + "}";
+            }
+            System.out.println(answer.replace("\n", " "));
+            System.out.flush();
         }
     }
 
