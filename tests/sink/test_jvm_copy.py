@@ -206,3 +206,37 @@ def test_property_jvm_publish_equals_the_cores(jvm, tmp_path_factory, config, be
         first += n
     _publish_both(jvm, a, b, reports, config, rename_min)
     _check_equal_and_sound(a, b, config)
+
+
+# ------------------------------------------------------------------ a kill part way through a copy
+
+def test_a_copy_killed_part_way_is_cut_by_the_next_roll_back(jvm, tmp_path):
+    """The JVM's publish SIGKILLed after its second run of appended batches (past a roll: the old active segment
+    sealed, a new one started): the records past the committed end are what the roll back cuts, which leaves
+    the files as they were; publishing again then leaves the core's folder."""
+    import signal
+    import subprocess
+    import time
+
+    config = SMALL
+    a, b = _start(tmp_path, config, [5, 5])
+    original = _folder(b / f"{TOPIC}-0")
+    killed_reports = [_stage(jvm, tmp_path, "killed", _rows(150), config)]
+    marker = tmp_path / "in-copy"
+    cmd = [tool.java_executable(), f"-Dseglog.test.copyCrashPoint={marker}@2", "-cp", tool.classpath(), tool.TOOL,
+           "publish", b, TOPIC, 0, killed_reports[0][1], 0, 1 << 20, *(f"{k}={v}" for k, v in config.items())]
+    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert proc.poll() is None, "the publish ended before its crash point"
+        assert time.monotonic() < deadline, "the publish never reached its crash point"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert len(list((b / f"{TOPIC}-0").glob("*.log"))) >= 2          # it rolled, then died: bytes past the end
+    assert jvm.call("rollback", b, TOPIC, 0, 10, config["segment.index.bytes"]) == {"cut": True, "end": 10}
+    for p in (b / f"{TOPIC}-0").glob("*.deleted"):                   # the roll back set the new segment aside
+        p.unlink()
+    assert _folder(b / f"{TOPIC}-0") == original
+    _publish_both(jvm, a, b, [_stage(jvm, tmp_path, "again", _rows(150), config)], config, 1 << 20)
+    _check_equal_and_sound(a, b, config)

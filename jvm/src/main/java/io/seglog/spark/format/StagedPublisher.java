@@ -97,6 +97,7 @@ public final class StagedPublisher {
         private long openedEnd;
         private int epoch;
         private int copied;
+        private int appends;                 // runs of batches appended by copies (the crash test's count)
 
         Publish(Path root, Path dir, String topic, int partition, AppendRules rules) {
             this.root = root;
@@ -227,6 +228,7 @@ public final class StagedPublisher {
                 if (!seg.fits(b.size(i), b.lastOffsets[i], b.maxTs[i], now)) seg = roll();
                 int j = seg.batchesThatFit(b, i, now);
                 seg.append(b, i, j);
+                crashPoint(++appends);
                 i = j;
             }
             end = seg.nextOffset();
@@ -330,6 +332,26 @@ public final class StagedPublisher {
                 }
             }
             if (first != null) throw first;
+        }
+    }
+
+    static final String CRASH_POINT = "seglog.test.copyCrashPoint";
+
+    /**
+     * Where the crash test kills a copy part way (tests/sink/test_jvm_copy.py): with the system property
+     * {@code seglog.test.copyCrashPoint=<marker file>@<n>}, the n-th run of batches a publish appends creates the
+     * marker and waits to be killed. Unset (always, outside that test), it does nothing.
+     */
+    private static void crashPoint(int appends) {
+        String spec = System.getProperty(CRASH_POINT);
+        if (spec == null) return;
+        int at = spec.lastIndexOf('@');
+        if (at < 0 || !spec.substring(at + 1).equals(Integer.toString(appends))) return;
+        try {
+            Files.writeString(Path.of(spec.substring(0, at)), "waiting to be killed\n");
+            Thread.sleep(600_000L);
+        } catch (IOException | InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
