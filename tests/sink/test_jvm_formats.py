@@ -17,7 +17,6 @@ import pytest
 from seglog.conf.topic_config import validate_topic_config
 from seglog.errors import PartitionLockedError
 from seglog.indexer import Record
-from seglog.indexer.codec.compression import topic_codec
 from seglog.indexer.committed_end import roll_back_to_committed
 from seglog.indexer.log import Log
 from seglog.indexer.staged import publish
@@ -449,10 +448,11 @@ def test_jvm_publish_by_rename_leaves_the_python_cores_folder(tmp_path, case):
         publish(log, staged_a, rename_min_bytes=0)
         log.flush()
         end_a = log.log_end_offset
-    answer = tool.run("publish", b, TOPIC, 0, topic_codec(validate_topic_config(config)["compression.type"]),
-                      tmp_path / "stage-b.report.json", 0)
-    assert answer["start"] == n0 and answer["end"] == end_a == n0 + 150
+    answer = tool.run("publish", b, TOPIC, 0, tmp_path / "stage-b.report.json", 0, 0, *(f"{k}={v}" for k, v in config.items()))
+    assert answer["start"] == n0 and answer["end"] == end_a == n0 + 150 and answer["copied"] == 0
     assert _files(b / "events-0") == _files(a / "events-0")
+    assert (b / "events-0" / "recovery-point-offset-checkpoint").read_bytes() == \
+        (a / "events-0" / "recovery-point-offset-checkpoint").read_bytes()   # raised as the core's close does
     with Log.open(b / "events-0", config) as log:
         assert log.recovery_report == []
         assert [r.key for r in log.read(0)] == [f"k{i}".encode() for i in range(n0)] + [f"s{i}".encode() for i in range(150)]

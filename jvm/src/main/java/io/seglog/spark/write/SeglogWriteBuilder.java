@@ -79,7 +79,8 @@ public final class SeglogWriteBuilder implements WriteBuilder, SupportsTruncate 
                 boolean skip = o.topic != null && DriverCommit.committed(root, o.topic, o);
                 String staging = DriverCommit.writerStaging(o.root, o.writer, o.topic)
                         .resolve((o.txnVersion == null ? "append" : o.txnVersion.toString()) + "-" + UUID.randomUUID()).toString();
-                return new SeglogBatchWrite(o, new WritePlan(o.root, staging, topic, columns, System.currentTimeMillis(), zone, skip));
+                return new SeglogBatchWrite(o, new WritePlan(o.root, staging, topic, columns, System.currentTimeMillis(), zone, skip,
+                        o.renameMinBytes));
             }
 
             @Override

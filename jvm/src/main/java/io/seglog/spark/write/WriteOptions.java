@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
 
+import io.seglog.spark.format.StagedPublisher;
 import io.seglog.spark.format.TopicCatalog;
 import io.seglog.spark.format.TopicConfigException;
 import io.seglog.spark.format.TopicConfigRules;
@@ -23,7 +24,9 @@ import io.seglog.spark.format.TopicLayout;
  * <li>{@code txnAppId} + {@code txnVersion} (Delta's names): an idempotent write; a version at or below the
  *   last one committed for that app id is skipped. Without them a write is a plain append;</li>
  * <li>{@code writerId}: the writer recorded in the commit log for a plain append (default {@code append});
- *   with {@code txnAppId} the app id is the writer.</li>
+ *   with {@code txnAppId} the app id is the writer;</li>
+ * <li>{@code renameMinBytes} (hidden: for tests): staged segments of at least this many bytes are renamed in,
+ *   smaller ones copied onto the active segment (StagedPublisher; default the core's 1 MiB).</li>
  * </ul>
  * Not ported from the Python sink yet, refused by name: {@code message.timestamp.out.of.range.policy =
  * quarantine} (SegmentLogSink routes such records to a quarantine topic).
@@ -32,7 +35,7 @@ public final class WriteOptions implements Serializable {
     private static final long serialVersionUID = 1L;
     static final String DEFAULT_WRITER = "append";
     private static final Pattern WRITER = Pattern.compile("[A-Za-z0-9._-]{1,200}");
-    private static final List<String> OWN = List.of("path", "topic", "partitions", "writerid", "txnappid", "txnversion");
+    private static final List<String> OWN = List.of("path", "topic", "partitions", "writerid", "txnappid", "txnversion", "renameminbytes");
     // Spark's own, passed to every streaming sink with the sink's options: the query's, not ours
     private static final List<String> SPARKS = List.of("checkpointlocation");
 
@@ -43,9 +46,10 @@ public final class WriteOptions implements Serializable {
     public final boolean configGiven;
     public final String writer;                  // the writer id the commit log records
     public final Long txnVersion;                // null: a plain append
+    public final long renameMinBytes;            // staged segments this large are renamed in, smaller ones copied
 
     private WriteOptions(String root, String topic, Integer partitions, Map<String, Object> config, boolean configGiven,
-                         String writer, Long txnVersion) {
+                         String writer, Long txnVersion, long renameMinBytes) {
         this.root = root;
         this.topic = topic;
         this.partitions = partitions;
@@ -53,6 +57,7 @@ public final class WriteOptions implements Serializable {
         this.configGiven = configGiven;
         this.writer = writer;
         this.txnVersion = txnVersion;
+        this.renameMinBytes = renameMinBytes;
     }
 
     /** {@code options}: Spark's, any key case (the original spelling is kept for messages). */
@@ -144,7 +149,20 @@ public final class WriteOptions implements Serializable {
                     + "' differ; with txnAppId the app id is the writer the commit log records: give one of them");
         }
         String writer = app != null ? app : writerId != null ? writerId : DEFAULT_WRITER;
-        return new WriteOptions(root, topic, partitions, config, !configText.isEmpty(), writer, txnVersion);
+        long renameMinBytes = StagedPublisher.RENAME_MIN_BYTES;
+        if (o.containsKey("renameminbytes")) {
+            String text = o.get("renameminbytes");
+            try {
+                renameMinBytes = Long.parseLong(text.strip());
+            } catch (NumberFormatException e) {
+                renameMinBytes = -1;
+            }
+            if (renameMinBytes < 0) {
+                throw new SeglogWriteException("seglog write: option '" + spelled.get("renameminbytes") + "' = '" + text
+                        + "'; allowed: an integer >= 0 (bytes)");
+            }
+        }
+        return new WriteOptions(root, topic, partitions, config, !configText.isEmpty(), writer, txnVersion, renameMinBytes);
     }
 
     /**
@@ -162,7 +180,7 @@ public final class WriteOptions implements Serializable {
             }
         }
         String w = options.keySet().stream().anyMatch(k -> k.equalsIgnoreCase("writerId")) ? writer : queryId;
-        return new WriteOptions(root, topic, partitions, config, configGiven, w, epoch);
+        return new WriteOptions(root, topic, partitions, config, configGiven, w, epoch, renameMinBytes);
     }
 
     /** For messages: the write as the user asked it. */

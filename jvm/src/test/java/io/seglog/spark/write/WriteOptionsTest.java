@@ -37,6 +37,9 @@ class WriteOptionsTest {
         assertEquals("append", plain.writer);
         assertNull(plain.txnVersion);
         assertEquals("w1", WriteOptions.parse(opts("topic", "t", "writerId", "w1")).writer);
+        assertEquals(1L << 20, plain.renameMinBytes);                      // the core's RENAME_MIN_BYTES
+        assertEquals(0L, WriteOptions.parse(opts("topic", "t", "renameMinBytes", "0")).renameMinBytes);
+        assertEquals(4096L, WriteOptions.parse(opts("topic", "t", "RENAMEMINBYTES", " 4096")).renameMinBytes);
     }
 
     @Test
@@ -54,6 +57,8 @@ class WriteOptionsTest {
         refused("options 'writerId' = 'w' and 'txnAppId' = 'a' differ", "topic", "t", "writerId", "w", "txnAppId", "a",
                 "txnVersion", "1");
         refused("option 'writerId' = 'a b'", "topic", "t", "writerId", "a b");
+        refused("option 'renameMinBytes' = '-1'; allowed: an integer >= 0", "topic", "t", "renameMinBytes", "-1");
+        refused("option 'renameMinBytes' = '1MB'", "topic", "t", "renameMinBytes", "1MB");
         refused("option 'partitions' applies to the topic named by option 'topic'", "partitions", "2");
         refused("'quarantine' is not supported", "topic", "t", "message.timestamp.out.of.range.policy", "quarantine",
                 "quarantine.topic", "late");
