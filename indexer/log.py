@@ -787,6 +787,14 @@ class Log:
                     purged.append(Path(entry.path))
         return purged
 
+    def delete_oldest_segments(self, count: int) -> list[int]:
+        """Delete the `count` oldest segments (never the active one) as retention does: renamed to
+        .deleted, the log start and its checkpoint raised, so open readers are safe. The tier pass's
+        local retention removes tiered segments so (indexer/remote/tier.py); returns their bases."""
+        self._check_writable()
+        count = min(count, len(self._segments.bases) - 1)
+        return self._delete_oldest(count) if count > 0 else []
+
     def _delete_oldest(self, count: int) -> list[int]:
         """Rename the oldest `count` segments to .deleted (never the active one); returns their bases."""
         dropped = self._segments.drop_oldest(count)
