@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import uuid
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from seglog.compactor.config import parse_config
 from seglog.compactor.jobs import Jobs
 from seglog.compactor.metrics import Metrics
 from seglog.conf import validate_topic_config
-from seglog.errors import ConfigError, CorruptRecordError
+from seglog.errors import CorruptRecordError
 from seglog.indexer import Log, Record
 from seglog.indexer.compaction.segment_merge import merge_partition
 from seglog.indexer.remote import metadata

@@ -61,7 +61,7 @@ def test_a_read_that_needs_the_remote_tier_fails_naming_the_offsets(spark, tiere
         read(spark, root, **options)
     text = str(caught.value)
     assert "RemoteTierNotReadableException" in text or "remote tier only" in text
-    assert f"t-0:" in text and f"to {local_start - 1} are on the remote tier only" in text
+    assert "t-0:" in text and f"to {local_start - 1} are on the remote tier only" in text
 
 
 def test_a_read_of_the_local_tier_alone_is_unchanged(spark, tiered_root):
