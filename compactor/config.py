@@ -6,6 +6,7 @@ log: {retention.ms: 604800000}  # topic configuration (docs/spec.md §5) for eve
 topics: {events: {retention.ms: 86400000}}
 schedule: {seal.interval.ms: 10000, ...}
 http: {host: 127.0.0.1, port: 9400}
+remote: {uri: s3://bucket/prefix, endpoint: http://127.0.0.1:9000}   # tiered storage (optional)
 ```
 
 Every problem is a ConfigError naming the file, the key (dotted: ``schedule.seal.interval.ms``), the
@@ -23,7 +24,7 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from seglog.conf import TopicConfig, load_yaml, validate_topic_config
 from seglog.conf.limits import INT32_MAX
@@ -31,8 +32,11 @@ from seglog.conf.topic_config import int_from_text
 from seglog.errors import ConfigError, InvalidTopicError
 from seglog.indexer.names import validate_topic
 
+if TYPE_CHECKING:
+    from seglog.indexer.remote.location import RemoteLocation
 
-SECTIONS = ("root", "log", "topics", "schedule", "http")
+
+SECTIONS = ("root", "log", "topics", "schedule", "http", "remote")
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,9 @@ SCHEDULE_RULES: Mapping[str, _IntRule] = MappingProxyType({
     # many merged segments one partition's pass writes (a pass holds the partition's lock meanwhile).
     "merge.interval.ms": _IntRule(60_000, 10, INT32_MAX, "merge small sealed segments (seglog's own)"),
     "merge.max.groups.per.pass": _IntRule(4, 1, 1_000_000, "merged segments written per partition per pass"),
+    # Tiered storage (docs/tiered-storage.md §4): how often sealed segments of remote.storage.enable
+    # topics are copied to the remote tier and both tiers' retention applied.
+    "tier.interval.ms": _IntRule(30_000, 10, INT32_MAX, "copy sealed segments to the remote tier, tiered retention"),
     # A job waits this long for a partition the sink is writing, then skips it until the next pass.
     "partition.lock.timeout.ms": _IntRule(500, 0, 600_000, "wait for a partition's lock"),
     # A sidecar that is not the leader retries the leader lock this often.
@@ -82,6 +89,7 @@ class Schedule:
     log_cleaner_dedupe_buffer_size: int
     merge_interval_ms: int
     merge_max_groups_per_pass: int
+    tier_interval_ms: int
     partition_lock_timeout_ms: int
     leader_retry_interval_ms: int
 
@@ -104,6 +112,7 @@ class CompactorConfig:
     schedule: Schedule
     http: HttpConfig
     source: str = "<config>"                    # where it came from, for messages
+    remote: "RemoteLocation | None" = None      # the remote tier (docs/tiered-storage.md §1), if any
     log_config: TopicConfig = field(init=False)
 
     def __post_init__(self) -> None:
@@ -207,7 +216,17 @@ def parse_config(raw: Any, source: str = "<config>", base_dir: Path | None = Non
         schedule=_schedule(source, _mapping(source, "schedule", raw.get("schedule"))),
         http=_http(source, _mapping(source, "http", raw.get("http"))),
         source=source,
+        remote=_remote(source, raw.get("remote")),
     )
+
+
+def _remote(where: str, raw: Any):
+    """The `remote:` section (docs/tiered-storage.md §1): where tiered segments go; None when absent."""
+    if raw is None:
+        return None
+    from seglog.indexer.remote.location import parse_location
+
+    return parse_location(raw, f"{where}: remote")
 
 
 def load_config(path: str | Path) -> CompactorConfig:

@@ -1,5 +1,5 @@
 """The sidecar's jobs (docs/spec.md §9): recover, roll idle segments, seal, clean, merge small segments,
-retention, purge ``.deleted`` files.
+tier (docs/tiered-storage.md §4), retention, purge ``.deleted`` files.
 
 Every job walks the partitions of the root and, for each, opens the partition's writable Log with a
 short ``lock_timeout``: opening takes the partition's lock (docs/spec.md §4) and runs recovery (docs/spec.md §3.8). A
@@ -30,8 +30,9 @@ from seglog.errors import MaintenanceLockedError, PartitionLockedError, SeglogEr
 # The order of a full pass: a roll makes the idle active segment inactive, sealing then writes its
 # final time index entry, and retention reads sealed segments' largest timestamps from their files.
 # Merging follows sealing (it takes sealed segments only) and precedes retention (which then judges
-# the merged segments).
-PASS_ORDER = ("roll", "seal", "clean", "merge", "retention", "purge")
+# the merged segments). Tiering follows merging (a merged segment is tiered whole) and does the
+# retention of tiered topics itself, over both tiers.
+PASS_ORDER = ("roll", "seal", "clean", "merge", "tier", "retention", "purge")
 
 
 @dataclass
@@ -72,6 +73,25 @@ class Jobs:
         # Per partition, what the last job that opened it saw (compactor/partition_memo.py): a steady
         # pass skips the partitions with nothing to do without opening them.
         self._memos: dict[tuple[str, int], partition_memo.Memo] = {}
+        self._store = None          # the remote tier's store, made on first use
+
+    # -- the remote tier (docs/tiered-storage.md) ---------------------------------------------
+    def record_remote(self) -> None:
+        """Record the configured remote tier under the root, so readers find it (at start-up, leader
+        only). ConfigError when the root records another URI."""
+        if self.config.remote is not None and self.config.root.is_dir():
+            from seglog.indexer.remote.location import record_location
+
+            record_location(self.config.root, self.config.remote)
+
+    def store(self):
+        if self.config.remote is None:
+            return None
+        if self._store is None:
+            from seglog.indexer.remote.store import RemoteStore
+
+            self._store = RemoteStore(self.config.remote)
+        return self._store
 
     # -- root, topics ------------------------------------------------------------------------
     def _root(self):
@@ -92,7 +112,7 @@ class Jobs:
 
     # -- one job over every partition --------------------------------------------------------
     def run(self, job: str) -> JobResult:
-        """Run one job ('recover', 'roll', 'seal', 'clean', 'merge', 'retention', 'purge') over every partition."""
+        """Run one job ('recover', 'roll', 'seal', 'clean', 'merge', 'tier', 'retention', 'purge') over every partition."""
         return self._over_partitions(job, (job,))
 
     def full_pass(self) -> JobResult:
@@ -116,10 +136,12 @@ class Jobs:
                 try:
                     if topic not in configs:
                         configs[topic] = self.topic_config(topic, root)
-                    if self._nothing_to_do(root, topic, partition, configs[topic], steps):
+                    # `tier` concerns remote.storage.enable topics only
+                    mine = tuple(s for s in steps if s != "tier" or configs[topic].tiered)
+                    if not mine or self._nothing_to_do(root, topic, partition, configs[topic], mine):
                         result.unchanged += 1
                         continue
-                    did = self._partition(root, topic, partition, configs[topic], steps)
+                    did = self._partition(root, topic, partition, configs[topic], mine)
                 except PartitionLockedError:
                     self._memos.pop((topic, partition), None)
                     result.skipped.append(name)
@@ -191,6 +213,8 @@ class Jobs:
                         if step == "clean":
                             if cfg.compacted:
                                 self._clean(root, topic, partition, cfg, name, self.clock(), did)
+                        elif step == "tier":
+                            self._tier(root, topic, partition, cfg, name, did)
                         else:
                             self._merge(root, topic, partition, cfg, name, did)
                     except MaintenanceLockedError as exc:    # another sidecar or `seglog compact` is at it
@@ -244,6 +268,8 @@ class Jobs:
                     self.metrics.segments_sealed.inc(len(sealed))
                     event("segments.sealed", partition=name, bases=sealed)
             elif step == "retention":
+                if log.config.tiered and self.config.remote is not None:
+                    continue    # the tier job judges a tiered topic's retention over both tiers (no hole between them)
                 res = log.apply_retention(now)
                 deleted = list(res.deleted_bases)
                 if deleted:
@@ -289,6 +315,22 @@ class Jobs:
               map_entries=res.map_entries, duration_ms=round(res.duration_ms, 1),
               longest_lock_hold_ms=round(res.longest_lock_hold_ms, 1))
 
+    def _tier(self, root, topic: str, partition: int, cfg: TopicConfig, name: str, did: dict[str, Any]) -> None:
+        """One tier pass of a remote.storage.enable partition beside the writer (docs/tiered-storage.md §4:
+        indexer/remote/tier.py's tier_partition does the work)."""
+        from seglog.errors import ConfigError
+        from seglog.indexer.remote.tier import tier_partition
+
+        store = self.store()
+        if store is None:
+            raise ConfigError(f"topic {topic} has remote.storage.enable = true but the sidecar's configuration "
+                              f"({self.config.source}) has no remote: section naming the remote tier")
+        res = tier_partition(root.path, topic, partition, cfg, store, now=self.clock(),
+                             lock_timeout=self.lock_timeout_s)
+        if res.summary():
+            did["tier"] = res.summary()
+            event("partition.tiered", partition=name, **res.summary())
+
     def _merge(self, root, topic: str, partition: int, cfg: TopicConfig, name: str, did: dict[str, Any]) -> None:
         """Merge small sealed segments beside the writer (docs/spec.md §3.10: indexer/compaction/segment_merge.py's
         merge_partition does the work)."""
@@ -320,7 +362,7 @@ class Jobs:
                   error=f"{type(exc).__name__}: {exc}")
 
 
-_BESIDE_WRITER = ("clean", "merge")     # steps that build without the partition's lock
+_BESIDE_WRITER = ("clean", "merge", "tier")     # steps that work without the partition's lock (their own locks)
 
 
 def _runs(steps: tuple[str, ...]) -> list[tuple[bool, tuple[str, ...]]]:

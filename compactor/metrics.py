@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-JOBS = ("recover", "roll", "seal", "clean", "merge", "retention", "purge")
+JOBS = ("recover", "roll", "seal", "clean", "merge", "tier", "retention", "purge")
 
 # Jobs are file operations over many partitions: milliseconds to minutes.
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, float("inf"))

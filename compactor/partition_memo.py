@@ -78,6 +78,8 @@ def due_times(log, segments, config: Mapping[str, Any], now: int, retention_bloc
         due["seal"] = NOW
     if config.compacted:
         due["clean"] = NOW         # the cleaner's plan decides (dirty ratio, lag): not predicted here
+    if config.tiered:
+        due["tier"] = NOW          # the remote tier's state (records, objects) is not in the folder's signature
     retention_ms = config["retention.ms"]
     if retention_blocked:
         due["retention"] = NOW

@@ -47,6 +47,7 @@ _SCHEDULE = (
     ("purge", "delete_check_interval_ms"),
     ("clean", "clean_interval_ms"),
     ("merge", "merge_interval_ms"),
+    ("tier", "tier_interval_ms"),
 )
 # --once waits at least this long for a partition the sink is writing before giving up on it.
 _ONCE_LOCK_TIMEOUT_MS = 5_000
@@ -113,6 +114,7 @@ class Service:
             return EXIT_OK  # stopped while waiting: nothing was done, nothing to finish
         self.metrics.leader.set(1)
         event("leader.acquired", lock=self.leader.path)
+        self.jobs.record_remote()       # readers find the remote tier under the root (docs/tiered-storage.md §1)
 
         self.jobs.run("recover")
         if self.stop_event.is_set():
@@ -183,7 +185,11 @@ def run_once(config: CompactorConfig) -> int:
                     f"--once would race it (stop it, or let it do the work)")
         return EXIT_NOT_LEADER
     try:
+        service.jobs.record_remote()
         result: JobResult = service.jobs.full_pass()
+    except ConfigError as exc:
+        event("compactor.failed", level=logging.ERROR, error=f"invalid configuration: {exc}")
+        return EXIT_CONFIG
     finally:
         service.leader.release()
     summary = result.summary()
@@ -227,6 +233,9 @@ def run(config_path: str | Path, once: bool = False) -> int:
     _install_signals(service)
     try:
         return service.serve()
+    except ConfigError as exc:      # the root records another remote tier
+        event("compactor.failed", level=logging.ERROR, error=f"invalid configuration: {exc}")
+        return EXIT_CONFIG
     except OSError as exc:  # e.g. the HTTP port is taken, or the root is not writable
         event("compactor.failed", level=logging.ERROR, error=f"{type(exc).__name__}: {exc}")
         return EXIT_FAILED

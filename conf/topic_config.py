@@ -18,7 +18,7 @@ from seglog.errors import ConfigError
 
 @dataclass(frozen=True)
 class _Rule:
-    kind: type                      # int, float or str
+    kind: type                      # int, float, bool or str
     low: int | float | None = None  # inclusive bounds for numbers
     high: int | float | None = None
     choices: tuple[str, ...] = ()   # allowed strings (case-sensitive, as Kafka)
@@ -29,6 +29,8 @@ class _Rule:
     def describe(self) -> str:
         if self.choices:
             return "one of " + ", ".join(self.choices)
+        if self.kind is bool:
+            return "true or false"
         if self.kind is int:
             return f"an integer from {self.low} to {self.high}"
         if self.kind is float:
@@ -92,6 +94,11 @@ RULES: Mapping[str, _Rule] = MappingProxyType({
     "max.compaction.lag.ms": _Rule(int, 1, INT64_MAX),
     "delete.retention.ms": _Rule(int, 0, INT64_MAX),
     "compression.type": _Rule(str, choices=COMPRESSION_TYPES),
+    # Tiered storage (docs/tiered-storage.md §1), Kafka's names (KIP-405) and defaults: -2 is "the same as
+    # retention.*"; the cross-checks with retention.* and cleanup.policy are in _check_tiering.
+    "remote.storage.enable": _Rule(bool),
+    "local.retention.ms": _Rule(int, -2, INT64_MAX),
+    "local.retention.bytes": _Rule(int, -2, INT64_MAX),
     # seglog's own (docs/spec.md §3.10): a sealed segment below this many bytes is "small" and the
     # sidecar may merge it with its neighbours; -1 is half of segment.bytes, 0 never merges.
     "segment.merge.small.bytes": _Rule(int, -1, INT32_MAX),
@@ -134,6 +141,14 @@ def _nearest(key: str) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+def _bool_from_text(value: Any) -> Any:
+    """`true`/`false` in any case, spaces around (Kafka's ConfigDef parses booleans so; Spark options
+    and properties files give text) as bool; anything else unchanged, for the type check to refuse."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return value
+
+
 def _check(key: str, value: Any, where: str) -> Any:
     rule = RULES.get(key)
     if rule is None:
@@ -150,6 +165,10 @@ def _check(key: str, value: Any, where: str) -> Any:
         value = float(value)
         if not (rule.low <= value <= rule.high):
             raise ConfigError(f"{where}: '{key}' = {value} is out of range; allowed: {rule.describe()}")
+    elif rule.kind is bool:
+        value = _bool_from_text(value)
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: '{key}' = {value!r} is not a boolean; allowed: {rule.describe()}")
     elif rule.kind is int:
         # Accept ints and their string form (Spark options and properties files give strings),
         # refuse bools and floats, which would hide a mistake.
@@ -214,6 +233,16 @@ class TopicConfig(Mapping[str, Any]):
         return "compact" in self._values["cleanup.policy"].split(",")
 
     @property
+    def tiered(self) -> bool:
+        """remote.storage.enable: the sidecar copies sealed segments to the remote tier (docs/tiered-storage.md)."""
+        return bool(self._values["remote.storage.enable"])
+
+    def local_retention(self, kind: str) -> int:
+        """local.retention.ms / .bytes (`kind` "ms" or "bytes") with -2 resolved to retention.*."""
+        value = self._values[f"local.retention.{kind}"]
+        return self._values[f"retention.{kind}"] if value == SAME_AS_TOTAL else value
+
+    @property
     def deletes(self) -> bool:
         """cleanup.policy holds `delete`: retention by time and size applies (docs/spec.md §3.7)."""
         return "delete" in self._values["cleanup.policy"].split(",")
@@ -233,7 +262,32 @@ def validate_topic_config(overrides: Mapping[str, Any] | None = None, *, base: M
     if values["message.timestamp.out.of.range.policy"] == "quarantine" and not values["quarantine.topic"]:
         raise ConfigError(f"{where}: 'message.timestamp.out.of.range.policy' = 'quarantine' needs "
                           f"'quarantine.topic' to name the topic that receives refused records")
+    _check_tiering(values, where)
     return TopicConfig(values)
+
+
+LOCAL_RETENTION = (("local.retention.ms", "retention.ms"), ("local.retention.bytes", "retention.bytes"))
+SAME_AS_TOTAL = -2      # local.retention.*: the same as retention.*
+
+
+def _check_tiering(values: Mapping[str, Any], where: str) -> None:
+    """Kafka's LogConfig rules for tiered storage (docs/tiered-storage.md §1): the local tier never
+    keeps more than the whole log, and a compacted topic is never tiered (its segments change after
+    they are sealed; a tiered one is immutable). The JVM's TopicConfigRules.checkTiering keeps them too."""
+    for local, total in LOCAL_RETENTION:
+        lv, tv = values[local], values[total]
+        if tv == -1 or lv == SAME_AS_TOTAL:
+            continue
+        if lv == -1:
+            raise ConfigError(f"{where}: '{local}' = -1 (keep forever) while '{total}' = {tv}: the local tier "
+                              f"cannot keep more than the whole log; allowed: -2 (the same as '{total}') or 0 to {tv}")
+        if lv > tv:
+            raise ConfigError(f"{where}: '{local}' = {lv} is above '{total}' = {tv}: the local tier cannot keep "
+                              f"more than the whole log; allowed: -2 (the same as '{total}') or 0 to {tv}")
+    if values["remote.storage.enable"] and "compact" in str(values["cleanup.policy"]).split(","):
+        raise ConfigError(f"{where}: 'remote.storage.enable' = true with 'cleanup.policy' = "
+                          f"{values['cleanup.policy']!r}: tiered storage is refused on compacted topics (as Kafka "
+                          f"refuses it): a tiered segment never changes, a compacted one does")
 
 
 def requested_topic_config(config: Mapping[str, Any] | TopicConfig | None, where: str = "config") -> dict[str, Any]:

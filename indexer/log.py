@@ -719,6 +719,14 @@ class Log:
         offset = int(offset)
         if offset >= self.log_end_offset:
             return
+        from seglog.indexer.remote.metadata import remote_end_of
+
+        tiered_end = remote_end_of(self.path)
+        if tiered_end is not None and offset < tiered_end:
+            # A tiered segment is immutable (docs/tiered-storage.md §4): cutting below the remote end would
+            # let new records reuse offsets the remote tier holds. Refused; nothing is changed.
+            raise OffsetOutOfRangeError(f"{self.path}: cannot truncate to offset {offset}: offsets up to "
+                                        f"{tiered_end - 1} are tiered to the remote tier (docs/tiered-storage.md)")
         seg = None
         bases = self._segments.bases
         if offset >= self._log_start and bases:
@@ -786,6 +794,14 @@ class Log:
                     os.unlink(entry.path)
                     purged.append(Path(entry.path))
         return purged
+
+    def delete_oldest_segments(self, count: int) -> list[int]:
+        """Delete the `count` oldest segments (never the active one) as retention does: renamed to
+        .deleted, the log start and its checkpoint raised, so open readers are safe. The tier pass's
+        local retention removes tiered segments so (indexer/remote/tier.py); returns their bases."""
+        self._check_writable()
+        count = min(count, len(self._segments.bases) - 1)
+        return self._delete_oldest(count) if count > 0 else []
 
     def _delete_oldest(self, count: int) -> list[int]:
         """Rename the oldest `count` segments to .deleted (never the active one); returns their bases."""

@@ -36,7 +36,8 @@ def render() -> str:
              "| key | default | allowed | meaning |", "| --- | --- | --- | --- |"]
     for key, rule in RULES.items():
         default = TOPIC_DEFAULTS[key]
-        lines.append(f"| `{key}` | `{default if default is not None else 'null'}` | {rule.describe()} | "
+        shown = "null" if default is None else str(default).lower() if isinstance(default, bool) else default
+        lines.append(f"| `{key}` | `{shown}` | {rule.describe()} | "
                      f"{notes.get(key, '')} |")
     lines += ["", "Older names accepted as aliases: " + "; ".join(
         f"`{alias}` sets " + " and ".join(f"`{t}`" for t in targets) for alias, targets in ALIASES.items()) + "."]

@@ -97,6 +97,28 @@ def kafka_broker(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3 server on loopback for the session (tests/s3_server.py: moto's server mode):
+    ``.endpoint``, ``.make_bucket(name)``; its credentials are set in this process's environment
+    (children inherit them). Stopped by its pid when the session ends, also after failures."""
+    from tests.s3_server import S3Server
+
+    server = S3Server(tmp_path_factory.mktemp("s3-server"))
+    saved = {k: os.environ.get(k) for k in server.env()}
+    os.environ.update(server.env())
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture(scope="session")
 def connect_server(tmp_path_factory):
     """A real Spark Connect server for the session, with seglog's jar (tests/connect_server.py):
     ``.session()`` opens a client session, ``.url``. Stopped when the session ends, also after failures."""

@@ -86,6 +86,17 @@ def open_readonly(part: Partition):
     return Log.open(part.path, topic_config(part), readonly=True)
 
 
+def open_tiered(part: Partition):
+    """The partition as one log across both tiers (docs/tiered-storage.md §6) when it has tiered
+    segments; else the local log, read-only."""
+    from seglog.indexer.remote.metadata import metadata_path
+    from seglog.indexer.remote.tiered_log import TieredLog
+
+    if metadata_path(part.root, part.topic, part.partition).exists():
+        return TieredLog(part.root, part.topic, part.partition, topic_config(part))
+    return open_readonly(part)
+
+
 def open_writable(part: Partition, lock_timeout: float | None):
     from seglog.indexer import Log
 

@@ -3,7 +3,9 @@
 Per partition: log start and end offsets, the committed end (the sink's high watermark, from the
 topic's commit log), size, largest timestamp, its segments (base, next offset, state active /
 inactive / sealed, size, largest timestamp), and its retention state: retention.ms, and the
-far-future timestamp that blocks time retention, if any (docs/spec.md §3.7). Read-only.
+far-future timestamp that blocks time retention, if any (docs/spec.md §3.7). A partition with tiered
+segments (docs/tiered-storage.md) lists its remote segments too, each segment with its tier (remote,
+local, or both), and its log start is the remote tier's. Read-only.
 """
 from __future__ import annotations
 
@@ -59,26 +61,49 @@ def describe_partition(part, now: int, commits: dict) -> dict:
         return doc
     try:
         segments = log.segments()
+        tiers = _tiers(part, log)
         doc.update({
-            "log_start_offset": log.log_start_offset,
+            "log_start_offset": tiers["log_start_offset"] if tiers else log.log_start_offset,
+            "local_log_start_offset": log.log_start_offset,
             "log_end_offset": log.log_end_offset,
-            "size_bytes": sum(s.size_bytes for s in segments),
+            "size_bytes": sum(s.size_bytes for s in segments),    # the local tier's
             "largest_timestamp": log.largest_timestamp,
             "retention_ms": log.config["retention.ms"],
             "retention_bytes": log.config["retention.bytes"],
             "retention_blocked_by": log.retention_blocked(now),
             "cleanup_policy": log.config["cleanup.policy"],
             **_cleaner_state(log, now),
-            "segments": [{"base_offset": s.base_offset, "next_offset": s.next_offset, "state": s.state,
-                          "size_bytes": s.size_bytes, "largest_timestamp": s.largest_timestamp,
-                          "retention_timestamp": s.retention_timestamp, "log_path": str(s.log_path)}
-                         for s in segments],
+            "segments": (tiers["remote"] if tiers else []) + [
+                {"base_offset": s.base_offset, "next_offset": s.next_offset, "state": s.state,
+                 "size_bytes": s.size_bytes, "largest_timestamp": s.largest_timestamp,
+                 "retention_timestamp": s.retention_timestamp, "log_path": str(s.log_path),
+                 "tier": tiers["tier"].get(s.base_offset, "local") if tiers else "local"}
+                for s in segments],
         })
     except (SeglogError, OSError) as exc:
         doc["error"] = f"cannot describe the partition: {exc}"
     finally:
         log.close()
     return doc
+
+
+def _tiers(part, log) -> dict | None:
+    """The remote segments below the local log start (as segment documents) and each local segment's
+    tier, from the partition's remote segment metadata log; None when nothing was tiered."""
+    from seglog.indexer.remote import metadata
+
+    if not metadata.metadata_path(part.root, part.topic, part.partition).exists():
+        return None
+    state = metadata.read_state(part.root, part.topic, part.partition)
+    local_start = log.log_start_offset
+    remote = [{"base_offset": s.base, "next_offset": s.next, "state": "tiered", "size_bytes": s.size,
+               "largest_timestamp": s.max_ts, "retention_timestamp": s.max_ts if s.max_ts >= 0 else s.at,
+               "log_path": None, "tier": "remote"} for s in state.segments() if s.base < local_start]
+    bases = log.segment_bases()
+    nexts = dict(zip(bases, bases[1:]))
+    tier = {b: "both" for b, s in state.live.items() if b in nexts and nexts[b] == s.next}
+    return {"remote": remote, "tier": tier,
+            "log_start_offset": remote[0]["base_offset"] if remote else local_start}
 
 
 def _cleaner_state(log, now: int) -> dict:
@@ -119,8 +144,11 @@ def _print_text(docs: list[dict], now: int) -> None:
                 print(f"  compaction: cleaner checkpoint {d['cleaner_checkpoint'] if d['cleaner_checkpoint'] is not None else '-'}"
                       f", dirty ratio {d['dirty_ratio']:.3f} (dirty {d['first_dirty_offset']} to "
                       f"{d['first_uncleanable_offset']}), clean due: {'yes' if d['clean_due'] else 'no'}")
+            if d["local_log_start_offset"] != d["log_start_offset"]:
+                print(f"  tiered: the remote tier holds offsets {d['log_start_offset']} to "
+                      f"{d['local_log_start_offset'] - 1}; the local tier starts at {d['local_log_start_offset']}")
             for s in d["segments"]:
-                print(f"    {s['base_offset']:>20}  {s['state']:<8}  next {s['next_offset']:<12} "
+                print(f"    {s['base_offset']:>20}  {s['state']:<8}  {s['tier']:<6}  next {s['next_offset']:<12} "
                       f"{s['size_bytes']:>12} B  largest ts {_fmt_ts(s['largest_timestamp'])}")
         if "error" in d:
             print(f"  ERROR: {d['error']}")

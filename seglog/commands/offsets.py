@@ -1,6 +1,7 @@
 """`seglog offsets-for-times ROOT --topic T --time MS [--partition P]`.
 
-Per partition, `Log.offset_for_timestamp(MS)`: the smallest offset whose record has a timestamp of
+Per partition, `Log.offset_for_timestamp(MS)` across both tiers where it has tiered segments
+(docs/tiered-storage.md §6): the smallest offset whose record has a timestamp of
 at least MS (docs/spec.md §3.5), `-` when there is none. `--time earliest` (-2) and `--time latest` (-1)
 give the log start and end offsets, `--time max-timestamp` (-3, KIP-734) the first record holding the
 largest timestamp. Prints `topic:partition:offset` lines, as Kafka's
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from seglog.commands.common import EXIT_OK, find_partitions, non_negative_int, open_readonly
+from seglog.commands.common import EXIT_OK, find_partitions, non_negative_int, open_tiered
 
 _NAMED = {"earliest": -2, "latest": -1, "max-timestamp": -3}
 
@@ -44,7 +45,7 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     for part in find_partitions(args.root, args.topic, args.partition):
-        with open_readonly(part) as log:
+        with open_tiered(part) as log:
             offset = log.offset_for_timestamp(args.time)
         print(f"{part.topic}:{part.partition}:{'-' if offset is None else offset}")
     return EXIT_OK

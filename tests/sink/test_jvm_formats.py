@@ -200,6 +200,18 @@ CONFIG_CORPUS = [
     {"compression.type": "zstd"}, {"compression.type": "none"}, {"compression.type": "ZSTD"},
     {"segment.merge.small.bytes": "-1"}, {"segment.merge.small.bytes": "-2"},
     {"segment.byte": "1024"}, {"retention.hours": "1"}, {"segment.bytes": True},
+    # Tiered storage (docs/tiered-storage.md §1): booleans as Kafka parses them, -2 = retention.*, the cross-checks.
+    {"remote.storage.enable": True}, {"remote.storage.enable": "TRUE"}, {"remote.storage.enable": " false "},
+    {"remote.storage.enable": "yes"}, {"remote.storage.enable": 1}, {"remote.storage.enable": None},
+    {"remote.storage.enable": "true", "cleanup.policy": "compact"},
+    {"remote.storage.enable": "true", "cleanup.policy": "delete,compact"},
+    {"remote.storage.enable": "false", "cleanup.policy": "compact"},
+    {"local.retention.ms": "-2"}, {"local.retention.ms": "-3"}, {"local.retention.ms": "-1"},
+    {"local.retention.ms": "-1", "retention.ms": "-1"}, {"local.retention.ms": "604800000"},
+    {"local.retention.ms": "604800001"}, {"local.retention.ms": "1000", "retention.ms": "999"},
+    {"local.retention.ms": "99999999999", "retention.ms": "-1"}, {"local.retention.bytes": "0"},
+    {"local.retention.bytes": "10", "retention.bytes": "9"}, {"local.retention.bytes": "-1", "retention.bytes": "100"},
+    {"local.retention.bytes": "100", "retention.bytes": "100"}, {"local.retention.bytes": "1.5"},
 ]
 
 

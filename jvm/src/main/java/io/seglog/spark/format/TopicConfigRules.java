@@ -28,13 +28,14 @@ import java.util.regex.Pattern;
  * nullable) for the rest. Text is accepted for numbers (Spark options are text), as the Python core does.
  */
 public final class TopicConfigRules {
-    enum Kind { INT, FLOAT, STR }
+    enum Kind { INT, FLOAT, BOOL, STR }
 
     record Rule(Kind kind, Number low, Number high, List<String> choices, boolean nullable, boolean policyList) {
         String describe() {
             if (!choices.isEmpty()) return "one of " + String.join(", ", choices);
             if (kind == Kind.INT) return "an integer from " + low + " to " + high;
             if (kind == Kind.FLOAT) return "a number from " + low + " to " + high;
+            if (kind == Kind.BOOL) return "true or false";
             return "a string" + (nullable ? " or null" : "");
         }
     }
@@ -79,6 +80,10 @@ public final class TopicConfigRules {
         r.put("max.compaction.lag.ms", intRule(1, INT64_MAX));
         r.put("delete.retention.ms", intRule(0, INT64_MAX));
         r.put("compression.type", strRule(COMPRESSION_TYPES, false, false));
+        // Tiered storage (docs/tiered-storage.md §1), Kafka's names: -2 is "the same as retention.*".
+        r.put("remote.storage.enable", new Rule(Kind.BOOL, null, null, List.of(), false, false));
+        r.put("local.retention.ms", intRule(-2, INT64_MAX));
+        r.put("local.retention.bytes", intRule(-2, INT64_MAX));
         r.put("segment.merge.small.bytes", intRule(-1, INT32_MAX));
         RULES = Collections.unmodifiableMap(r);
     }
@@ -137,7 +142,40 @@ public final class TopicConfigRules {
             throw new TopicConfigException(where + ": 'message.timestamp.out.of.range.policy' = 'quarantine' needs "
                     + "'quarantine.topic' to name the topic that receives refused records");
         }
+        checkTiering(values, where);
         return values;
+    }
+
+    /**
+     * Kafka's LogConfig rules for tiered storage (conf/topic_config.py's _check_tiering, the same words):
+     * the local tier never keeps more than the whole log; a compacted topic is never tiered.
+     */
+    static void checkTiering(Map<String, Object> values, String where) {
+        for (String kind : List.of("ms", "bytes")) {
+            String local = "local.retention." + kind;
+            String total = "retention." + kind;
+            long lv = ((Number) values.get(local)).longValue();
+            long tv = ((Number) values.get(total)).longValue();
+            if (tv == -1 || lv == -2) continue;
+            if (lv == -1) {
+                throw new TopicConfigException(where + ": '" + local + "' = -1 (keep forever) while '" + total + "' = " + tv
+                        + ": the local tier cannot keep more than the whole log; allowed: -2 (the same as '" + total + "') or 0 to " + tv);
+            }
+            if (lv > tv) {
+                throw new TopicConfigException(where + ": '" + local + "' = " + lv + " is above '" + total + "' = " + tv
+                        + ": the local tier cannot keep more than the whole log; allowed: -2 (the same as '" + total + "') or 0 to " + tv);
+            }
+        }
+        String policy = String.valueOf(values.get("cleanup.policy"));
+        if (Boolean.TRUE.equals(values.get("remote.storage.enable")) && List.of(policy.split(",")).contains("compact")) {
+            throw new TopicConfigException(where + ": 'remote.storage.enable' = true with 'cleanup.policy' = '" + policy
+                    + "': tiered storage is refused on compacted topics (as Kafka refuses it): a tiered segment never changes, a compacted one does");
+        }
+    }
+
+    /** remote.storage.enable of a validated configuration. */
+    public static boolean tiered(Map<String, Object> values) {
+        return Boolean.TRUE.equals(values.get("remote.storage.enable"));
     }
 
     private static boolean isEmpty(Object v) {
@@ -163,6 +201,13 @@ public final class TopicConfigRules {
                     throw new TopicConfigException(where + ": '" + key + "' = " + d + " is out of range; allowed: " + rule.describe());
                 }
                 return d;
+            }
+            case BOOL: {
+                Boolean b = asBoolean(value);
+                if (b == null) {
+                    throw new TopicConfigException(where + ": '" + key + "' = " + show(value) + " is not a boolean; allowed: " + rule.describe());
+                }
+                return b;
             }
             case INT: {
                 BigInteger i = asInteger(value);
@@ -210,6 +255,17 @@ public final class TopicConfigRules {
         List<String> out = new ArrayList<>();
         for (String p : List.of("compact", "delete")) if (names.contains(p)) out.add(p);
         return String.join(",", out);
+    }
+
+    /** true/false in any case, spaces around (as Kafka's ConfigDef parses booleans); else null. */
+    private static Boolean asBoolean(Object value) {
+        if (value instanceof Boolean b) return b;
+        if (value instanceof String s) {
+            String t = s.strip().toLowerCase(java.util.Locale.ROOT);
+            if (t.equals("true")) return Boolean.TRUE;
+            if (t.equals("false")) return Boolean.FALSE;
+        }
+        return null;
     }
 
     private static BigInteger asInteger(Object value) {

@@ -81,6 +81,9 @@ final class RecordCursor implements AutoCloseable {
         fates = opts.readCommitted ? new TransactionFates(log, slice.bound) : null;
         long logStart = log.logStartOffset();
         if (position < logStart) {
+            // Local retention tiered them away (docs/tiered-storage.md §6): refused, never skipped as lost.
+            RemoteTier.read(Paths.get(opts.root), slice.topic, slice.partition)
+                .requireLocal(slice.topic, slice.partition, position, slice.end, logStart, "the task reads from offset " + position + ";");
             if (opts.failOnDataLoss) {
                 throw new DataLossException(Planner.dataLossMessage(slice.topic, slice.partition, position, logStart));
             }

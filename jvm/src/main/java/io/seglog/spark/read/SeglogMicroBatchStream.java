@@ -361,6 +361,9 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                         log.requireStartWithinEnd();
                         long logStart = log.logStartOffset();
                         if (from < logStart && from < until) {
+                            // Tiered away, not lost (docs/tiered-storage.md §6): refused whatever failOnDataLoss says.
+                            RemoteTier.read(root, topic, partition).requireLocal(topic, partition, from, until, logStart,
+                                "the stream's next batch starts at offset " + from + ";");
                             loss.report(Planner.lossOf(topic, partition, from, logStart), Math.min(logStart, until) - from, GO_ON);
                             from = Math.min(logStart, until);
                         }
