@@ -170,9 +170,8 @@ public final class StagedWrite {
 
     /** Log._append's check (KIP-937): CreateTime timestamps within before/after.max.ms of now. */
     static void checkTimestamp(long ts, long now, StageConfig cfg) {
-        if (now - ts > cfg.beforeMaxMs || ts - now > cfg.afterMaxMs) {
-            String which = ts < now ? "message.timestamp.before.max.ms=" + cfg.beforeMaxMs
-                    : "message.timestamp.after.max.ms=" + cfg.afterMaxMs;
+        String which = cfg.timeLimitBroken(ts, now);
+        if (which != null) {
             throw new IllegalArgumentException("seglog TimestampOutOfRangeError: a record has timestamp " + ts + ", "
                     + (ts - now) + " ms from now (" + now + "); " + which);
         }

@@ -7,8 +7,7 @@ import io.seglog.spark.format.TopicMetadata;
 
 /**
  * One topic as the write's tasks need it: its partition count, its rules for the stager, whether it is
- * compacted (every record needs a key, docs/spec.md §3.9) and whether it quarantines (refused by name: not
- * ported from the Python sink yet).
+ * compacted (every record needs a key, docs/spec.md §3.9) and where its out-of-range records go.
  */
 public final class TopicTarget implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -18,7 +17,9 @@ public final class TopicTarget implements Serializable {
     final int codec;
     final int segmentIndexBytes;
     final boolean compacted;
-    final boolean quarantines;
+    // message.timestamp.out.of.range.policy = quarantine on a CreateTime topic with a bound: the topic a record
+    // whose timestamp is out of range goes to (quarantine.topic) instead of failing the write; else null
+    final String quarantine;
 
     private TopicTarget(String name, int partitions, Map<String, Object> cfg) {
         this.name = name;
@@ -28,7 +29,8 @@ public final class TopicTarget implements Serializable {
         this.segmentIndexBytes = ((Long) cfg.get("segment.index.bytes")).intValue();
         String policy = (String) cfg.get("cleanup.policy");
         this.compacted = java.util.Arrays.asList(policy.split(",")).contains("compact");
-        this.quarantines = "quarantine".equals(cfg.get("message.timestamp.out.of.range.policy"));
+        this.quarantine = "quarantine".equals(cfg.get("message.timestamp.out.of.range.policy"))
+                && !stage.logAppendTime && stage.timeBounded() ? (String) cfg.get("quarantine.topic") : null;
     }
 
     static TopicTarget of(TopicMetadata meta) {
