@@ -24,10 +24,13 @@ from typing import Any, Mapping
 
 from seglog.conf.topic_config import requested_topic_config
 from seglog.indexer.locks import check_lock_timeout
-from seglog.indexer.names import validate_topic
+from seglog.indexer.log import Log
+from seglog.indexer.names import parse_partition_dir, validate_topic
+from seglog.indexer.topics import load_topic
 from seglog.sink.input_schema import SinkInputError, validate_schema
 from seglog.sink.write_errors import typed_error
 
+_RECOVERY_NEEDED = re.compile(r"RecoveryNeededException: (\S+) holds \S+\.swap")
 _WRITER_RE = re.compile(r"[A-Za-z0-9._-]{1,200}")   # fullmatch: `$` lets "id\n" through
 
 
@@ -103,7 +106,27 @@ class SegmentLogSink:
         try:
             writer.save(self.root)
         except Exception as exc:
-            typed = typed_error(exc)
-            if typed is None:
-                raise
-            raise typed from exc
+            if not self._finished_interrupted_swap(str(exc)):
+                typed = typed_error(exc)
+                if typed is None:
+                    raise
+                raise typed from exc
+            writer.save(self.root)   # once: the folder the JVM refused is recovered now
+
+    def _finished_interrupted_swap(self, text: str) -> bool:
+        """A sidecar killed inside a clean's or merge's swap leaves `.swap` files, which the JVM refuses to
+        touch (RecoveryNeededException names the folder); the Python core's writable open finishes the swap
+        under the partition's lock, as the sidecar would. True if it did (the write is then tried again)."""
+        m = _RECOVERY_NEEDED.search(text)
+        if m is None:
+            return False
+        folder = Path(m.group(1))
+        parsed = parse_partition_dir(folder.name)
+        if folder.parent != Path(self.root) or parsed is None or not folder.is_dir():
+            return False
+        meta = load_topic(self.root, parsed[0])
+        if meta is None:
+            return False
+        with Log.open(folder, meta.config, lock_timeout=self.lock_timeout):
+            pass
+        return True

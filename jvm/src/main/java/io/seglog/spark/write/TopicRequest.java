@@ -53,8 +53,8 @@ final class TopicRequest implements Serializable {
             return existing.get();
         }
         if (partitions == null) {
-            throw new SeglogWriteException("seglog write: topic '" + topic + "' (" + where + ") does not exist under " + root
-                    + "; pass option 'partitions' (SegmentLogSink's partitions=) and topic configuration to create it");
+            throw new SeglogWriteException("seglog write: topic '" + topic + "' does not exist under " + root + " (" + where
+                    + "); pass option 'partitions' (SegmentLogSink's partitions=) and topic configuration to create it");
         }
         return new TopicMetadata(topic, partitions, config, 0);
     }
