@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from seglog.errors import (InvalidRecordError, InvalidTopicError, MissingKeyError, PartitionLockedError,
+from seglog.errors import (ConnectorJarError, InvalidRecordError, InvalidTopicError, MissingKeyError, PartitionLockedError,
                            RecordTooLargeError, SeglogError, TimestampOutOfRangeError)
 from seglog.sink.input_schema import SinkInputError, SinkSchemaError
 
@@ -43,6 +43,11 @@ def typed_error(exc: BaseException) -> SeglogError | None:
                 return SinkSchemaError(detail)
             return SinkInputError(detail)
         return KINDS.get(kind, InvalidRecordError)(detail)
+    if "DATA_SOURCE_NOT_FOUND" in text and "seglog" in text:
+        from seglog.jvm import jar_path
+
+        return ConnectorJarError(f"this Spark session has no seglog connector (format(\"seglog\") is unknown): start "
+                                 f"it with spark.jars={jar_path()} (seglog.jvm.with_jar)")
     m = _LOCKED.search(text)
     if m is not None:
         return PartitionLockedError(_detail(m.group("detail")))
