@@ -47,7 +47,7 @@ public final class StageConfig implements Serializable {
         return Math.min(beforeMaxMs, afterMaxMs) < Long.MAX_VALUE;
     }
 
-    /** The fields by the names sink/jvm_write.py's stage_config gives them (the format tests compare them). */
+    /** The fields by the names tests/sink/jvm_stage.py's stage_config gives them (the format tests compare them). */
     public String toJson() {
         return "{\"segment.bytes\": " + segmentBytes + ", \"segment.index.bytes\": " + indexBytes
                 + ", \"index.interval.bytes\": " + indexInterval + ", \"segment.ms\": " + segmentMs

@@ -51,7 +51,7 @@ public final class TopicTarget implements Serializable {
     }
 
     /**
-     * One slot's rules for the stager, as sink/jvm_write.py's stage_config gives them: the batching budget
+     * One slot's rules for the stager, as tests/sink/jvm_stage.py's stage_config gives them: the batching budget
      * is indexer/log.py's batch_budget (batches of at most 1 MiB and max.message.bytes, less a compressed
      * topic's worst-case growth, and about half a segment). tests/sink/test_jvm_formats.py compares them.
      */
