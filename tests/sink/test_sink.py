@@ -353,3 +353,34 @@ def test_no_shuffle_each_partition_holds_its_rows_in_task_order(spark, tmp_path)
     SegmentLogSink(root, writer_id="default", topic="ev", tasks=3)(df, 1)
     got = read_topic(root, "ev", 3)
     assert sorted(int(r.key) for v in got.values() for r in v) == sorted(list(range(4000)) * 2)
+
+
+def test_two_checkpoints_into_one_topic_both_land(spark, tmp_path):
+    """The writer of a foreachBatch call is its query's id (the driver thread's sql.streaming.queryId): a new
+    checkpoint's batch ids restart at 0 under a new id, so they are not skipped as the first query's."""
+    root, ids = str(tmp_path / "log"), []
+    for run in ("a", "b"):
+        src = tmp_path / f"in-{run}"
+        src.mkdir()
+        for i in range(2):
+            f = src / f"part-{i}.json"
+            f.write_text("".join(json.dumps({"k": f"{run}{i}-{j}"}) + "\n" for j in range(5)))
+            os.utime(f, (1_700_000_000 + i, 1_700_000_000 + i))
+        stream = spark.readStream.schema("k string").option("maxFilesPerTrigger", 1).json(str(src)).selectExpr(
+            "k AS key", "k AS value")
+        q = (stream.writeStream.foreachBatch(SegmentLogSink(root, topic="ev", partitions=2))
+             .option("checkpointLocation", str(tmp_path / f"ckpt-{run}")).trigger(availableNow=True).start())
+        q.awaitTermination()
+        ids.append(q.id)
+    assert CommitLog(root, "ev").latest().writers == {ids[0]: 1, ids[1]: 1}
+    got = read_topic(root, "ev", 2)
+    assert sorted(r.key.decode() for v in got.values() for r in v) == sorted(
+        f"{run}{i}-{j}" for run in "ab" for i in range(2) for j in range(5))
+
+
+def test_a_sink_called_outside_a_query_needs_a_writer_id(spark, tmp_path):
+    root = str(tmp_path)
+    with pytest.raises(SinkInputError, match=r"no streaming query of this session is running a micro-batch; "
+                                             r"give option 'writerId' \(SegmentLogSink\(writer_id=\.\.\.\)\)"):
+        SegmentLogSink(root, topic="ev", partitions=1)(keyed_df(spark, 3), 0)
+    assert load_topic(root, "ev") is None
