@@ -195,7 +195,6 @@ def run(quick: bool = False, spark=None) -> dict:
 
                 r = _compare(seglog, delta, rounds, seglog_over_delta=False, disk=disk, warmup=THROUGHPUT_WARMUP)
                 r["seglog_log_bytes"] = last["bytes"]
-                sink = last["sink"]
                 r["seglog_rows_per_s"] = rows / r["seglog_median_s"]
                 r["delta_rows_per_s"] = rows / r["delta_median_s"]
                 out["throughput"][f"{rows}x{partitions}"] = r
