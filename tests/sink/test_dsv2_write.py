@@ -233,17 +233,18 @@ def test_headers_timestamp_ntz_string_columns_and_compacted_topics(spark, tmp_pa
 
 
 def test_a_write_failing_in_its_commit_leaves_no_topic_and_no_folder(spark, tmp_path):
-    """The commit creates the new topic, then finds a partition folder it must not touch (another
-    operation's truncate.pending): it fails naming it, and forgets the topic and the folders it made, so
-    the corrected request (another partition count) is not refused as a conflict."""
+    """The commit creates the new topic, then finds a partition folder it must not touch (a clean's
+    interrupted swap, which only the core finishes): it fails naming it, and forgets the topic and the
+    folders it made, so the corrected request (another partition count) is not refused as a conflict."""
     root = tmp_path / "log"
     (root / "new-2").mkdir(parents=True)
-    (root / "new-2" / "truncate.pending").write_text('{"offset": 0, "segment": -1}')
-    with pytest.raises(Exception, match="truncate.pending"):
+    swap = root / "new-2" / "00000000000000000000.log.swap"
+    swap.write_bytes(b"")
+    with pytest.raises(Exception, match="log.swap"):
         _write(_df(spark, 30), root, topic="new", partitions=3)
     assert load_topic(root, "new") is None
     assert not (root / "new-0").exists() and not (root / "new-1").exists()
-    (root / "new-2" / "truncate.pending").unlink()
+    swap.unlink()
     (root / "new-2").rmdir()
     _write(_df(spark, 30), root, topic="new", partitions=2)
     assert sum(map(len, _core_records(root, "new").values())) == 30

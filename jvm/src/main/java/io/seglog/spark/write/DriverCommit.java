@@ -40,7 +40,9 @@ import io.seglog.spark.format.TopicMetadata;
  *   ({@link TopicRequest}: a row's new topic, a quarantine topic);</li>
  * <li>roll every partition back to its committed end (a crashed write's records past it are cut) and
  *   remove the staged files of this writer's crashed runs;</li>
- * <li>publish each partition's staged segments at its log end, in task order, by rename (forced first);</li>
+ * <li>publish each partition's staged segments at its log end, in task order (StagedPublisher): small ones
+ *   copied onto the active segment, as the Python sink does (micro-batches leave no tiny segments), large ones
+ *   renamed in; everything forced before the commit;</li>
  * <li>commit once per topic, holding the written partitions' locks: the new end offsets and the writer's
  *   version, in one commit file. Only now do readers see the write;</li>
  * <li>remove this run's staging folder. On any failure before the commit every partition is rolled back
@@ -257,7 +259,8 @@ final class DriverCommit {
             Map<Integer, Long> ends = new TreeMap<>();
             for (Map.Entry<Integer, List<StagedSegment>> e : staged.getOrDefault(meta.name(), new TreeMap<>()).entrySet()) {
                 try (FileLock lock = FileLock.partition(root, meta.name(), e.getKey()).acquire(o.lockTimeoutMs)) {
-                    ends.put(e.getKey(), StagedPublisher.publish(root, meta.name(), e.getKey(), e.getValue(), target.codec).end());
+                    ends.put(e.getKey(), StagedPublisher.publish(root, meta.name(), e.getKey(), e.getValue(), target.append,
+                            o.renameMinBytes).end());
                 }
             }
             CrashPoint.reached(o.txnVersion);   // published, not committed: the crash tests kill the driver here

@@ -223,8 +223,9 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
         }
         SegmentStager s = byPartition[partition];
         if (s == null) {
-            // every staged segment is renamed in (StagedPublisher): each is forced by the task (durable)
-            s = new SegmentStager(dir, "s" + staged++, t.stage, System.currentTimeMillis(), sync, 0L);
+            // a staged segment the driver renames in is forced by the task (durable); a smaller one is copied,
+            // and the copy is forced by the publisher (StagedPublisher)
+            s = new SegmentStager(dir, "s" + staged++, t.stage, System.currentTimeMillis(), sync, plan.renameMinBytes);
             byPartition[partition] = s;
             order.add(new String[] {t.name, Integer.toString(partition)});
         }

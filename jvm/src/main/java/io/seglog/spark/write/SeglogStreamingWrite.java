@@ -43,7 +43,8 @@ final class SeglogStreamingWrite implements StreamingWrite {
         WriteOptions o = options.forStream(given, queryId, 0);
         String staging = DriverCommit.writerStaging(o.root, o.writer, o.topic).resolve("epoch-" + UUID.randomUUID()).toString();
         // one "now" per delivery, the driver's, as the Python sink's (docs/spec.md §3.1)
-        WritePlan plan = new WritePlan(o.root, staging, target, topics, columns, System.currentTimeMillis(), zone, false);
+        WritePlan plan = new WritePlan(o.root, staging, target, topics, columns, System.currentTimeMillis(), zone, false,
+                o.renameMinBytes);
         if (run != null) run.release();   // a micro-batch neither committed nor aborted (the query stopped)
         current = plan;
         run = DriverCommit.runLock(staging).acquire(0L);

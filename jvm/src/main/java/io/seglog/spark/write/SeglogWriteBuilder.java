@@ -56,7 +56,7 @@ public final class SeglogWriteBuilder implements WriteBuilder, SupportsTruncate 
                 String staging = DriverCommit.writerStaging(o.root, o.writer, o.topic)
                         .resolve((o.txnVersion == null ? "append" : o.txnVersion.toString()) + "-" + UUID.randomUUID()).toString();
                 return new SeglogBatchWrite(o, new WritePlan(o.root, staging, topic, request, columns, System.currentTimeMillis(),
-                        zone, skip));
+                        zone, skip, o.renameMinBytes));
             }
 
             @Override

@@ -3,6 +3,7 @@ package io.seglog.spark.write;
 import java.io.Serializable;
 import java.util.Map;
 
+import io.seglog.spark.format.AppendRules;
 import io.seglog.spark.format.TopicMetadata;
 
 /**
@@ -16,6 +17,7 @@ public final class TopicTarget implements Serializable {
     final StageConfig stage;
     final int codec;
     final int segmentIndexBytes;
+    final AppendRules append;     // the publisher's copy onto the active segment
     final boolean compacted;
     // message.timestamp.out.of.range.policy = quarantine on a CreateTime topic with a bound: the topic a record
     // whose timestamp is out of range goes to (quarantine.topic) instead of failing the write; else null
@@ -27,6 +29,7 @@ public final class TopicTarget implements Serializable {
         this.codec = codec((String) cfg.get("compression.type"));
         this.stage = stageConfig(cfg, codec);
         this.segmentIndexBytes = ((Long) cfg.get("segment.index.bytes")).intValue();
+        this.append = AppendRules.of(cfg, codec);
         String policy = (String) cfg.get("cleanup.policy");
         this.compacted = java.util.Arrays.asList(policy.split(",")).contains("compact");
         this.quarantine = "quarantine".equals(cfg.get("message.timestamp.out.of.range.policy"))
@@ -35,6 +38,11 @@ public final class TopicTarget implements Serializable {
 
     static TopicTarget of(TopicMetadata meta) {
         return new TopicTarget(meta.name(), meta.partitions(), meta.topicConfig());
+    }
+
+    /** The publisher's rules for a topic with that (validated) configuration (StagedPublisher's copy). */
+    public static AppendRules appendRules(Map<String, Object> cfg) {
+        return AppendRules.of(cfg, codec((String) cfg.get("compression.type")));
     }
 
     /** The codec seglog writes for a compression.type (indexer/codec/compression.py's topic_codec):

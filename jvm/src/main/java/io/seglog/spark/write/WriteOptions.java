@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
 
+import io.seglog.spark.format.StagedPublisher;
 import io.seglog.spark.format.TopicCatalog;
 import io.seglog.spark.format.TopicConfigException;
 import io.seglog.spark.format.TopicConfigRules;
@@ -29,7 +30,9 @@ import io.seglog.spark.format.TopicLayout;
  * <li>{@code writerId}: the writer recorded in the commit log for a plain append (default {@code append});
  *   with {@code txnAppId} the app id is the writer;</li>
  * <li>{@code lockTimeoutMs}: how long the commit waits for a topic's writer lock and a partition's lock
- *   (default 600000; {@code none}: for ever; SegmentLogSink's lock_timeout).</li>
+ *   (default 600000; {@code none}: for ever; SegmentLogSink's lock_timeout);</li>
+ * <li>{@code renameMinBytes} (hidden: for tests): staged segments of at least this many bytes are renamed in,
+ *   smaller ones copied onto the active segment (StagedPublisher; default the core's 1 MiB).</li>
  * </ul>
  */
 public final class WriteOptions implements Serializable {
@@ -51,10 +54,7 @@ public final class WriteOptions implements Serializable {
     public final Long foreachBatchId;            // null: not a foreachBatch call
     public final boolean writerGiven;            // option writerId (or txnAppId) was given
     public final Long lockTimeoutMs;             // null: wait for ever
-    // hidden (tests, SegmentLogSink's rename_min_bytes): the publisher's copy path threshold (w-copypath's
-    // StagedPublisher reads it; parsed here so SegmentLogSink can pass it on)
-    public final long renameMinBytes;
-    static final long RENAME_MIN_BYTES = 1L << 20;   // the core's indexer/staged.py default
+    public final long renameMinBytes;            // staged segments this large are renamed in, smaller ones copied
 
     private WriteOptions(String root, String topic, Integer partitions, Map<String, Object> config, boolean configGiven,
                          String writer, Long txnVersion, Long foreachBatchId, boolean writerGiven, Long lockTimeoutMs,
@@ -155,9 +155,21 @@ public final class WriteOptions implements Serializable {
                     + "' differ; with txnAppId the app id is the writer the commit log records: give one of them");
         }
         String writer = app != null ? app : writerId != null ? writerId : DEFAULT_WRITER;
+        long renameMinBytes = StagedPublisher.RENAME_MIN_BYTES;
+        if (o.containsKey("renameminbytes")) {
+            String text = o.get("renameminbytes");
+            try {
+                renameMinBytes = Long.parseLong(text.strip());
+            } catch (NumberFormatException e) {
+                renameMinBytes = -1;
+            }
+            if (renameMinBytes < 0) {
+                throw new SeglogWriteException("seglog write: option '" + spelled.get("renameminbytes") + "' = '" + text
+                        + "'; allowed: an integer >= 0 (bytes)");
+            }
+        }
         return new WriteOptions(root, topic, partitions, config, !configText.isEmpty(), writer, txnVersion, foreachBatchId,
-                app != null || writerId != null, lockTimeoutMs,
-                o.containsKey("renameminbytes") ? nonNegative("renameMinBytes", o.get("renameminbytes")) : RENAME_MIN_BYTES);
+                app != null || writerId != null, lockTimeoutMs, renameMinBytes);
     }
 
     private static long nonNegative(String name, String text) {

@@ -13,9 +13,10 @@ final class WritePlan implements Serializable {
     final long now;                // the driver's time for the write (ms): one append time for every task
     final String sessionTimeZone;  // a timestamp_ntz is a wall time here
     final boolean skip;            // the txnVersion is committed already: tasks write nothing
+    final long renameMinBytes;     // staged segments this large are renamed in (forced by their task), smaller copied
 
     WritePlan(String root, String staging, TopicTarget target, TopicRequest topics, InputColumns columns, long now,
-              String sessionTimeZone, boolean skip) {
+              String sessionTimeZone, boolean skip, long renameMinBytes) {
         this.root = root;
         this.staging = staging;
         this.target = target;
@@ -24,5 +25,6 @@ final class WritePlan implements Serializable {
         this.now = now;
         this.sessionTimeZone = sessionTimeZone;
         this.skip = skip;
+        this.renameMinBytes = renameMinBytes;
     }
 }

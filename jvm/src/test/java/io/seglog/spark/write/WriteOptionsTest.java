@@ -37,6 +37,9 @@ class WriteOptionsTest {
         assertEquals("append", plain.writer);
         assertNull(plain.txnVersion);
         assertEquals("w1", WriteOptions.parse(opts("topic", "t", "writerId", "w1")).writer);
+        assertEquals(1L << 20, plain.renameMinBytes);                      // the core's RENAME_MIN_BYTES
+        assertEquals(0L, WriteOptions.parse(opts("topic", "t", "renameMinBytes", "0")).renameMinBytes);
+        assertEquals(4096L, WriteOptions.parse(opts("topic", "t", "RENAMEMINBYTES", " 4096")).renameMinBytes);
     }
 
     @Test
@@ -54,6 +57,8 @@ class WriteOptionsTest {
         refused("options 'writerId' = 'w' and 'txnAppId' = 'a' differ", "topic", "t", "writerId", "w", "txnAppId", "a",
                 "txnVersion", "1");
         refused("option 'writerId' = 'a b'", "topic", "t", "writerId", "a b");
+        refused("option 'renameMinBytes' = '-1'; allowed: an integer >= 0", "topic", "t", "renameMinBytes", "-1");
+        refused("option 'renameMinBytes' = '1MB'", "topic", "t", "renameMinBytes", "1MB");
         refused("option 'foreachBatchId' = '-2'", "topic", "t", "foreachBatchId", "-2");
         refused("options 'foreachBatchId' and 'txnAppId' exclude each other", "topic", "t", "foreachBatchId", "1",
                 "txnAppId", "a", "txnVersion", "1");
