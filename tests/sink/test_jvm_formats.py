@@ -20,7 +20,7 @@ from seglog.indexer import Record
 from seglog.indexer.committed_end import roll_back_to_committed
 from seglog.indexer.log import Log
 from seglog.indexer.staged import publish
-from seglog.sink.jvm_write import stage_config, staged_by_slot
+from tests.sink.jvm_stage import stage_config, staged_by_slot
 from seglog.indexer.commit_log import CommitConflictError, CommitLog, commits_dir
 from seglog.indexer.locks import FileLock, lock_path
 from tests import jvm_format_tool as tool
@@ -479,7 +479,7 @@ def test_jvm_publish_by_rename_leaves_the_python_cores_folder(tmp_path, case):
 ])
 def test_the_stagers_rules_agree_with_the_python_sinks(config):
     """The write's per-topic rules for its tasks (io.seglog.spark.write.TopicTarget) against
-    sink/jvm_write.py's stage_config, batch budget included."""
+    tests/sink/jvm_stage.py's stage_config, batch budget included."""
     assert tool.run("stage-config", *(f"{k}={v}" for k, v in config.items())) == \
         stage_config(validate_topic_config(config))
 
