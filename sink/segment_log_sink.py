@@ -18,6 +18,7 @@ No `sparkContext`, no py4j: the same sink runs in classic PySpark and from a Spa
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Mapping
@@ -30,7 +31,7 @@ from seglog.indexer.topics import load_topic
 from seglog.sink.input_schema import SinkInputError, validate_schema
 from seglog.sink.write_errors import typed_error
 
-_RECOVERY_NEEDED = re.compile(r"RecoveryNeededException: (\S+) holds \S+\.swap")
+_RECOVERY_NEEDED = re.compile(r"RecoveryNeededException: (\S+) holds (?:\S+\.swap|truncate\.pending)")
 _WRITER_RE = re.compile(r"[A-Za-z0-9._-]{1,200}")   # fullmatch: `$` lets "id\n" through
 
 
@@ -41,6 +42,12 @@ def _option_text(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ",".join(str(v) for v in value)
     return str(value)
+
+
+def _in_connect_foreach_batch_worker(df) -> bool:
+    """Whether this call runs in the Python worker a Spark Connect server starts for a query's foreachBatch
+    function (pyspark.sql.connect.streaming.worker): Spark gives that process its server's local Connect URL."""
+    return "SPARK_CONNECT_LOCAL_URL" in os.environ and type(df).__module__.startswith("pyspark.sql.connect")
 
 
 class SegmentLogSink:
@@ -78,9 +85,13 @@ class SegmentLogSink:
             raise SinkInputError(f"rename_min_bytes = {rename_min_bytes!r}; allowed: an integer >= 0")
         self.rename_min_bytes = rename_min_bytes
 
-    def options(self, batch_id: int) -> dict[str, str]:
-        """The `format("seglog")` write's options for one call (docs/spec.md §7 names each)."""
+    def options(self, batch_id: int, *, in_connect_worker: bool = False) -> dict[str, str]:
+        """The `format("seglog")` write's options for one call (docs/spec.md §7 names each). In Spark Connect's
+        foreachBatch worker the write runs on a Connect thread, so the JVM finds the calling query by its active
+        trigger; elsewhere by the calling thread (a call outside any query records the writer `default`)."""
         out: dict[str, str] = {"foreachBatchId": str(int(batch_id))}
+        if in_connect_worker:
+            out["foreachBatchLookup"] = "activeTrigger"
         if self.topic is not None:
             out["topic"] = self.topic
         if self.partitions is not None:
@@ -101,7 +112,7 @@ class SegmentLogSink:
         if self.tasks:
             df = df.repartition(self.tasks)
         writer = df.write.format("seglog").mode("append")
-        for key, value in self.options(batch_id).items():
+        for key, value in self.options(batch_id, in_connect_worker=_in_connect_foreach_batch_worker(df)).items():
             writer = writer.option(key, value)
         try:
             writer.save(self.root)
@@ -114,9 +125,10 @@ class SegmentLogSink:
             writer.save(self.root)   # once: the folder the JVM refused is recovered now
 
     def _finished_interrupted_swap(self, text: str) -> bool:
-        """A sidecar killed inside a clean's or merge's swap leaves `.swap` files, which the JVM refuses to
-        touch (RecoveryNeededException names the folder); the Python core's writable open finishes the swap
-        under the partition's lock, as the sidecar would. True if it did (the write is then tried again)."""
+        """A sidecar killed inside a clean's or merge's swap leaves `.swap` files, and a core truncation killed
+        after rewriting a straddling batch leaves its `truncate.pending`: the JVM refuses to touch either
+        (RecoveryNeededException names the folder); the Python core's writable open finishes it under the
+        partition's lock, as the sidecar would. True if it did (the write is then tried again)."""
         m = _RECOVERY_NEEDED.search(text)
         if m is None:
             return False

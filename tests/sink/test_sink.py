@@ -378,9 +378,13 @@ def test_two_checkpoints_into_one_topic_both_land(spark, tmp_path):
         f"{run}{i}-{j}" for run in "ab" for i in range(2) for j in range(5))
 
 
-def test_a_sink_called_outside_a_query_needs_a_writer_id(spark, tmp_path):
+def test_a_sink_called_outside_a_query_records_the_writer_default(spark, tmp_path):
+    """A plain call on a static DataFrame (no streaming query on the thread) is recorded under the writer
+    `default`, as the sink always has: a second call with the same batch id is a re-delivery, skipped."""
     root = str(tmp_path)
-    with pytest.raises(SinkInputError, match=r"no streaming query of this session is running a micro-batch; "
-                                             r"give option 'writerId' \(SegmentLogSink\(writer_id=\.\.\.\)\)"):
-        SegmentLogSink(root, topic="ev", partitions=1)(keyed_df(spark, 3), 0)
-    assert load_topic(root, "ev") is None
+    sink = SegmentLogSink(root, topic="ev", partitions=1)
+    sink(keyed_df(spark, 3), 0)
+    sink(keyed_df(spark, 3), 0)
+    sink(keyed_df(spark, 2), 1)
+    assert CommitLog(root, "ev").latest().writers == {"default": 1}
+    assert sum(map(len, read_topic(root, "ev", 1).values())) == 5

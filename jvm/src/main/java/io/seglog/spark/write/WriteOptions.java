@@ -27,6 +27,9 @@ import io.seglog.spark.format.TopicLayout;
  * <li>{@code foreachBatchId}: the write is that micro-batch of the streaming query whose foreachBatch function
  *   runs it (SegmentLogSink): its version is the batch id and its writer option writerId, else the query's id
  *   ({@link ForeachBatchQuery}); a re-delivered batch is skipped, as with txnVersion;</li>
+ * <li>{@code foreachBatchLookup} (SegmentLogSink sets it): how the calling query is found: {@code thread} (the
+ *   calling thread's query; none: the writer {@code default}, a plain call outside a query) or
+ *   {@code activeTrigger} (Spark Connect's foreachBatch worker: else the one query of the session in a trigger);</li>
  * <li>{@code writerId}: the writer recorded in the commit log for a plain append (default {@code append});
  *   with {@code txnAppId} the app id is the writer;</li>
  * <li>{@code lockTimeoutMs}: how long the commit waits for a topic's writer lock and a partition's lock
@@ -40,7 +43,7 @@ public final class WriteOptions implements Serializable {
     static final String DEFAULT_WRITER = "append";
     private static final Pattern WRITER = Pattern.compile("[A-Za-z0-9._-]{1,200}");
     private static final List<String> OWN = List.of("path", "topic", "partitions", "writerid", "txnappid", "txnversion",
-            "foreachbatchid", "locktimeoutms", "renameminbytes");
+            "foreachbatchid", "foreachbatchlookup", "locktimeoutms", "renameminbytes");
     // Spark's own, passed to every streaming sink with the sink's options: the query's, not ours
     private static final List<String> SPARKS = List.of("checkpointlocation");
 
@@ -55,10 +58,11 @@ public final class WriteOptions implements Serializable {
     public final boolean writerGiven;            // option writerId (or txnAppId) was given
     public final Long lockTimeoutMs;             // null: wait for ever
     public final long renameMinBytes;            // staged segments this large are renamed in, smaller ones copied
+    public final boolean lookupByTrigger;        // foreachBatchLookup=activeTrigger: Spark Connect's foreachBatch worker
 
     private WriteOptions(String root, String topic, Integer partitions, Map<String, Object> config, boolean configGiven,
                          String writer, Long txnVersion, Long foreachBatchId, boolean writerGiven, Long lockTimeoutMs,
-                         long renameMinBytes) {
+                         long renameMinBytes, boolean lookupByTrigger) {
         this.root = root;
         this.topic = topic;
         this.partitions = partitions;
@@ -70,11 +74,12 @@ public final class WriteOptions implements Serializable {
         this.writerGiven = writerGiven;
         this.lockTimeoutMs = lockTimeoutMs;
         this.renameMinBytes = renameMinBytes;
+        this.lookupByTrigger = lookupByTrigger;
     }
 
     private WriteOptions with(String writer, Long version) {
         return new WriteOptions(root, topic, partitions, config, configGiven, writer, version, foreachBatchId, writerGiven,
-                lockTimeoutMs, renameMinBytes);
+                lockTimeoutMs, renameMinBytes, lookupByTrigger);
     }
 
     /** {@code options}: Spark's, any key case (the original spelling is kept for messages). */
@@ -168,8 +173,13 @@ public final class WriteOptions implements Serializable {
                         + "'; allowed: an integer >= 0 (bytes)");
             }
         }
+        String lookup = o.getOrDefault("foreachbatchlookup", "thread").strip();
+        if (!lookup.equalsIgnoreCase("thread") && !lookup.equalsIgnoreCase("activeTrigger")) {
+            throw new SeglogWriteException("seglog write: option '" + spelled.get("foreachbatchlookup") + "' = '" + lookup
+                    + "'; allowed: thread, activeTrigger");
+        }
         return new WriteOptions(root, topic, partitions, config, !configText.isEmpty(), writer, txnVersion, foreachBatchId,
-                app != null || writerId != null, lockTimeoutMs, renameMinBytes);
+                app != null || writerId != null, lockTimeoutMs, renameMinBytes, lookup.equalsIgnoreCase("activeTrigger"));
     }
 
     private static long nonNegative(String name, String text) {
