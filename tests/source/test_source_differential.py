@@ -516,3 +516,25 @@ def test_random_cleaned_logs_read_as_the_core_reads_them(spark, tmp_path_factory
     assert jvm_rows(spark, root, "r", startingTimestamp=ts, startingOffsetsByTimestampStrategy="latest") == [
         r for r in want if r[1] >= first]
     shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_cleaned_segment_whose_kept_batch_starts_at_the_committed_end(spark, tmp_path):
+    """Found by the random test above: tombstones at offsets 0 and 1 cleaned away (delete.retention.ms=0), the
+    emptied batch at offset 2 kept (a cleaned segment keeps its last offset), and the committed end 2. The
+    read's walk of segment 0 meets that batch at the bound and draws nothing: the offsets below it are a
+    cleaner's gap, not a swap in progress, so the read returns no row (it failed with SegmentGoneException)."""
+    from seglog.indexer import Record
+
+    cfg = dict(COMPACT, **{"segment.bytes": 1024, "delete.retention.ms": 0})
+    create_topic(tmp_path, "r", 1, cfg)
+    with Log.open(tmp_path / "r-0", cfg) as log:
+        for i in range(3):
+            log.append([Record(key=b"a", value=None, timestamp=T0 + i)])
+        log.roll()
+        log.clean(T0 + 1_000_000, force=True)
+        log.flush()
+        assert log.log_end_offset == 3
+    commit(tmp_path, "r", {0: 2})
+    assert core_rows(tmp_path, "r", 0, None, 2) == []
+    assert jvm_rows(spark, tmp_path, "r") == []
+    assert jvm_rows(spark, tmp_path, "r", startingOffsets=json.dumps({"r": {"0": 1}})) == []

@@ -325,6 +325,7 @@ public final class Segment implements Closeable {
         private FileChannelRecordBatch next;
         boolean tolerateTornTail;           // an estimate's walk: any fault ends it
         private BatchBuffer into;           // readInto: each batch is read into it and checked there
+        private long metPastBound = -1;     // the first offset of the batch that ended the walk at the bound
         private RecordBatch inMemory;       // the last batch drawn, as read into `into` (null: not read so)
 
         Batches(int pos, long expectedBase, long expectedLast, long bound) {
@@ -356,6 +357,12 @@ public final class Segment implements Closeable {
          *  was not read so (no buffer given, or a batch older than magic 2). */
         public RecordBatch inMemory() {
             return inMemory;
+        }
+
+        /** The first offset of the batch whose start, at or past the bound, ended the walk (-1: none did): the
+         *  offsets between the last batch drawn and it are not in this segment (a cleaner's gap). */
+        public long metPastBound() {
+            return metPastBound;
         }
 
         /** The file position after the last batch drawn (or where the walk started). */
@@ -402,6 +409,7 @@ public final class Segment implements Closeable {
                     + ", expected " + (prevLast + 1) + (dense ? "" : " or above"), null);
             }
             if (b.baseOffset() >= bound) {     // past the bound (a gap across it): not judged
+                metPastBound = b.baseOffset();
                 done = true;
                 return false;
             }

@@ -230,8 +230,11 @@ final class RecordCursor implements AutoCloseable {
     }
 
     private boolean nextSegment() {
-        // Offsets below `covered` were returned or accounted for (the last batch drawn ends at segmentLast).
+        // Offsets below `covered` were returned or accounted for (the last batch drawn ends at segmentLast; a walk
+        // that met a batch starting at or past the bound accounts for the gap below that batch: the segment holds
+        // nothing there, as a cleaned segment's emptied batches above the committed end show).
         long covered = Math.max(position, segmentLast + 1);
+        if (batches != null) covered = Math.max(covered, batches.metPastBound());
         if (batches != null && segment + 1 < log.segmentCount()) {
             long next = log.base(segment + 1);
             if (segmentLast >= next) {
