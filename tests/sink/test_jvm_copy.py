@@ -16,7 +16,7 @@ from seglog.conf.topic_config import validate_topic_config
 from seglog.indexer import Record
 from seglog.indexer.log import Log
 from seglog.indexer.staged import publish
-from seglog.sink.jvm_write import stage_config, staged_by_slot
+from tests.sink.jvm_stage import stage_config, staged_by_slot
 from tests import jvm_format_tool as tool
 
 TOPIC = "events"
