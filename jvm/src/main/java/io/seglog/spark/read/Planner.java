@@ -381,7 +381,8 @@ public final class Planner {
                     }
                     continue;
                 }
-                PartitionLog log = PartitionLog.open(root, topic, p, checkpoint.getOrDefault(topic + "-" + p, 0L), gaps, looks.listings);
+                PartitionLog log = PartitionLog.open(root, topic, p, checkpoint.getOrDefault(topic + "-" + p, 0L), gaps, looks.listings,
+                    RemoteConf.SESSION);
                 logs.add(log);
                 long committed = ends.getOrDefault(p, log.logStartOffset());
                 ranges.add(resolve(o, bounds, topic, p, log, committed, loss));

@@ -267,7 +267,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                 long end = p.getValue();
                 if (begin < end && Files.isDirectory(root.resolve(t.getKey() + "-" + p.getKey()))) {
                     try (PartitionLog log = PartitionLog.open(root, t.getKey(), p.getKey(),
-                            checkpointed.getOrDefault(t.getKey() + "-" + p.getKey(), 0L), gaps, looks.listings)) {
+                            checkpointed.getOrDefault(t.getKey() + "-" + p.getKey(), 0L), gaps, looks.listings, RemoteConf.SESSION)) {
                         TransactionFates known = fates.computeIfAbsent(new TopicPartition(t.getKey(), p.getKey()),
                             k -> new TransactionFates());
                         end = known.lastStableOffset(log, Math.max(begin, log.logStartOffset()), end);
@@ -356,7 +356,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                             continue;
                         }
                         PartitionLog log = PartitionLog.open(root, topic, partition,
-                            checkpointed.getOrDefault(topic + "-" + partition, 0L), gaps, looks.listings);
+                            checkpointed.getOrDefault(topic + "-" + partition, 0L), gaps, looks.listings, RemoteConf.SESSION);
                         logs.add(log);
                         log.requireStartWithinEnd();
                         long logStart = log.logStartOffset();
