@@ -8,5 +8,6 @@ cd "$(dirname "$0")/.."
 SEGLOG_JAR_SKIP_TESTS= SEGLOG_EXTRAS=test,bench bash scripts/setup.sh
 bash .ci/kafka-jars.sh
 bash scripts/delta-jars.sh
+bash scripts/s3a-jars.sh
 bash .ci/helm.sh > /dev/null
 echo "seglog's test set-up is complete"
