@@ -96,6 +96,8 @@ def test_a_replay_from_a_timestamp_crosses_the_tiers_as_before_tiering(spark, tm
     assert sorted(r.offset for r in df.select("offset").collect()) == list(range(300))
     after = df.where(F.col("timestamp") >= F.timestamp_millis(F.lit(T0 + 30_000))).select("offset", "timestamp")
     assert sorted(r.offset for r in after.collect()) == [r[0] for r in whole if r[1] >= T0 + 30_000]
+    by_ts = rows(spark, root, startingOffsetsByTimestamp={"t": {"0": T0 + 3_000}})
+    assert by_ts == replays[T0 + 3_000]
     until = rows(spark, root, endingOffsetsByTimestamp={"t": {"0": T0 + 100_000}})
     assert until == [r for r in whole if r[0] < next(o for o, ts, *_ in whole if ts >= T0 + 100_000)]
 

@@ -209,6 +209,15 @@ public final class RemoteSegmentCache {
             ensure(pos, pos + Math.max(0, length));
         }
 
+        private void closeStream() {
+            try {
+                if (in != null) in.close();
+            } catch (IOException e) {
+                // a read-only stream: nothing to lose
+            }
+            in = null;
+        }
+
         private void fetch(int chunk) {
             long from = (long) chunk * CHUNK;
             int len = (int) Math.min(CHUNK, size - from);
@@ -222,6 +231,7 @@ public final class RemoteSegmentCache {
                 throw new RemoteObjectException(objectUri + ": the object ends before position " + (from + len)
                     + " though its manifest records " + size + " bytes: records of the segment are lost", e);
             } catch (IOException e) {
+                closeStream();                     // the next fetch opens the object again
                 throw new StorageException("cannot read " + objectUri + " at position " + from + ": " + e, e);
             }
             try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
