@@ -179,3 +179,9 @@ def test_remote_retention_moves_the_log_start_and_failondataloss_judges_as_today
         rows(spark, root, startingOffsets={"t": {"0": 0}})
     assert [r[0] for r in rows(spark, root, startingOffsets={"t": {"0": 0}}, failOnDataLoss="false")] == \
         list(range(start, 300))
+    # A stream whose position is below the remote log start: the same judgement.
+    got, _ = stream_offsets(spark, root, tmp_path / "out", tmp_path / "cp", startingOffsets='{"t": {"0": 0}}',
+                            failOnDataLoss="false")
+    assert got == list(range(start, 300))
+    with pytest.raises(Exception, match=f"offsets 0 to {start - 1} are no longer in the log"):
+        stream_offsets(spark, root, tmp_path / "out2", tmp_path / "cp2", startingOffsets='{"t": {"0": 0}}')

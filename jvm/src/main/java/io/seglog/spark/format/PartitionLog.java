@@ -268,6 +268,8 @@ public final class PartitionLog implements Closeable {
      */
     public long offsetForTimestamp(long ts, long bound) {
         for (int i = segmentIndexFor(logStart); i < bases.length && bases[i] < bound; i++) {
+            // A tiered segment's largest timestamp is its record's: skipped without fetching its indexes.
+            if (i < remote.length && remote[i].maxTs() < ts) continue;
             Segment seg = segment(i);
             long nextBase = i + 1 < bases.length ? bases[i + 1] : Long.MAX_VALUE;
             if (seg.largestTimestamp(nextBase) < ts) continue;

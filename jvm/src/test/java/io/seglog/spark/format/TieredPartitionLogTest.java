@@ -124,6 +124,16 @@ class TieredPartitionLogTest {
     }
 
     @Test
+    void aTimestampLookupOnTheLocalTierFetchesNothingRemote() throws IOException {
+        Path root = tiered();
+        long before = RemoteSegmentCache.fetchedBytes();
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            assertEquals(250, log.offsetForTimestamp(TestLogs.T0 + 250, 300));
+        }
+        assertEquals(before, RemoteSegmentCache.fetchedBytes());
+    }
+
+    @Test
     void aRemoteObjectShorterThanItsManifestIsNamed() throws IOException {
         Path root = tiered();
         Path victim = tmp.resolve("remote/t-0/00000000000000000100.log");
