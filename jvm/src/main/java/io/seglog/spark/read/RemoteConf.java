@@ -12,6 +12,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.util.SerializableConfiguration;
 
 import io.seglog.spark.format.RemoteLocation;
+import io.seglog.spark.format.TopicConfigException;
 
 /**
  * The Hadoop configuration that reaches a root's remote tier (docs/tiered-storage.md §6): the session's on the
@@ -32,7 +33,11 @@ final class RemoteConf implements Serializable, Supplier<Configuration> {
 
     /** On the driver, for a reader factory: the session's configuration broadcast when {@code root} has a remote tier. */
     static RemoteConf forExecutors(String root) {
-        if (RemoteLocation.load(Paths.get(root)) == null) return SESSION;
+        try {
+            if (RemoteLocation.load(Paths.get(root)) == null) return SESSION;
+        } catch (TopicConfigException e) {
+            return SESSION;      // reported by the read that needs the remote tier, not by reads of local segments
+        }
         SparkSession session = active();
         if (session == null) return SESSION;
         JavaSparkContext jsc = JavaSparkContext.fromSparkContext(session.sparkContext());
