@@ -112,11 +112,12 @@ public final class PartitionLog implements Closeable {
         // in, so a listing taken after this read cannot hold cleaned segments of a partition judged dense;
         // nor can a kept one reused now (it is reused only when the folder did not change since it was taken).
         boolean dense = !gaps.mayHaveGaps(topic, partition);
-        // The metadata log before the listing: local retention deletes a local segment only after its 'copied'
-        // record, so a listing taken after this read cannot lack a segment that is on neither side of it.
-        RemoteSegmentLog.State remoteState = RemoteSegmentLog.read(root, topic, partition);
         SegmentListings.Found found = listings.look(dir);
         afterListing.accept(dir);
+        // The metadata log after the listing: local retention deletes a local segment only after its 'copied'
+        // record is appended, so a segment the listing lacks was recorded before this read, which sees it (or
+        // its 'deleting' record: then it is gone from the log, and the log start says so).
+        RemoteSegmentLog.State remoteState = RemoteSegmentLog.read(root, topic, partition);
         return new PartitionLog(root, topic, partition, dense, found.bases(), found.kept(), found.maxLeaderEpoch(),
             checkpointed, remoteState, hadoopConf);
     }
