@@ -24,13 +24,16 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from seglog.conf import TopicConfig, load_yaml, validate_topic_config
 from seglog.conf.limits import INT32_MAX
 from seglog.conf.topic_config import int_from_text
 from seglog.errors import ConfigError, InvalidTopicError
 from seglog.indexer.names import validate_topic
+
+if TYPE_CHECKING:
+    from seglog.indexer.remote.location import RemoteLocation
 
 
 SECTIONS = ("root", "log", "topics", "schedule", "http", "remote")

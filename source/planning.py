@@ -379,11 +379,17 @@ def split_with_log(rng: PartitionRange, start: int, end: int, nbytes: int) -> tu
 
 def open_readonly(root: str, topic: str, partition: int):
     """The partition read-only, with its topic's recorded configuration: a topic recorded compacted
-    may have offset gaps before any clean of seglog's (a broker's folder), and readers must know."""
+    may have offset gaps before any clean of seglog's (a broker's folder), and readers must know. A
+    partition with tiered segments reads across both tiers (TieredLog)."""
     from seglog.indexer.log import Log
+    from seglog.indexer.remote.metadata import metadata_path
+    from seglog.indexer.remote.tiered_log import TieredLog
     from seglog.indexer.topics import load_topic
     meta = load_topic(root, topic)
-    return Log.open(partition_path(root, topic, partition), meta.topic_config() if meta else None, readonly=True)
+    cfg = meta.topic_config() if meta else None
+    if metadata_path(root, topic, partition).exists():     # tiered segments: one log across both tiers
+        return TieredLog(root, topic, partition, cfg)       # (docs/tiered-storage.md §6)
+    return Log.open(partition_path(root, topic, partition), cfg, readonly=True)
 
 
 def plan(opts: SourceOptions, bounds: ScanBounds, *, cores: int | None = None,

@@ -63,6 +63,7 @@ class RemoteState:
     live: dict[int, RemoteSegment] = field(default_factory=dict)      # copied
     deleting: dict[int, RemoteSegment] = field(default_factory=dict)  # deleting: gone for readers
     deleted: set[int] = field(default_factory=set)
+    copied_end: int | None = None  # the largest `next` of any copied record, also of segments since deleted
     valid_bytes: int = 0          # the length of the file's whole, checked lines
     torn: bool = False            # a torn last line follows them
 
@@ -79,8 +80,7 @@ class RemoteState:
     def end(self) -> int | None:
         """The remote end: the largest `next` ever recorded copied (also of segments since deleted:
         nothing below it is copied again)."""
-        ends = [s.next for s in (*self.live.values(), *self.deleting.values())]
-        return max(ends) if ends else None
+        return self.copied_end
 
 
 def remote_end_of(partition_dir: str | os.PathLike) -> int | None:
@@ -145,9 +145,10 @@ def _apply(state: RemoteState, rec: dict, path: Path, n: int) -> None:
     base, op = rec["base"], rec["op"]
     if op == "copied":
         try:
-            state.live[base] = RemoteSegment.from_record(rec)
+            state.live[base] = seg = RemoteSegment.from_record(rec)
         except (KeyError, TypeError, ValueError):
             raise CorruptRecordError(f"{path}: line {n}: a copied record lacks its segment's fields") from None
+        state.copied_end = seg.next if state.copied_end is None else max(state.copied_end, seg.next)
         state.deleting.pop(base, None)
         state.deleted.discard(base)
     elif op == "deleting":

@@ -188,7 +188,8 @@ def tier_partition(root: str | os.PathLike, topic: str, partition: int, cfg, sto
             by_total = 0
             while by_total < len(bases) - 1 and bases[by_total] in expired_local:
                 by_total += 1
-            count = max(by_total, local_expired(state, log.retention_facts(), bases, cfg, now))
+            # Local retention judges what total retention leaves.
+            count = by_total + local_expired(state, log.retention_facts()[by_total:], bases[by_total:], cfg, now)
             if count:
                 result.local_deleted = log.delete_oldest_segments(count)
     return result

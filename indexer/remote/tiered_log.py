@@ -233,6 +233,66 @@ class TieredLog:
         if end > self.local.log_start_offset:
             yield from self.local.read(max(start, self.local.log_start_offset), end, isolation_level=isolation_level)
 
+    def read_arrow(self, start_offset: int, end_offset: int | None = None, *, max_rows: int = 65536,
+                   isolation_level: str = DEFAULT_ISOLATION_LEVEL):
+        """Arrow record batches as Log.read_arrow gives them, across both tiers (the `seglog` Python source)."""
+        from seglog.indexer.codec.columns import decode_to_arrow
+
+        check_isolation_level(isolation_level)
+        start, end = self._bounds(start_offset, end_offset)
+        mid = min(end, self.local.log_start_offset)
+        fates: list[TransactionFates] = []
+
+        def fates_for() -> TransactionFates:
+            if not fates:
+                fates.append(TransactionFates(self._control_markers))
+            return fates[0]
+
+        for buf, scan in self._remote_chunks(start, mid):
+            keep, stop = visible_batches(scan.headers, scan.attributes, isolation_level, fates_for)
+            batch = decode_to_arrow(buf, scan.positions if keep is None else scan.positions[keep],
+                                    start_offset=start, end_offset=mid)
+            for lo in range(0, batch.num_rows, max_rows):
+                yield batch.slice(lo, max_rows)
+            if stop is not None:
+                return
+        if end > self.local.log_start_offset:
+            yield from self.local.read_arrow(max(start, self.local.log_start_offset), end, max_rows=max_rows,
+                                             isolation_level=isolation_level)
+
+    def require_committed_end(self, end: int) -> None:
+        self.local.require_committed_end(end)
+
+    def require_start_within_end(self) -> None:
+        self.local.require_start_within_end()
+
+    def byte_size(self, start: int, end: int) -> int:
+        """An estimate of the log bytes in [start, end) (planning): a remote segment's share by offsets,
+        the local tier's from its indexes."""
+        local_start = self.local.log_start_offset
+        total = 0
+        for seg in self.remote:
+            lo, hi = max(start, seg.base), min(end, seg.next, local_start)
+            if lo < hi:
+                total += seg.size * (hi - lo) // max(1, seg.next - seg.base)
+        if end > local_start:
+            total += self.local.byte_size(max(start, local_start), end)
+        return total
+
+    def split_offset(self, start: int, end: int, target_bytes: int) -> int | None:
+        """Where a task from `start` may end (Log.split_offset's rule); below the local start, at remote
+        segment boundaries only (each a batch's start)."""
+        local_start = self.local.log_start_offset
+        if start >= local_start:
+            return self.local.split_offset(start, end, target_bytes)
+        cuts = sorted({s.next for s in self.remote if start < s.next < end} | ({local_start} if start < local_start < end else set()))
+        within = None
+        for cut in cuts:
+            if self.byte_size(start, cut) > target_bytes:
+                return within if within is not None else cut
+            within = cut
+        return within
+
     def offset_for_timestamp(self, timestamp: int) -> int | None:
         """As Log.offset_for_timestamp, across both tiers: EARLIEST (-2) is the remote tier's start."""
         from seglog.indexer.log import EARLIEST, MAX_TIMESTAMP

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import uuid
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from seglog.compactor.config import parse_config
 from seglog.compactor.jobs import Jobs
 from seglog.compactor.metrics import Metrics
 from seglog.conf import validate_topic_config
-from seglog.errors import ConfigError, CorruptRecordError
+from seglog.errors import CorruptRecordError
 from seglog.indexer import Log, Record
 from seglog.indexer.compaction.segment_merge import merge_partition
 from seglog.indexer.remote import metadata
@@ -235,3 +234,19 @@ def test_tiering_through_the_loopback_s3_server(tmp_path, s3_server):
     assert res.copied == bases[:-1] and res.local_deleted == bases[:-1]
     for seg in metadata.read_state(root, "t", 0).segments():
         assert store.hash(f"t-0/{seg.base:020d}.log") == seg.files["log"]
+
+
+def test_truncation_below_the_remote_end_is_refused_and_changes_nothing(tmp_path):
+    from seglog.errors import OffsetOutOfRangeError
+
+    root = tmp_path / "root"
+    cfg = validate_topic_config(fill(root, 30))
+    tier_partition(root, "t", 0, cfg, store_at(tmp_path))
+    remote_end = metadata.read_state(root, "t", 0).end
+    with Log.open(root / "t-0", cfg) as log:
+        end = log.log_end_offset
+        with pytest.raises(OffsetOutOfRangeError, match="tiered"):
+            log.truncate_to(remote_end - 1)
+        assert log.log_end_offset == end
+        log.truncate_to(remote_end)                          # at or above the remote end: as before
+        assert log.log_end_offset == remote_end

@@ -130,3 +130,35 @@ def test_the_cli_sees_both_tiers(tmp_path):
     out = seglog("verify", root, "--remote", check_rc=1).stdout
     assert victim.name in out
     seglog("verify", root, check_rc=0)                                # the local tier alone is fine
+
+
+def test_the_python_source_reads_across_both_tiers(tmp_path):
+    """The `seglog` Python data source's planning and tasks (source/), without Spark: the same rows from
+    the earliest offset and from a timestamp on the remote tier, before and after tiering, cut into
+    several tasks."""
+    import pyarrow as pa
+
+    from seglog.indexer.commit_log import CommitLog
+    from seglog.source.options import parse_options
+    from seglog.source.planning import ScanBounds, plan
+    from seglog.source.reader import arrow_schema, read_slice
+
+    root = tmp_path / "root"
+    cfg = build(root)
+    CommitLog(root, "t").commit("w", 0, {0: 200})
+
+    def rows(**options):
+        opts = parse_options({"path": str(root), "topic": "t", "maxbytespertask": "1024", **options})
+        tasks = plan(opts, ScanBounds(), cores=2)
+        out = [b for task in tasks for sl in task for b in read_slice(opts, ScanBounds(), sl, arrow_schema(True))]
+        table = pa.Table.from_batches(out).sort_by("offset")
+        return len(tasks), table.select(["offset", "timestamp", "key", "value"]).to_pylist()
+
+    before = {k: rows(**o) for k, o in {"earliest": {}, "ts": {"startingtimestamp": str(T0 + 7_000)}}.items()}
+    (tmp_path / "remote").mkdir()
+    loc = RemoteLocation(f"file://{tmp_path}/remote")
+    record_location(root, loc)
+    assert tier_partition(root, "t", 0, cfg, RemoteStore(loc)).local_deleted
+    for k, o in {"earliest": {}, "ts": {"startingtimestamp": str(T0 + 7_000)}}.items():
+        tasks, got = rows(**o)
+        assert tasks > 1 and got == before[k][1] and got[0]["offset"] < 20

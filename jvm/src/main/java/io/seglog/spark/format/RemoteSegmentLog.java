@@ -48,6 +48,7 @@ public final class RemoteSegmentLog {
         public final TreeMap<Long, Entry> live = new TreeMap<>();       // copied
         public final TreeMap<Long, Entry> deleting = new TreeMap<>();   // gone for readers, objects going
         public final TreeSet<Long> deleted = new TreeSet<>();
+        long copiedEnd = -1;                                            // the largest next of any copied record
         public boolean torn;                                            // a torn last line was ignored
 
         /** The live remote segments, oldest first. */
@@ -60,12 +61,10 @@ public final class RemoteSegmentLog {
             return live.isEmpty() ? -1 : live.firstKey();
         }
 
-        /** The remote end: the largest {@code next} of a segment copied and not deleted; -1 when none. */
+        /** The remote end: the largest {@code next} ever recorded copied (also of segments since deleted: nothing
+         *  below it is copied again); -1 when none. */
         public long end() {
-            long end = -1;
-            for (Entry e : live.values()) end = Math.max(end, e.next);
-            for (Entry e : deleting.values()) end = Math.max(end, e.next);
-            return end;
+            return copiedEnd;
         }
     }
 
@@ -142,7 +141,9 @@ public final class RemoteSegmentLog {
         long base = rec.get("base").asLong();
         switch (rec.get("op").asText()) {
             case "copied" -> {
-                state.live.put(base, entry(rec, base, file, n));
+                Entry e = entry(rec, base, file, n);
+                state.live.put(base, e);
+                state.copiedEnd = Math.max(state.copiedEnd, e.next);
                 state.deleting.remove(base);
                 state.deleted.remove(base);
             }
