@@ -171,6 +171,7 @@ public final class RemoteSegmentCache {
         public final long size;
         private final BitSet present = new BitSet();
         private FSDataInputStream in;
+        private volatile FileChannel reader;      // the local copy, for length prefixes (positional reads: thread-safe)
 
         CachedLog(FileSystem fs, org.apache.hadoop.fs.Path remote, String objectUri, Path file, long size) {
             this.fs = fs;
@@ -197,7 +198,8 @@ public final class RemoteSegmentCache {
             long length = Segment.HEADER;
             if (pos + Segment.LOG_OVERHEAD <= size) {
                 ByteBuffer b = ByteBuffer.allocate(4);
-                try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ)) {
+                try {
+                    FileChannel ch = reader();
                     while (b.hasRemaining() && ch.read(b, pos + 8 + b.position()) >= 0) {
                         // positional reads of the length field
                     }
@@ -207,6 +209,17 @@ public final class RemoteSegmentCache {
                 length = Math.max(length, (long) b.getInt(0) + Segment.LOG_OVERHEAD);
             }
             ensure(pos, pos + Math.max(0, length));
+        }
+
+        private FileChannel reader() throws IOException {
+            FileChannel ch = reader;
+            if (ch == null) {
+                synchronized (this) {
+                    if (reader == null) reader = FileChannel.open(file, StandardOpenOption.READ);
+                    ch = reader;
+                }
+            }
+            return ch;
         }
 
         private void closeStream() {
