@@ -48,14 +48,14 @@ def _child(rows: int, out_dir: Path) -> dict:
     spark = local_session("seglog-bench-memory", driver_memory=HEAP)
     jvm = spark.sparkContext._jvm
     pid = int(jvm.java.lang.ProcessHandle.current().pid())
-    SegmentLogSink(str(out_dir / "warm"), topic="m", partitions=4)(_frame(spark, WARMUP_ROWS, 4), 0)
+    SegmentLogSink(str(out_dir / "warm"), writer_id="bench", topic="m", partitions=4)(_frame(spark, WARMUP_ROWS, 4), 0)
     jvm.java.lang.System.gc()
     baseline = int(jvm.java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed())
     jfr = out_dir / "write.jfr"
     subprocess.run([_tool("jcmd"), str(pid), "JFR.start", "name=sinkmem", "settings=default"],
                    check=True, capture_output=True)
     t0 = time.perf_counter()
-    SegmentLogSink(str(out_dir / "log"), topic="m", partitions=4)(_frame(spark, rows, 4), 0)
+    SegmentLogSink(str(out_dir / "log"), writer_id="bench", topic="m", partitions=4)(_frame(spark, rows, 4), 0)
     seconds = time.perf_counter() - t0
     subprocess.run([_tool("jcmd"), str(pid), "JFR.dump", "name=sinkmem", f"filename={jfr}"],
                    check=True, capture_output=True)

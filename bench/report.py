@@ -84,6 +84,33 @@ def summary_markdown(results: Path) -> str:
                         f"| into a log of 1 batch {g['young']['median_s']:.2f} s | x{r['median']:.2f} ({r['min']:.2f}-{r['max']:.2f}) "
                         f"| flat | |")
         meta.append(f"sink {sk['_meta']['load_avg'][0]:.1f}")
+    wr = _load(results, "write")
+    if wr:
+        def secs(case, name):
+            return f"{case['seconds'][name]['median_s']:.2f} s"
+        b, mb = wr["batch"], wr["micro_batch_1000_rows"]
+        st, sm = wr["stream_throughput"], wr["stream_micro_batch_1000_rows"]
+        for what, case, key, pair, target, higher in (
+                (f"`df.write.format(\"seglog\")` throughput ({b['rows']:,} rows)", b, "throughput_multiple",
+                 "format_vs_delta", 1.5, True),
+                (f"`SegmentLogSink(...)(df, id)` throughput ({b['rows']:,} rows)", b,
+                 "throughput_multiple", "sink_vs_delta", 1.5, True),
+                ("`format(\"seglog\")` 1,000-row write with txnAppId/txnVersion", mb, "time_multiple",
+                 "format_vs_delta", 0.5, False),
+                ("`SegmentLogSink` 1,000-row batch", mb, "time_multiple", "sink_vs_delta", 0.5, False),
+                (f"`writeStream.format(\"seglog\")` throughput ({st['rows']:,} rows, availableNow)", st,
+                 "throughput_multiple", "format_vs_delta", 1.5, True),
+                (f"`writeStream.foreachBatch(SegmentLogSink)` throughput ({st['rows']:,} rows)", st,
+                 "throughput_multiple", "sink_vs_delta", 1.5, True),
+                ("`writeStream.format(\"seglog\")` 1,000-row trigger", sm, "time_multiple", "format_vs_delta", 0.5, False),
+                ("`writeStream.foreachBatch(SegmentLogSink)` 1,000-row trigger", sm, "time_multiple",
+                 "sink_vs_delta", 0.5, False)):
+            name = pair.split("_vs_")[0]
+            unit = "x Delta's throughput" if higher else "x Delta's time"
+            rows.append(f"| {what} | {secs(case, name)} | Delta {secs(case, 'delta')} | "
+                        f"{_span(case[key][pair])} {unit} | {'>=' if higher else '<='} {target} | "
+                        f"{_ok(_med(case[key][pair]), target, higher)} |")
+        meta.append(f"write {wr['_meta']['load_avg'][0]:.1f}")
     rp = _load(results, "replay")
     if rp:
         r, m = rp["ratios"], rp["median_seconds"]

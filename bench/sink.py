@@ -15,7 +15,7 @@ run or from runs of one system measured apart from the other's.
   one write task per core, each writing its own rows);
 - peak executor memory for one write of a generated batch at 1x and at 10x rows (bench/executor_memory.py:
   a fresh JVM per measurement, peak heap used after GC, rounds alternating the sizes);
-- where seglog's time goes: its per-phase timings (`SegmentLogSink.last_timings`), and the disk's floor:
+- where seglog's time goes: the disk's floor (SegmentLogSink is a layer over format("seglog") and reports no phases):
   a third case in the same rounds writes the same bytes raw and fsyncs them (two writers, an fsync
   every 8 MiB), the least any writer that makes a batch durable before its commit can take;
 - compressed: the same 1e6-row frame into a zstd topic (4 partitions; the tasks compress each batch,
@@ -126,7 +126,7 @@ def compressed(spark, work: Path, rows: int, rounds: int, codec: str = "zstd") -
 
     def seglog(cfg):
         def write(target):
-            sink = SegmentLogSink(str(target), topic="bench", partitions=4, config=cfg)
+            sink = SegmentLogSink(str(target), writer_id="bench", topic="bench", partitions=4, config=cfg)
             sink(df, 0)
             last["sink"] = sink
         return write
@@ -146,8 +146,6 @@ def compressed(spark, work: Path, rows: int, rounds: int, codec: str = "zstd") -
         "vs_uncompressed_topic": method.ratio(times["seglog_uncompressed"], zs),
         "seconds": {k: method.summary(v) for k, v in times.items()},
         "bytes_written": {k: v["log_bytes"] for k, v in last.items() if k != "sink"},
-        "segments_renamed_in_last_round": sum(r.get("adopted", 0) for r in last["sink"].last_results),
-        "phases_s_last_round": dict(last["sink"].last_timings),
     }
 
 
@@ -182,7 +180,7 @@ def run(quick: bool = False, spark=None) -> dict:
                 def seglog() -> float:
                     target = fresh("seglog")
                     t0 = time.perf_counter()
-                    sink = SegmentLogSink(target, topic="bench", partitions=partitions)
+                    sink = SegmentLogSink(target, writer_id="bench", topic="bench", partitions=partitions)
                     sink(df, 0)
                     took = time.perf_counter() - t0   # the write only: counting its bytes is not timed
                     last["sink"] = sink
@@ -197,11 +195,8 @@ def run(quick: bool = False, spark=None) -> dict:
 
                 r = _compare(seglog, delta, rounds, seglog_over_delta=False, disk=disk, warmup=THROUGHPUT_WARMUP)
                 r["seglog_log_bytes"] = last["bytes"]
-                sink = last["sink"]
                 r["seglog_rows_per_s"] = rows / r["seglog_median_s"]
                 r["delta_rows_per_s"] = rows / r["delta_median_s"]
-                r["largest_task_share"] = max(sink.last_task_rows) / sum(sink.last_task_rows)
-                r["phases_s_last_round"] = dict(sink.last_timings)
                 out["throughput"][f"{rows}x{partitions}"] = r
                 shutil.rmtree(work, ignore_errors=True)
                 work.mkdir()
@@ -210,7 +205,7 @@ def run(quick: bool = False, spark=None) -> dict:
         # micro-batches: consecutive 1,000-row batches into one log and one Delta table
         small = _frame(spark, 1000, 1).cache()
         small.count()
-        small_sink = SegmentLogSink(str(work / "small-seglog"), topic="small", partitions=4)
+        small_sink = SegmentLogSink(str(work / "small-seglog"), writer_id="bench", topic="small", partitions=4)
         batch = [0]
 
         def seglog_small():
@@ -223,7 +218,6 @@ def run(quick: bool = False, spark=None) -> dict:
         # three warm-up runs each: the first batches create the topic and the table
         out["micro_batch_1000_rows"] = _compare(seglog_small, delta_small, rounds * 2, seglog_over_delta=True,
                                                 warmup=3)
-        out["micro_batch_1000_rows"]["phases_s_last_round"] = dict(small_sink.last_timings)
         small.unpersist()
 
         # peak executor memory at 1x and 10x rows: fresh processes (bench/executor_memory.py)
@@ -249,7 +243,7 @@ def grown_log(spark, work: Path, rows: int, grown_by: int, rounds: int, partitio
 
     df = _frame(spark, rows, 4).cache()
     df.count()
-    grown = SegmentLogSink(str(work / "grown"), topic="bench", partitions=partitions)
+    grown = SegmentLogSink(str(work / "grown"), writer_id="bench", topic="bench", partitions=partitions)
     for batch_id in range(grown_by):
         grown(df, batch_id)
     batch = [grown_by]
@@ -261,7 +255,7 @@ def grown_log(spark, work: Path, rows: int, grown_by: int, rounds: int, partitio
 
     def into_young() -> float:
         n[0] += 1
-        young = SegmentLogSink(str(work / f"young-{n[0]}"), topic="bench", partitions=partitions)
+        young = SegmentLogSink(str(work / f"young-{n[0]}"), writer_id="bench", topic="bench", partitions=partitions)
         young(df, 0)   # its first batch, untimed
         os.sync()
         t0 = time.perf_counter()
@@ -274,8 +268,7 @@ def grown_log(spark, work: Path, rows: int, grown_by: int, rounds: int, partitio
         df.unpersist()
     return {"rows": rows, "partitions": partitions, "grown_by_batches": grown_by,
             "grown_over_young": method.ratio(times["grown"], times["young"]),
-            "seconds": {k: method.summary(v) for k, v in times.items()},
-            "phases_s_last_grown_batch": dict(grown.last_timings)}
+            "seconds": {k: method.summary(v) for k, v in times.items()}}
 
 
 def run_only(key: str, measure) -> dict:

@@ -22,7 +22,6 @@ def _warm() -> None:
         import numpy as np
         import pyarrow as pa
 
-        import seglog.sink.partitioner  # noqa: F401  (the sink's jvm_partitioner=False pass)
         import seglog.source.reader  # noqa: F401  (the data source's task code)
         from seglog.indexer import Log
 

@@ -118,18 +118,3 @@ def partitions_for_keys(keys: pa.Array, partitions: int, *, null_start: int = 0)
         out[nulls] = ((null_start + np.arange(len(nulls))) % partitions).astype(np.int32)
     return out
 
-
-class KeyPartitionPass:
-    """mapInArrow function of the Python reference pass (`SegmentLogSink(jvm_partitioner=False)`):
-    appends `_kp`, the keyed partition (null for a null key), from `key` and the partition count `_n`."""
-
-    def __call__(self, batches):
-        for batch in batches:
-            keys = batch.column("key")
-            counts = batch.column("_n").to_numpy(zero_copy_only=False)
-            out = np.zeros(batch.num_rows, dtype=np.int32)
-            for n in np.unique(counts):
-                rows = np.flatnonzero(counts == n)
-                out[rows] = partitions_for_keys(keys.take(pa.array(rows)), int(n))
-            valid = keys.is_valid()
-            yield batch.append_column("_kp", pa.array(out, pa.int32(), mask=~valid.to_numpy(zero_copy_only=False)))

@@ -36,3 +36,35 @@ def run(*args: object, ok: bool = True) -> dict | None:
     if not ok and proc.returncode == 0:
         raise AssertionError(f"FormatTool {args} should have failed, answered {answer}")
     return answer
+
+
+class Server:
+    """One FormatTool JVM for many calls (`FormatTool serve`): a JSON line per call, a JSON line per answer.
+    A context manager; `call` as `run`."""
+
+    def __init__(self):
+        self._proc = subprocess.Popen(command("serve"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def call(self, *args: object, ok: bool = True) -> dict | None:
+        self._proc.stdin.write(json.dumps([str(a) for a in args]) + "\n")
+        self._proc.stdin.flush()
+        line = self._proc.stdout.readline()
+        if not line:
+            raise AssertionError(f"FormatTool serve ended (exit {self._proc.poll()}) on {args}")
+        answer = json.loads(line)
+        failed = isinstance(answer, dict) and "error" in answer
+        if ok and failed:
+            raise AssertionError(f"FormatTool {args} failed: {answer}")
+        if not ok and not failed:
+            raise AssertionError(f"FormatTool {args} should have failed, answered {answer}")
+        return answer
+
+    def close(self) -> None:
+        self._proc.stdin.close()
+        self._proc.wait(timeout=60)
+
+    def __enter__(self) -> "Server":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

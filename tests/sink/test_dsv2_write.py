@@ -127,8 +127,8 @@ def test_bad_options_are_refused_by_name_and_nothing_is_written(spark, tmp_path)
     _refused(spark, root, df, "option 'partitions' = '0'", topic="new", partitions=0)
     _refused(spark, root, df, "topic 'new' does not exist", topic="new")
     _refused(spark, root, df, "unknown option 'partition'", topic="t", partition=1)
-    _refused(spark, root, df, "'quarantine' is not supported", topic="new", partitions=1,
-             **{"message.timestamp.out.of.range.policy": "quarantine", "quarantine.topic": "late"})
+    _refused(spark, root, df, "option 'foreachBatchId' = 0: the writer is the calling streaming query's id, and no "
+             "streaming query of this session is running a micro-batch", topic="t", foreachBatchId=0)
     _refused(spark, root, df, "mode 'overwrite' (and a stream's outputMode 'complete') is not supported", mode="overwrite", topic="t")
     _refused(spark, root, df, "ErrorIfExists", mode="errorifexists", topic="t")
     _refused(spark, root, df.selectExpr("key", "CAST(1 AS INT) AS value"), "column 'value' is int", topic="t")
@@ -233,17 +233,18 @@ def test_headers_timestamp_ntz_string_columns_and_compacted_topics(spark, tmp_pa
 
 
 def test_a_write_failing_in_its_commit_leaves_no_topic_and_no_folder(spark, tmp_path):
-    """The commit creates the new topic, then finds a partition folder it must not touch (another
-    operation's truncate.pending): it fails naming it, and forgets the topic and the folders it made, so
-    the corrected request (another partition count) is not refused as a conflict."""
+    """The commit creates the new topic, then finds a partition folder it must not touch (a clean's
+    interrupted swap, which only the core finishes): it fails naming it, and forgets the topic and the
+    folders it made, so the corrected request (another partition count) is not refused as a conflict."""
     root = tmp_path / "log"
     (root / "new-2").mkdir(parents=True)
-    (root / "new-2" / "truncate.pending").write_text('{"offset": 0, "segment": -1}')
-    with pytest.raises(Exception, match="truncate.pending"):
+    swap = root / "new-2" / "00000000000000000000.log.swap"
+    swap.write_bytes(b"")
+    with pytest.raises(Exception, match="log.swap"):
         _write(_df(spark, 30), root, topic="new", partitions=3)
     assert load_topic(root, "new") is None
     assert not (root / "new-0").exists() and not (root / "new-1").exists()
-    (root / "new-2" / "truncate.pending").unlink()
+    swap.unlink()
     (root / "new-2").rmdir()
     _write(_df(spark, 30), root, topic="new", partitions=2)
     assert sum(map(len, _core_records(root, "new").values())) == 30

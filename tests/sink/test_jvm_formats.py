@@ -17,11 +17,10 @@ import pytest
 from seglog.conf.topic_config import validate_topic_config
 from seglog.errors import PartitionLockedError
 from seglog.indexer import Record
-from seglog.indexer.codec.compression import topic_codec
 from seglog.indexer.committed_end import roll_back_to_committed
 from seglog.indexer.log import Log
 from seglog.indexer.staged import publish
-from seglog.sink.jvm_write import stage_config, staged_by_slot
+from tests.sink.jvm_stage import stage_config, staged_by_slot
 from seglog.indexer.commit_log import CommitConflictError, CommitLog, commits_dir
 from seglog.indexer.locks import FileLock, lock_path
 from tests import jvm_format_tool as tool
@@ -461,10 +460,11 @@ def test_jvm_publish_by_rename_leaves_the_python_cores_folder(tmp_path, case):
         publish(log, staged_a, rename_min_bytes=0)
         log.flush()
         end_a = log.log_end_offset
-    answer = tool.run("publish", b, TOPIC, 0, topic_codec(validate_topic_config(config)["compression.type"]),
-                      tmp_path / "stage-b.report.json", 0)
-    assert answer["start"] == n0 and answer["end"] == end_a == n0 + 150
+    answer = tool.run("publish", b, TOPIC, 0, tmp_path / "stage-b.report.json", 0, 0, *(f"{k}={v}" for k, v in config.items()))
+    assert answer["start"] == n0 and answer["end"] == end_a == n0 + 150 and answer["copied"] == 0
     assert _files(b / "events-0") == _files(a / "events-0")
+    assert (b / "events-0" / "recovery-point-offset-checkpoint").read_bytes() == \
+        (a / "events-0" / "recovery-point-offset-checkpoint").read_bytes()   # raised as the core's close does
     with Log.open(b / "events-0", config) as log:
         assert log.recovery_report == []
         assert [r.key for r in log.read(0)] == [f"k{i}".encode() for i in range(n0)] + [f"s{i}".encode() for i in range(150)]
@@ -479,7 +479,7 @@ def test_jvm_publish_by_rename_leaves_the_python_cores_folder(tmp_path, case):
 ])
 def test_the_stagers_rules_agree_with_the_python_sinks(config):
     """The write's per-topic rules for its tasks (io.seglog.spark.write.TopicTarget) against
-    sink/jvm_write.py's stage_config, batch budget included."""
+    tests/sink/jvm_stage.py's stage_config, batch budget included."""
     assert tool.run("stage-config", *(f"{k}={v}" for k, v in config.items())) == \
         stage_config(validate_topic_config(config))
 
@@ -504,3 +504,62 @@ def test_jvm_roll_back_below_the_log_start_restarts_the_log_as_the_core_does(tmp
     with Log.open(b / "events-0", SMALL) as log:
         assert (log.log_start_offset, log.log_end_offset) == (6, 6)
         assert log.verify() == []
+
+
+KILLED_ROLL_BACK_STEPS = ["intent written", "later segments renamed", "log cut", "indexes cut"]
+
+
+@pytest.mark.parametrize("step", KILLED_ROLL_BACK_STEPS)
+def test_a_roll_back_killed_part_way_is_finished_by_the_next_jvm_write(tmp_path, step):
+    """A driver killed inside its roll back leaves truncate.pending: the next write's roll back finishes it (the
+    core's finish_truncation, file for file) and goes on, instead of refusing the folder until the sidecar or
+    `seglog recover` runs. Each kill instant is built by hand from the intent the core computes for the cut."""
+    from seglog.indexer.recovery import TRUNCATE_INTENT, rename_deleted, truncation_intent
+
+    counts, first_uncommitted = ROLL_BACK_CASES["segments rolled since the commit"]
+    committed = sum(counts[:first_uncommitted])
+
+    def build(log):
+        start = 0
+        for n in counts:
+            _append(log, n, start)
+            start += n
+
+    a, b = _twin_roots(tmp_path, build, killed=False)
+    with Log.open(a / "events-0", SMALL) as log:
+        roll_back_to_committed(log, committed, flush=True)
+    d = b / "events-0"
+    with Log.open(d, SMALL, readonly=True) as ro:   # the intent as the core computes it (a cut at a batch boundary)
+        bases = ro.segment_bases()
+        cut_base = max(x for x in bases if x < committed)
+        intent = truncation_intent(ro._segments.get(cut_base), committed)
+    assert intent["batch"] == "" and intent["segment"] == cut_base
+    (d / TRUNCATE_INTENT).write_text(json.dumps(intent))
+    steps = KILLED_ROLL_BACK_STEPS.index(step)
+    if steps >= 1:
+        for base in sorted(bases, reverse=True):
+            if base > cut_base:
+                rename_deleted(d, base)
+    if steps >= 2:
+        with open(d / f"{cut_base:020d}.log", "r+b") as fh:
+            fh.truncate(intent["position"])
+    if steps >= 3:   # the indexes cut as the core cuts them: the core's own truncation of a copy, its index files
+        for suffix in (".index", ".timeindex"):
+            shutil.copyfile(a / "events-0" / f"{cut_base:020d}{suffix}", d / f"{cut_base:020d}{suffix}")
+    answer = tool.run("rollback", b, TOPIC, 0, committed, SMALL["segment.index.bytes"])
+    assert answer == {"cut": False, "end": committed}   # the intent finished the cut; nothing was left past the end
+    assert not (d / TRUNCATE_INTENT).exists()
+    assert _files(d) == _files(a / "events-0")
+    with Log.open(d, SMALL) as log:
+        assert log.recovery_report == []
+        assert [r.key for r in log.read(0)] == [f"k{i}".encode() for i in range(committed)]
+
+
+def test_a_roll_back_intent_that_is_not_its_offsets_boundary_is_refused(tmp_path):
+    _, b = _twin_roots(tmp_path, lambda log: [_append(log, 4, 0), _append(log, 4, 4)], killed=False)
+    before = _files(b / "events-0")
+    (b / "events-0" / "truncate.pending").write_text('{"offset": 4, "segment": 0, "position": 0, "batch": ""}')
+    err = tool.run("rollback", b, TOPIC, 0, 4, SMALL["segment.index.bytes"], ok=False)
+    assert err["error"] == "RecoveryNeededException" and "not that offset's batch boundary" in err["message"]
+    (b / "events-0" / "truncate.pending").unlink()
+    assert _files(b / "events-0") == before                 # refused: nothing changed

@@ -63,6 +63,7 @@ public final class CommittedEndRollBack {
     }
 
     private static Result cut(Path root, Path dir, String topic, int partition, long committed, int indexBytes) throws IOException {
+        finishIntent(root, dir, topic, partition, indexBytes);
         refuseUnrecovered(dir);
         List<Long> swaps = new ArrayList<>();
         long[] bases = PartitionLog.listBases(dir, swaps);
@@ -107,11 +108,25 @@ public final class CommittedEndRollBack {
         RecoveryPointFile.lowerTo(dir, topic, partition, offset);
         String intent = "{\"offset\": " + offset + ", \"segment\": " + cutBase + ", \"position\": " + position + ", \"batch\": \"\"}";
         AtomicFile.write(dir.resolve(INTENT), intent.getBytes(StandardCharsets.US_ASCII));
+        applyCut(dir, bases, offset, cutBase, position, indexBytes, dense, epochs);
+        return new Result(true, offset);
+    }
+
+    /**
+     * Steps 3 to 5 of a cut whose intent is written: idempotent, so that finishing an intent a killed driver left
+     * ({@link #finishIntent}) runs them again from the start.
+     */
+    private static void applyCut(Path dir, long[] bases, long offset, long cutBase, long position, int indexBytes,
+                                 boolean dense, int epochs) throws IOException {
         for (int j = bases.length - 1; j >= 0 && bases[j] > cutBase; j--) {   // from the top: a crash leaves a prefix
             renameDeleted(dir, bases[j]);
         }
         Path log = dir.resolve(Segment.fileName(cutBase, ".log"));
         try (FileChannel ch = FileChannel.open(log, StandardOpenOption.WRITE)) {
+            if (ch.size() < position) {
+                throw new RecoveryNeededException(dir + ": " + INTENT + " cuts segment " + cutBase + " at position " + position
+                        + " but its .log holds " + ch.size() + " bytes; `seglog recover` finishes it");
+            }
             ch.truncate(position);
             ch.force(true);
         }
@@ -126,7 +141,51 @@ public final class CommittedEndRollBack {
         FileSync.directory(dir);
         Files.delete(dir.resolve(INTENT));
         FileSync.directory(dir);
-        return new Result(true, offset);
+    }
+
+    /**
+     * A truncation a killed driver left half done ({@code truncate.pending}, written by this class or by the core
+     * without a rewritten batch): finished here as the core's recovery finishes it (finish_truncation), under the
+     * partition's lock the caller holds, so a write after a crash at any instant of a roll back goes on instead of
+     * waiting for the sidecar. An intent that rewrites a straddling batch (the core's, never this class's) is left
+     * to the core: refused by {@link #refuseUnrecovered}. True if it finished one.
+     */
+    private static boolean finishIntent(Path root, Path dir, String topic, int partition, int indexBytes) throws IOException {
+        Path file = dir.resolve(INTENT);
+        if (!Files.exists(file)) return false;
+        com.fasterxml.jackson.databind.JsonNode intent;
+        try {
+            intent = new com.fasterxml.jackson.databind.ObjectMapper().readTree(Files.readAllBytes(file));
+        } catch (IOException e) {
+            throw new RecoveryNeededException(dir + ": " + INTENT + " cannot be read (" + e.getMessage()
+                    + "); `seglog recover` finishes it");
+        }
+        if (intent == null || !intent.path("offset").canConvertToLong() || !intent.path("segment").canConvertToLong()) {
+            throw new RecoveryNeededException(dir + ": " + INTENT + " is not an intent this reader knows; `seglog recover` finishes it");
+        }
+        long offset = intent.path("offset").asLong();
+        long segment = intent.path("segment").asLong();
+        if (segment != -1 && (!intent.path("batch").asText("").isEmpty() || !intent.path("position").canConvertToLong())) {
+            return false;   // a rewritten straddling batch: the core's recovery
+        }
+        List<Long> swaps = new ArrayList<>();
+        long[] bases = PartitionLog.listBases(dir, swaps);
+        if (!swaps.isEmpty()) return false;
+        if (segment == -1) {
+            restart(root, dir, topic, partition, offset, bases);
+            return true;
+        }
+        boolean dense = !OffsetGaps.at(root).mayHaveGaps(topic, partition);
+        int epochs = LeaderEpochs.maxLeaderEpoch(dir);
+        long position = intent.path("position").asLong();
+        // the intent must name the batch boundary of its offset in its segment, as the cut that wrote it found it
+        // (the bytes below the cut are never changed by a cut, so a partly applied one finds it again)
+        if (java.util.Arrays.binarySearch(bases, segment) < 0 || boundary(dir, segment, offset, dense, epochs) != position) {
+            throw new RecoveryNeededException(dir + ": " + INTENT + " cuts segment " + segment + " at position " + position
+                    + " for offset " + offset + ", which is not that offset's batch boundary there; `seglog recover` finishes it");
+        }
+        applyCut(dir, bases, offset, segment, position, indexBytes, dense, epochs);
+        return true;
     }
 
     /**
@@ -148,7 +207,11 @@ public final class CommittedEndRollBack {
         }
         boolean shared = GroupShared.isShared(dir);
         for (String suffix : new String[] {".index", ".timeindex", ".log"}) {
-            GroupShared.createNew(dir.resolve(Segment.fileName(offset, suffix)), shared).close();
+            // a restart killed after renaming a segment of this base's .log but before its indexes left them
+            // behind (its .log is gone, so no reader has them): they go, and the new segment's are made
+            Path file = dir.resolve(Segment.fileName(offset, suffix));
+            if (!suffix.equals(".log")) Files.deleteIfExists(file);
+            GroupShared.createNew(file, shared).close();
         }
         FileSync.directory(dir);
         Files.delete(dir.resolve(INTENT));

@@ -9,9 +9,10 @@ import java.util.List;
 
 /**
  * A partition's recovery point, {@code <partition>/recovery-point-offset-checkpoint} (docs/format.md
- * "Files"; indexer/recovery_point.py): Kafka's checkpoint text, one entry. The JVM only ever lowers it,
- * before it rewrites records at or after the point (a truncation writes its intent after): the file must
- * never claim as durable and sealed what a cut touches. A missing or malformed file claims nothing.
+ * "Files"; indexer/recovery_point.py): Kafka's checkpoint text, one entry. The roll back lowers it before it
+ * rewrites records at or after the point (a truncation writes its intent after): the file must never claim as
+ * durable and sealed what a cut touches. The publisher raises it as the core's close does, after forcing what it
+ * newly covers. A missing or malformed file claims nothing.
  */
 public final class RecoveryPointFile {
     public static final String NAME = "recovery-point-offset-checkpoint";
@@ -43,6 +44,12 @@ public final class RecoveryPointFile {
     /** Lower the point to {@code offset} when it is above it (temp file, force, rename, folder fsync). */
     public static void lowerTo(Path dir, String topic, int partition, long offset) throws IOException {
         if (read(dir, topic, partition) <= offset) return;
+        write(dir, topic, partition, offset);
+    }
+
+    /** The file holding {@code offset} (temp file, force, rename, folder fsync). Raising it is the publisher's
+     *  ({@link StagedPublisher}: after forcing the segments it newly covers, as the core's close). */
+    static void write(Path dir, String topic, int partition, long offset) throws IOException {
         AtomicFile.write(dir.resolve(NAME), ("0\n1\n" + topic + " " + partition + " " + offset + "\n").getBytes(StandardCharsets.US_ASCII));
     }
 }

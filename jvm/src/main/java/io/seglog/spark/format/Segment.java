@@ -380,6 +380,8 @@ public final class Segment implements Closeable {
         private boolean done;
         private FileChannelRecordBatch next;
         boolean tolerateTornTail;           // an estimate's walk: any fault ends it
+        private BatchBuffer into;           // readInto: each batch is read into it and checked there
+        private RecordBatch inMemory;       // the last batch drawn, as read into `into` (null: not read so)
 
         Batches(int pos, long expectedBase, long expectedLast, long bound) {
             this.it = pos >= size ? java.util.Collections.emptyIterator() : records.batchesFrom(pos).iterator();
@@ -394,6 +396,22 @@ public final class Segment implements Closeable {
         private long nextOffset() {
             if (!first) return prevLast + 1;
             return expectedBase >= 0 ? expectedBase : Long.MIN_VALUE;
+        }
+
+        /**
+         * From here on each batch drawn is read whole into {@code buffer} and checked there ({@link #inMemory}):
+         * one buffer for the walk instead of a new one per batch. The batch drawn last stays valid until the next
+         * {@link #hasNext} that draws one.
+         */
+        public Batches readInto(BatchBuffer buffer) {
+            this.into = buffer;
+            return this;
+        }
+
+        /** The batch drawn last as read into the {@link #readInto} buffer (its records, every codec); null when it
+         *  was not read so (no buffer given, or a batch older than magic 2). */
+        public RecordBatch inMemory() {
+            return inMemory;
         }
 
         /** The file position after the last batch drawn (or where the walk started). */
@@ -457,7 +475,16 @@ public final class Segment implements Closeable {
                     + "epoch " + epoch + " above " + maxLeaderEpoch + ", the largest this partition can hold", null);
             }
             try {
-                b.ensureValid();
+                // the same check either way (Kafka's ensureValid of the batch in memory); a v2 batch read into the
+                // walk's own buffer saves Kafka's new buffer per batch
+                if (into != null && b.magic() == RecordBatch.MAGIC_VALUE_V2) {
+                    RecordBatch loaded = into.load(records.channel(), b.position(), b.sizeInBytes());
+                    loaded.ensureValid();
+                    inMemory = loaded;
+                } else {
+                    inMemory = null;
+                    b.ensureValid();
+                }
             } catch (org.apache.kafka.common.KafkaException e) {
                 return fault("a corrupt batch at position " + b.position() + ": " + e.getMessage(), e);
             }

@@ -12,117 +12,357 @@ import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 
-import org.apache.kafka.common.record.FileLogInputStream.FileChannelRecordBatch;
-
 /**
- * Publishing staged segments at a partition's log end by rename: indexer/staged.py's rename path and
- * Log.adopt_segments, step for step, so that the folder the JVM leaves is the one the Python core leaves
- * for the same staged segments (tests/sink/test_jvm_formats.py compares them byte for byte). The caller
- * holds the partition's lock and has rolled the partition back to its committed end.
+ * Publishing staged segments at a partition's log end, as the Python core's indexer/staged.py {@code publish}
+ * and the sink around it (a writable Log open, publish, flush, close), step for step, so that the folder the
+ * JVM leaves is the one the core leaves for the same staged segments (tests/sink/test_jvm_formats.py and
+ * tests/sink/test_jvm_copy.py compare every file byte for byte). The caller holds the partition's lock and has
+ * rolled the partition back to its committed end.
  *
+ * <p>Each staged segment with records goes in one of two ways (the core's rule and threshold, {@link
+ * #RENAME_MIN_BYTES} unless the write says otherwise): runs of those of at least {@code renameMinBytes} are
+ * renamed in together; smaller ones are copied onto the active segment, so micro-batches leave no tiny
+ * segments.
+ *
+ * <p>Copy (the core's _copy over Log.append_encoded): the staged batches, read in runs of whole batches of at
+ * most {@link #COPY_CHUNK_BYTES}, get their base offsets (log end + relative base) and, when the partition's
+ * write epoch is not 0 (an imported folder), its leader epoch, both outside the CRC; batches stay as the stager
+ * compressed them (the topic's codec). They go through {@link ActiveSegment}: the core's roll rule per batch
+ * (a roll seals the active segment and starts one at the log end), its index rule, and the bytes-since-entry
+ * and largest-timestamp state as a reopen loads it.
+ *
+ * <p>Rename (the core's _rename and Log.adopt_segments):
  * <ol>
- * <li>Each staged batch's base offset (log end + its relative base) and partition leader epoch (the
- *   partition's write epoch: 0 in seglog's folders) are patched in place, one write per batch: both fields
- *   are outside the CRC (docs/format.md "Record batches"). The {@code .log} is forced, and the indexes unless
- *   the stager already forced them: a sealed segment is trusted once renamed in.</li>
- * <li>The active segment is sealed (its seal entry, both indexes trimmed; no fsync: step 4 makes it
- *   durable), or, empty, removed ({@code .log} first, so no reader lists a segment without its indexes).</li>
+ * <li>Each staged batch's base offset and partition leader epoch are patched in place, one write per batch.
+ *   The {@code .log} is forced, and the indexes unless the stager already forced them: a sealed segment is
+ *   trusted once renamed in.</li>
+ * <li>The active segment is sealed (its seal entry, both indexes trimmed; no fsync: the end makes it durable),
+ *   or, empty, removed ({@code .log} first, so no reader lists a segment without its indexes).</li>
  * <li>Each staged segment's {@code .index}, {@code .timeindex} and, last, {@code .log} are renamed to
  *   {@code <B>.*} (a segment exists when its {@code .log} does); the last becomes the active segment.</li>
- * <li>The segment sealed in step 2 is forced (the core's flush of rolled segments) and the folder fsynced:
- *   everything is durable before the commit that makes it visible.</li>
  * </ol>
- * Nothing here is visible before the commit (readers stop at the committed end, docs/spec.md §4); a crash
- * part way leaves records past the committed end, which the next delivery rolls back.
  *
- * <p>Not here (the core's copy path): staged segments below the core's rename_min_bytes are copied onto the
- * active segment by the Python publisher, so micro-batches leave no tiny segments; this publisher renames
- * every non-empty one in, and the sidecar's merge job (docs/spec.md §3.10) joins small sealed segments.
+ * <p>At the end, as the core's flush and close: the segments sealed here are forced ({@code .log} and indexes),
+ * the active segment's {@code .log} forced and its indexes trimmed to their entries, the folder fsynced, and
+ * the recovery point raised to the active segment's base when segments rolled (the segments it newly covers
+ * forced first). Everything is durable before the commit that makes it visible.
+ *
+ * <p>Crash safety: nothing here is visible before the commit (readers stop at the committed end, docs/spec.md
+ * §4); a kill part way leaves records past the committed end (a copy's bytes, even a torn batch, or renamed
+ * segments), which the next write's {@link CommittedEndRollBack} cuts.
  */
 public final class StagedPublisher {
+    /** Staged segments smaller than this are copied, larger ones renamed in (the core's RENAME_MIN_BYTES). */
+    public static final long RENAME_MIN_BYTES = 1L << 20;
+    /** The copy reads at most this much of a staged {@code .log} at once (the core's COPY_CHUNK_BYTES). */
+    static final long COPY_CHUNK_BYTES = 16L << 20;
     private static final int META = 36;
-    private static final int OFFSET_ENTRY = 8;
-    private static final int TIME_ENTRY = 12;
 
     private StagedPublisher() {}
 
-    /** What a publish did: the log end before and after, and the base offsets of the segments renamed in. */
-    public record Result(long start, long end, List<Long> bases) {}
+    /** What a publish did: the log end before and after, the base offsets of the segments renamed in, and how
+     *  many staged segments were copied. */
+    public record Result(long start, long end, List<Long> bases, int copied) {}
 
     /**
-     * Put {@code staged} (in order) at the end of {@code <root>/<topic>-<partition>}; {@code codec} is the
-     * topic's codec id, which every staged batch must carry (the stager compresses with it).
+     * Put {@code staged} (in order) at the end of {@code <root>/<topic>-<partition>} under the topic's
+     * {@code rules}; every staged batch must carry the topic's codec (the stager compresses with it). Staged
+     * segments below {@code renameMinBytes} are copied.
      */
-    public static Result publish(Path root, String topic, int partition, List<StagedSegment> staged, int codec) {
+    public static Result publish(Path root, String topic, int partition, List<StagedSegment> staged, AppendRules rules,
+                                 long renameMinBytes) {
         Path dir = TopicLayout.partitionDir(root, topic, partition);
         try {
             GroupShared.createDirectories(dir);
-            return publishIn(root, dir, topic, partition, staged, codec);
+            return new Publish(root, dir, topic, partition, rules).run(staged, renameMinBytes);
         } catch (IOException e) {
             throw new StorageException(dir + ": publishing staged segments failed: " + e, e);
         }
     }
 
-    private static Result publishIn(Path root, Path dir, String topic, int partition, List<StagedSegment> staged, int codec)
-            throws IOException {
-        List<StagedSegment> run = new ArrayList<>();
-        for (StagedSegment s : staged) if (s.records() > 0) run.add(s);
-        long[] bases = PartitionLog.listBases(dir, null);
-        boolean dense = !OffsetGaps.at(root).mayHaveGaps(topic, partition);
-        int epochs = LeaderEpochs.maxLeaderEpoch(dir);
-        long active = bases.length == 0 ? -1 : bases[bases.length - 1];
-        long start;
-        int epoch;
-        if (active < 0) {
-            // a new partition: the core's writable open starts it at the checkpointed log start
-            start = LogStartCheckpoint.readFile(root.resolve("log-start-offset-checkpoint")).getOrDefault(topic + "-" + partition, 0L);
-            epoch = LeaderEpochs.SEGLOG_LEADER_EPOCH;
-        } else {
-            try (Segment seg = Segment.open(dir, active, dense, epochs)) {
-                start = seg.nextOffset();
-                if (seg.wholeBatchesEnd() != seg.size()) {
-                    throw new CorruptLogException(seg.path() + ": bytes after the last whole batch at position "
-                            + seg.wholeBatchesEnd() + ": roll the partition back to its committed end first");
-                }
-            }
-            epoch = writeEpoch(dir, bases, dense, epochs);
+    /** One publish: the partition's segments as they change, the active segment while a copy appends to it. */
+    private static final class Publish {
+        private final Path root;
+        private final Path dir;
+        private final String topic;
+        private final int partition;
+        private final AppendRules rules;
+        private final boolean dense;
+        private final int epochs;
+        private final List<Long> bases = new ArrayList<>();
+        private final List<ActiveSegment> sealed = new ArrayList<>();   // sealed here, forced at the end
+        private final List<Long> adopted = new ArrayList<>();
+        private ActiveSegment active;        // open while copies append to it
+        private long end;
+        private long openedEnd;
+        private int epoch;
+        private int copied;
+        private int appends;                 // runs of batches appended by copies (the crash test's count)
+
+        Publish(Path root, Path dir, String topic, int partition, AppendRules rules) {
+            this.root = root;
+            this.dir = dir;
+            this.topic = topic;
+            this.partition = partition;
+            this.rules = rules;
+            this.dense = !OffsetGaps.at(root).mayHaveGaps(topic, partition);
+            this.epochs = LeaderEpochs.maxLeaderEpoch(dir);
         }
-        if (run.isEmpty()) return new Result(start, start, List.of());
-        long base = start;
-        for (StagedSegment s : run) {
-            checkCodec(s, codec);
-            patch(s, base, epoch);
-            base += s.records();
-        }
-        Path sealed = null;
-        if (active >= 0) {
-            Path log = dir.resolve(Segment.fileName(active, ".log"));
-            if (Files.size(log) > 0) {
-                sealActive(dir, active, dense, epochs);
-                sealed = log;
+
+        Result run(List<StagedSegment> staged, long renameMinBytes) throws IOException {
+            List<StagedSegment> todo = new ArrayList<>();
+            for (StagedSegment s : staged) if (s.records() > 0) todo.add(s);
+            for (StagedSegment s : todo) checkCodec(s, rules.codec());   // refused before anything is written
+            for (long b : PartitionLog.listBases(dir, null)) bases.add(b);
+            long point = RecoveryPointFile.read(dir, topic, partition);
+            if (bases.isEmpty()) {
+                // a new partition: the core's writable open starts it at the checkpointed log start
+                end = LogStartCheckpoint.readFile(root.resolve("log-start-offset-checkpoint")).getOrDefault(topic + "-" + partition, 0L);
             } else {
-                for (String suffix : new String[] {".log", ".index", ".timeindex"}) {
-                    Files.deleteIfExists(dir.resolve(Segment.fileName(active, suffix)));
+                try (Segment seg = Segment.open(dir, last(), dense, epochs)) {
+                    end = seg.nextOffset();
+                    if (seg.wholeBatchesEnd() != seg.size()) {
+                        throw new CorruptLogException(seg.path() + ": bytes after the last whole batch at position "
+                                + seg.wholeBatchesEnd() + ": roll the partition back to its committed end first");
+                    }
+                }
+            }
+            openedEnd = end;
+            long start = end;
+            epoch = writeEpoch(dir, bases.stream().mapToLong(Long::longValue).toArray(), dense, epochs);
+            try {
+                List<StagedSegment> run = new ArrayList<>();
+                for (StagedSegment s : todo) {
+                    if (s.size() >= renameMinBytes) {
+                        run.add(s);
+                        continue;
+                    }
+                    if (!run.isEmpty()) renameIn(run);
+                    run.clear();
+                    copy(s);
+                    copied++;
+                }
+                if (!run.isEmpty()) renameIn(run);
+                finish(point);
+            } finally {
+                closeAll();
+            }
+            return new Result(start, end, adopted, copied);
+        }
+
+        private long last() {
+            return bases.get(bases.size() - 1);
+        }
+
+        /** The active segment open for appends: the last one, or a new one at the log end in an empty folder. */
+        private ActiveSegment active() throws IOException {
+            if (active == null) {
+                if (bases.isEmpty()) {
+                    active = ActiveSegment.create(dir, end, rules, System.currentTimeMillis());
+                    bases.add(end);
+                } else {
+                    active = ActiveSegment.open(dir, last(), rules, dense, epochs);
+                }
+            }
+            return active;
+        }
+
+        /** The core's roll: the active segment sealed (forced at the end), a new one at the log end. */
+        private ActiveSegment roll() throws IOException {
+            active.seal();
+            sealed.add(active);
+            active = ActiveSegment.create(dir, active.nextOffset(), rules, System.currentTimeMillis());
+            bases.add(active.base);
+            return active;
+        }
+
+        /** One staged segment copied onto the active segment, in runs of whole batches of at most COPY_CHUNK_BYTES. */
+        private void copy(StagedSegment s) throws IOException {
+            ByteBuffer meta = readMeta(s);
+            int n = s.batches();
+            long[] pos = new long[n + 1];
+            for (int i = 0; i < n; i++) pos[i] = meta.getLong(i * META);
+            pos[n] = s.size();
+            try (FileChannel ch = FileChannel.open(Path.of(s.stem() + ".log"), StandardOpenOption.READ)) {
+                int i = 0;
+                while (i < n) {
+                    long from = pos[i];
+                    int j = i + 1;
+                    while (j < n && pos[j + 1] <= from + COPY_CHUNK_BYTES) j++;
+                    ByteBuffer data = ByteBuffer.allocate((int) (pos[j] - from));
+                    while (data.hasRemaining()) {
+                        if (ch.read(data, from + data.position()) < 0) {
+                            throw new CorruptLogException(s.stem() + ".log: short read at " + (from + data.position()));
+                        }
+                    }
+                    int k = j - i;
+                    long[] positions = new long[k + 1];
+                    long[] lasts = new long[k];
+                    long[] firsts = new long[k];
+                    long[] maxes = new long[k];
+                    long firstRel = meta.getLong(i * META + 8) - meta.getInt(i * META + 32) + 1;
+                    for (int b = 0; b < k; b++) {
+                        int m = (i + b) * META;
+                        positions[b] = pos[i + b] - from;
+                        long count = meta.getInt(m + 32);
+                        long baseOffset = end + meta.getLong(m + 8) - count + 1 - firstRel;
+                        lasts[b] = baseOffset + count - 1;
+                        firsts[b] = meta.getLong(m + 16);
+                        maxes[b] = meta.getLong(m + 24);
+                        data.putLong((int) positions[b], baseOffset);                 // outside the CRC
+                        if (epoch != LeaderEpochs.SEGLOG_LEADER_EPOCH) data.putInt((int) positions[b] + 12, epoch);
+                    }
+                    positions[k] = pos[j] - from;
+                    append(new CopiedBatches(data.clear(), positions, lasts, firsts, maxes));
+                    i = j;
                 }
             }
         }
-        List<Long> adopted = new ArrayList<>();
-        base = start;
-        for (StagedSegment s : run) {
-            for (String suffix : new String[] {".index", ".timeindex", ".log"}) {
-                Files.move(Path.of(s.stem() + suffix), dir.resolve(Segment.fileName(base, suffix)),
-                        StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+
+        /** The core's Log._write_batches: each batch where the roll rule puts it, runs of them at once. */
+        private void append(CopiedBatches b) throws IOException {
+            long now = System.currentTimeMillis();
+            ActiveSegment seg = active();
+            int i = 0;
+            while (i < b.count) {
+                if (!seg.fits(b.size(i), b.lastOffsets[i], b.maxTs[i], now)) seg = roll();
+                int j = seg.batchesThatFit(b, i, now);
+                seg.append(b, i, j);
+                crashPoint(++appends);
+                i = j;
             }
-            adopted.add(base);
-            base += s.records();
+            end = seg.nextOffset();
         }
-        if (sealed != null) {
-            for (String suffix : new String[] {".log", ".index", ".timeindex"}) {
-                FileSync.file(dir.resolve(Segment.fileName(active, suffix)));
+
+        /** A run of large staged segments renamed in (the core's _rename and Log.adopt_segments). */
+        private void renameIn(List<StagedSegment> run) throws IOException {
+            long base = end;
+            for (StagedSegment s : run) {
+                patch(s, base, epoch);
+                base += s.records();
+            }
+            ActiveSegment current = active;
+            active = null;
+            if (current == null && !bases.isEmpty()) {
+                Path log = dir.resolve(Segment.fileName(last(), ".log"));
+                if (Files.size(log) > 0) {
+                    current = ActiveSegment.open(dir, last(), rules, dense, epochs);
+                } else {
+                    for (String suffix : new String[] {".log", ".index", ".timeindex"}) {
+                        Files.deleteIfExists(dir.resolve(Segment.fileName(last(), suffix)));
+                    }
+                    bases.remove(bases.size() - 1);
+                }
+            }
+            if (current != null) {
+                if (current.size() > 0) {
+                    current.seal();
+                    sealed.add(current);
+                } else {   // a copy never leaves an empty active segment; a roll back's restart does
+                    current.close();
+                    for (String suffix : new String[] {".log", ".index", ".timeindex"}) {
+                        Files.deleteIfExists(current.file(suffix));
+                    }
+                    bases.remove(bases.size() - 1);
+                }
+            }
+            base = end;
+            for (StagedSegment s : run) {
+                for (String suffix : new String[] {".index", ".timeindex", ".log"}) {
+                    Files.move(Path.of(s.stem() + suffix), dir.resolve(Segment.fileName(base, suffix)),
+                            StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                }
+                adopted.add(base);
+                bases.add(base);
+                base += s.records();
+            }
+            end = base;
+        }
+
+        /** The core's flush and close: durable, the active indexes trimmed, the recovery point raised. */
+        private void finish(long point) throws IOException {
+            if (active == null) {
+                if (bases.isEmpty()) {
+                    active();                       // the core's writable open leaves an empty segment
+                } else if (adopted.isEmpty() || adopted.get(adopted.size() - 1) != last()) {
+                    active();                       // untouched: its indexes are trimmed as a clean close does
+                }
+            }
+            for (ActiveSegment s : sealed) s.force(true);
+            if (active != null) {
+                active.trim();
+                active.force(false);
+            }
+            FileSync.directory(dir);
+            raiseRecoveryPoint(point);
+        }
+
+        /**
+         * The core's _advance_recovery_point at its close: to the active segment's base when that is above the
+         * point, after forcing the segments it newly covers that were there before this publish (the ones
+         * sealed here are forced already). A failed write leaves the old point, which stays true.
+         */
+        private void raiseRecoveryPoint(long point) throws IOException {
+            long to = last();
+            if (to <= point) return;
+            for (int i = 0; i < bases.size(); i++) {
+                long next = i + 1 < bases.size() ? bases.get(i + 1) : end;
+                if (next > point && bases.get(i) < openedEnd && next <= to) {
+                    for (String suffix : new String[] {".log", ".index", ".timeindex"}) {
+                        FileSync.file(dir.resolve(Segment.fileName(bases.get(i), suffix)));
+                    }
+                }
+            }
+            try {
+                RecoveryPointFile.write(dir, topic, partition, to);
+            } catch (IOException e) {
+                // a full disk, a read-only file: the old point stays true (it covers durable segments only)
             }
         }
-        FileSync.directory(dir);
-        return new Result(start, base, adopted);
+
+        private void closeAll() throws IOException {
+            IOException first = null;
+            List<ActiveSegment> all = new ArrayList<>(sealed);
+            if (active != null) all.add(active);
+            for (ActiveSegment s : all) {
+                try {
+                    s.close();
+                } catch (IOException e) {
+                    if (first == null) first = e;
+                }
+            }
+            if (first != null) throw first;
+        }
+    }
+
+    static final String CRASH_POINT = "seglog.test.copyCrashPoint";
+
+    /**
+     * Where the crash test kills a copy part way (tests/sink/test_jvm_copy.py): with the system property
+     * {@code seglog.test.copyCrashPoint=<marker file>@<n>}, the n-th run of batches a publish appends creates the
+     * marker and waits to be killed. Unset (always, outside that test), it does nothing.
+     */
+    private static void crashPoint(int appends) {
+        String spec = System.getProperty(CRASH_POINT);
+        if (spec == null) return;
+        int at = spec.lastIndexOf('@');
+        if (at < 0 || !spec.substring(at + 1).equals(Integer.toString(appends))) return;
+        try {
+            Files.writeString(Path.of(spec.substring(0, at)), "waiting to be killed\n");
+            Thread.sleep(600_000L);
+        } catch (IOException | InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** A staged segment's {@code .batches}: one 36-byte row per batch (position, relative last offset, first
+     *  and largest timestamp, record count). */
+    private static ByteBuffer readMeta(StagedSegment s) throws IOException {
+        ByteBuffer meta = ByteBuffer.wrap(Files.readAllBytes(Path.of(s.stem() + ".batches")));
+        if (meta.capacity() != s.batches() * META) {
+            throw new CorruptLogException(s.stem() + ".batches: " + meta.capacity() / META + " batches, the writer reported " + s.batches());
+        }
+        return meta;
     }
 
     private static void checkCodec(StagedSegment s, int codec) throws IOException {
@@ -166,10 +406,7 @@ public final class StagedPublisher {
 
     /** Base offsets and leader epochs written in place, one 16-byte write per batch, then the .log forced. */
     private static void patch(StagedSegment s, long base, int epoch) throws IOException {
-        ByteBuffer meta = ByteBuffer.wrap(Files.readAllBytes(Path.of(s.stem() + ".batches")));
-        if (meta.capacity() != s.batches() * META) {
-            throw new CorruptLogException(s.stem() + ".batches: " + meta.capacity() / META + " batches, the writer reported " + s.batches());
-        }
+        ByteBuffer meta = readMeta(s);
         try (FileChannel ch = FileChannel.open(Path.of(s.stem() + ".log"), StandardOpenOption.WRITE)) {
             ByteBuffer head = ByteBuffer.allocate(16);
             for (int i = 0; i < s.batches(); i++) {
@@ -189,79 +426,4 @@ public final class StagedPublisher {
         }
     }
 
-    /**
-     * Seal the active segment as a roll does (the core's LogSegment.seal with durable=False): the seal entry
-     * (its largest timestamp, the last offset of the first batch holding it) unless the last time index entry
-     * already holds that timestamp, then both indexes trimmed to their entries (trimming last: a crash before
-     * it leaves an inactive segment, which the sidecar seals again).
-     */
-    private static void sealActive(Path dir, long base, boolean dense, int epochs) throws IOException {
-        long maxTs;
-        long offsetOfMax;
-        int timeEntries;
-        int offsetEntries;
-        long lastEntryTs;
-        try (Segment seg = Segment.open(dir, base, dense, epochs)) {
-            OffsetIndexFile oi = seg.offsetIndex();
-            TimeIndexFile ti = seg.timeIndex();
-            offsetEntries = oi.entries();
-            timeEntries = ti.entries();
-            lastEntryTs = timeEntries > 0 ? ti.timestampAt(timeEntries - 1) : -1;
-            // what the time index covers: up to the last offset index entry's batch (indexer/segment.py
-            // _time_index_covered); the one entry never written to a preallocated file, (0, base), is the
-            // first batch's when that batch ends at the base with timestamp 0
-            maxTs = -1;
-            offsetOfMax = base - 1;
-            if (timeEntries > 0) {
-                maxTs = lastEntryTs;
-                offsetOfMax = ti.offsetAt(timeEntries - 1);
-            } else if (offsetEntries > 0) {
-                Segment.Batches first = seg.batchesFrom(0, base, -1, Long.MAX_VALUE);
-                if (first.hasNext()) {
-                    FileChannelRecordBatch b = first.next();
-                    if (b.maxTimestamp() == 0 && b.lastOffset() == base) {
-                        maxTs = 0;
-                        offsetOfMax = base;
-                    }
-                }
-            }
-            // the batches from the last offset index entry's on: one counts with a strictly larger timestamp
-            Segment.Batches tail = offsetEntries == 0 ? seg.batchesFrom(0, base, -1, Long.MAX_VALUE)
-                    : seg.batchesFrom(oi.positionAt(offsetEntries - 1), -1, oi.offsetAt(offsetEntries - 1), Long.MAX_VALUE);
-            while (tail.hasNext()) {
-                FileChannelRecordBatch b = tail.next();
-                if (b.maxTimestamp() > maxTs) {
-                    maxTs = b.maxTimestamp();
-                    offsetOfMax = b.lastOffset();
-                }
-            }
-        }
-        Path timeIndex = dir.resolve(Segment.fileName(base, ".timeindex"));
-        Path offsetIndex = dir.resolve(Segment.fileName(base, ".index"));
-        if (maxTs >= 0 && !(timeEntries > 0 && lastEntryTs == maxTs)) {
-            if (timeEntries > 0 && maxTs < lastEntryTs) {
-                throw new CorruptLogException(timeIndex + ": seal with largest timestamp " + maxTs + " below the last entry's " + lastEntryTs);
-            }
-            try (FileChannel ch = FileChannel.open(timeIndex, StandardOpenOption.WRITE)) {
-                long at = (long) timeEntries * TIME_ENTRY;
-                if (ch.size() < at + TIME_ENTRY) {
-                    // a trimmed or full file grows by two zero slots first: a crash before the entry is
-                    // written leaves zeros that count as nothing (docs/format.md "Time index")
-                    ch.write(ByteBuffer.allocate(2 * TIME_ENTRY), at);
-                    ch.force(false);
-                }
-                ByteBuffer entry = ByteBuffer.allocate(TIME_ENTRY).putLong(maxTs).putInt((int) (offsetOfMax - base)).flip();
-                while (entry.hasRemaining()) ch.write(entry, at + entry.position());
-            }
-            timeEntries++;
-        } else if (maxTs < 0 && timeEntries > 0) {
-            throw new CorruptLogException(timeIndex + ": seal with no largest timestamp but entries up to timestamp " + lastEntryTs);
-        }
-        try (FileChannel ch = FileChannel.open(timeIndex, StandardOpenOption.WRITE)) {
-            ch.truncate((long) timeEntries * TIME_ENTRY);
-        }
-        try (FileChannel ch = FileChannel.open(offsetIndex, StandardOpenOption.WRITE)) {
-            ch.truncate((long) offsetEntries * OFFSET_ENTRY);
-        }
-    }
 }

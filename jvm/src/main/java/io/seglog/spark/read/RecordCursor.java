@@ -7,10 +7,12 @@ import java.util.Iterator;
 
 import org.apache.kafka.common.record.FileLogInputStream.FileChannelRecordBatch;
 import org.apache.kafka.common.record.Record;
+import org.apache.kafka.common.record.RecordBatch;
 import org.apache.kafka.common.record.TimestampType;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import io.seglog.spark.format.BatchBuffer;
 import io.seglog.spark.format.CorruptLogException;
 import io.seglog.spark.format.DataLossException;
 import io.seglog.spark.format.LogStartBeyondEndException;
@@ -51,6 +53,7 @@ final class RecordCursor implements AutoCloseable {
     private Segment.Batches batches;
     private long segmentLast = -1;    // the last offset of the last batch drawn from the current segment
     private Iterator<Record> records = Collections.emptyIterator();
+    private final BatchBuffer buffer = new BatchBuffer();   // every batch of the walk is read into it, in turn
     private TransactionFates fates;
     private boolean finished;
     private int reopens;
@@ -161,7 +164,7 @@ final class RecordCursor implements AutoCloseable {
                 return false;
             }
             timestampType = b.timestampType();
-            records = b.iterator();
+            records = inMemory(b).iterator();
         }
     }
 
@@ -188,6 +191,18 @@ final class RecordCursor implements AutoCloseable {
             }
         }
         return null;
+    }
+
+    /** The batch {@code b} (the one just drawn) as read into the walk's buffer, or {@code b} itself when it was not
+     *  read so (a batch older than magic 2): the same records either way. Valid until the next batch is drawn. */
+    RecordBatch inMemory(FileChannelRecordBatch b) {
+        RecordBatch m = batches.inMemory();
+        return m != null ? m : b;
+    }
+
+    /** The walk's buffer: the batch {@link #inMemory} returned last starts at its position 0. */
+    byte[] bufferBytes() {
+        return buffer.array();
     }
 
     /**
@@ -271,7 +286,7 @@ final class RecordCursor implements AutoCloseable {
             throw new CorruptLogException(seg.where() + ": the .log is empty but offsets " + seg.base + " to "
                 + (log.base(segment + 1) - 1) + " belonged to it: those records are lost");
         }
-        batches = seg.batchesHolding(Math.max(position, seg.base), slice.bound);
+        batches = seg.batchesHolding(Math.max(position, seg.base), slice.bound).readInto(buffer);
         return true;
     }
 

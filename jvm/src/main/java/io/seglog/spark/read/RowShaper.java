@@ -85,11 +85,15 @@ final class RowShaper {
     /** ms -> Spark's microseconds, exactly: a timestamp past Spark's range fails naming the record, as Spark's
      *  Kafka source fails (DateTimeUtils.fromJavaTimestamp multiplies with Math.multiplyExact), never wraps. */
     static long micros(Record r, Object topic, int partition) {
+        return micros(r.timestamp(), r.offset(), topic, partition);
+    }
+
+    static long micros(long timestampMs, long offset, Object topic, int partition) {
         try {
-            return Math.multiplyExact(r.timestamp(), 1000L);
+            return Math.multiplyExact(timestampMs, 1000L);
         } catch (ArithmeticException e) {
-            throw new ArithmeticException("seglog source: " + topic + "-" + partition + " offset " + r.offset()
-                + ": timestamp " + r.timestamp() + " ms is outside Spark's timestamp range (long overflow in microseconds)");
+            throw new ArithmeticException("seglog source: " + topic + "-" + partition + " offset " + offset
+                + ": timestamp " + timestampMs + " ms is outside Spark's timestamp range (long overflow in microseconds)");
         }
     }
 

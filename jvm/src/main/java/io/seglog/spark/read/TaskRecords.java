@@ -1,6 +1,8 @@
 package io.seglog.spark.read;
 
+import org.apache.kafka.common.record.FileLogInputStream.FileChannelRecordBatch;
 import org.apache.kafka.common.record.Record;
+import org.apache.kafka.common.record.RecordBatch;
 import org.apache.kafka.common.record.TimestampType;
 
 /**
@@ -20,6 +22,11 @@ final class TaskRecords implements AutoCloseable {
 
     /** The current record's slice (a new object when the walk enters the next slice). */
     Slice slice;
+    /** After {@link #nextBatch}: the batch's records to return are those at or past {@code batchFrom} and below
+     *  {@code batchEnd} (the slice's end) that {@link #keeps}. */
+    long batchFrom;
+    long batchEnd;
+    TimestampType batchTimestampType;
 
     private final java.util.function.Supplier<org.apache.hadoop.conf.Configuration> hadoopConf;
 
@@ -53,6 +60,42 @@ final class TaskRecords implements AutoCloseable {
             if (filtering && !bounds.keeps(cursor.record.offset(), cursor.record.timestamp())) continue;
             return true;
         }
+    }
+
+    /**
+     * Batch by batch, the same walk as {@link #next} (the same slices, cursor, faults and data loss): the next batch
+     * holding records of this task, as read into the cursor's buffer ({@link #batchBytes}), or null when every
+     * slice is read. Valid until the next call. Not to be mixed with {@link #next} within one task.
+     */
+    RecordBatch nextBatch() {
+        while (true) {
+            if (cursor == null) {
+                if (next >= slices.length) return null;
+                slice = slices[next++];
+                cursor = new RecordCursor(opts, slice);
+            }
+            FileChannelRecordBatch b = cursor.nextBatch();
+            if (b == null) {
+                skipped += cursor.skipped();
+                cursor.close();
+                cursor = null;
+                continue;
+            }
+            batchFrom = cursor.batchFrom;
+            batchEnd = slice.end;
+            batchTimestampType = b.timestampType();
+            return cursor.inMemory(b);
+        }
+    }
+
+    /** The buffer the batch {@link #nextBatch} returned was read into (from its position 0). */
+    byte[] batchBytes() {
+        return cursor.bufferBytes();
+    }
+
+    /** Whether the pushed filters keep a record (the row filter {@link #next} applies). */
+    boolean keeps(long offset, long timestamp) {
+        return !filtering || bounds.keeps(offset, timestamp);
     }
 
     Record record() {

@@ -62,6 +62,38 @@ final class VectorShaper {
         }
     }
 
+    /** Whether the read schema has the headers column (the direct decode leaves headers to Kafka's records). */
+    boolean readsHeaders() {
+        for (int c : columns) if (c == RowShaper.HEADERS) return true;
+        return false;
+    }
+
+    /**
+     * Record {@code i} of a directly decoded batch ({@link DirectBatch}), the same values {@link #append} gives for
+     * Kafka's record of it: keys and values copied from the batch's buffer into the vectors. Not for a read schema
+     * with headers ({@link #readsHeaders}).
+     */
+    void appendDirect(DirectBatch d, int i, long offset, long timestamp) {
+        byte[] b = d.bytes();
+        for (int c = 0; c < columns.length; c++) {
+            WritableColumnVector v = vectors[c];
+            switch (columns[c]) {
+                case RowShaper.KEY:
+                    if (d.keyLen[i] < 0) v.appendNull(); else v.appendByteArray(b, d.keyPos[i], d.keyLen[i]);
+                    break;
+                case RowShaper.VALUE:
+                    if (d.valueLen[i] < 0) v.appendNull(); else v.appendByteArray(b, d.valuePos[i], d.valueLen[i]);
+                    break;
+                case RowShaper.TOPIC: v.appendByteArray(topic, 0, topic.length); break;
+                case RowShaper.PARTITION: v.appendInt(partition); break;
+                case RowShaper.OFFSET: v.appendLong(offset); break;
+                case RowShaper.TIMESTAMP: v.appendLong(RowShaper.micros(timestamp, offset, topicName, partition)); break;
+                case RowShaper.TYPE: v.appendInt(d.timestampType.id); break;
+                default: throw new IllegalStateException("seglog source: headers are not decoded directly");
+            }
+        }
+    }
+
     /** The batch of the rows appended since {@link #reset}. */
     ColumnarBatch batch(int rows) {
         batch.setNumRows(rows);

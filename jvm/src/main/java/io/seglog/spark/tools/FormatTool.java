@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
+import io.seglog.spark.format.AppendRules;
 import io.seglog.spark.format.CommitLogReader;
 import io.seglog.spark.format.CommitLogWriter;
 import io.seglog.spark.format.CommittedEndRollBack;
@@ -30,6 +31,10 @@ public final class FormatTool {
     private FormatTool() {}
 
     public static void main(String[] args) throws Exception {
+        if (args.length == 1 && args[0].equals("serve")) {
+            serve();
+            return;
+        }
         try {
             System.out.println(run(args[0], Arrays.asList(args).subList(1, args.length)));
         } catch (RuntimeException e) {
@@ -52,6 +57,28 @@ public final class FormatTool {
             .append(", \"start\": ").append(s.start() < 0 ? "null" : String.valueOf(s.start()))
             .append(", \"end\": ").append(s.end() < 0 ? "null" : String.valueOf(s.end()))
             .append(", \"torn\": ").append(s.torn).append('}').toString();
+    }
+
+    /**
+     * Many calls in one JVM (a property test makes hundreds): each stdin line a JSON array of strings, the
+     * command and its arguments; each answered with one JSON line, an error as {@code {"error": ...}}.
+     */
+    static void serve() throws Exception {
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            List<String> call = json.readValue(line, new com.fasterxml.jackson.core.type.TypeReference<List<String>>() {});
+            String answer;
+            try {
+                answer = run(call.get(0), call.subList(1, call.size()));
+            } catch (RuntimeException e) {
+                answer = "{\"error\": \"" + e.getClass().getSimpleName() + "\", \"message\": "
+                        + jsonString(String.valueOf(e.getMessage())) + "}";
+            }
+            System.out.println(answer.replace("\n", " "));
+            System.out.flush();
+        }
     }
 
     static String run(String command, List<String> a) throws Exception {
@@ -131,21 +158,30 @@ public final class FormatTool {
                 }
                 return io.seglog.spark.write.StagedWrite.writeRows(java.nio.file.Files.readString(Path.of(a.get(0))), rows.iterator());
             }
-            case "publish": {  // ROOT TOPIC PARTITION CODEC REPORT_JSON_FILE SLOT, under the partition's lock
+            case "publish": {  // ROOT TOPIC PARTITION REPORT_JSON_FILE SLOT RENAME_MIN_BYTES KEY=VALUE...: under the partition's lock
                 com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
                 java.util.List<StagedSegment> staged = new java.util.ArrayList<>();
-                for (com.fasterxml.jackson.databind.JsonNode o : json.readTree(Path.of(a.get(4)).toFile()).get("outputs")) {
-                    if (o.get("slot").asInt() != Integer.parseInt(a.get(5))) continue;
-                    for (com.fasterxml.jackson.databind.JsonNode g : o.get("segments")) {
-                        staged.add(new StagedSegment(g.get("stem").asText(), g.get("size").asLong(), g.get("records").asLong(),
-                                g.get("batches").asInt(), g.get("durable").asBoolean()));
+                for (String report : a.get(3).split(",")) {   // several reports: their segments in that order
+                    for (com.fasterxml.jackson.databind.JsonNode o : json.readTree(Path.of(report).toFile()).get("outputs")) {
+                        if (o.get("slot").asInt() != Integer.parseInt(a.get(4))) continue;
+                        for (com.fasterxml.jackson.databind.JsonNode g : o.get("segments")) {
+                            staged.add(new StagedSegment(g.get("stem").asText(), g.get("size").asLong(), g.get("records").asLong(),
+                                    g.get("batches").asInt(), g.get("durable").asBoolean()));
+                        }
                     }
                 }
+                Map<String, Object> config = new java.util.LinkedHashMap<>();
+                for (String kv : a.subList(6, a.size())) {
+                    int eq = kv.indexOf('=');
+                    config.put(kv.substring(0, eq), kv.substring(eq + 1));
+                }
+                AppendRules rules = io.seglog.spark.write.TopicTarget.appendRules(TopicConfigRules.validate(config, null, "config"));
                 Path root = Path.of(a.get(0));
                 int partition = Integer.parseInt(a.get(2));
                 try (FileLock lock = FileLock.partition(root, a.get(1), partition).acquire(60_000L)) {
-                    StagedPublisher.Result r = StagedPublisher.publish(root, a.get(1), partition, staged, Integer.parseInt(a.get(3)));
-                    return "{\"start\": " + r.start() + ", \"end\": " + r.end() + ", \"bases\": " + r.bases() + "}";
+                    StagedPublisher.Result r = StagedPublisher.publish(root, a.get(1), partition, staged, rules, Long.parseLong(a.get(5)));
+                    return "{\"start\": " + r.start() + ", \"end\": " + r.end() + ", \"bases\": " + r.bases()
+                            + ", \"copied\": " + r.copied() + "}";
                 }
             }
             case "rollback": { // ROOT TOPIC PARTITION COMMITTED SEGMENT_INDEX_BYTES, under the partition's lock

@@ -36,10 +36,13 @@ import io.seglog.spark.format.TopicMetadata;
  *   never deadlock), so two writes never interleave their commits of one topic;</li>
  * <li>skip the topics whose commit log already holds this write (txnAppId's last version at or above
  *   txnVersion): a re-run of an idempotent write;</li>
- * <li>create (or check) the {@code topic} option's topic;</li>
+ * <li>create (or check) the {@code topic} option's topic, and create the topics the tasks planned
+ *   ({@link TopicRequest}: a row's new topic, a quarantine topic);</li>
  * <li>roll every partition back to its committed end (a crashed write's records past it are cut) and
  *   remove the staged files of this writer's crashed runs;</li>
- * <li>publish each partition's staged segments at its log end, in task order, by rename (forced first);</li>
+ * <li>publish each partition's staged segments at its log end, in task order (StagedPublisher): small ones
+ *   copied onto the active segment, as the Python sink does (micro-batches leave no tiny segments), large ones
+ *   renamed in; everything forced before the commit;</li>
  * <li>commit once per topic, holding the written partitions' locks: the new end offsets and the writer's
  *   version, in one commit file. Only now do readers see the write;</li>
  * <li>remove this run's staging folder. On any failure before the commit every partition is rolled back
@@ -49,7 +52,7 @@ import io.seglog.spark.format.TopicMetadata;
  * files (removed by the next write of this writer), never a half-visible write.
  */
 final class DriverCommit {
-    static final long LOCK_TIMEOUT_MS = 600_000L;   // as the Python sink's lock_timeout
+    static final long LOCK_TIMEOUT_MS = 600_000L;   // SegmentLogSink's lock_timeout default; option lockTimeoutMs
 
     private DriverCommit() {}
 
@@ -86,33 +89,43 @@ final class DriverCommit {
     }
 
     static void commit(WriteOptions o, WritePlan plan, StagedMessage[] messages) {
+        long nullTopicRows = 0;
+        for (StagedMessage m : messages) nullTopicRows += m.nullTopicRows();
+        if (nullTopicRows > 0) {
+            DriverCommit.deleteTree(Path.of(plan.staging));
+            throw new SeglogWriteException("seglog write: " + nullTopicRows + " row(s) have a null 'topic' and there is no "
+                    + "'topic' option to fall back on; nothing was written");
+        }
         Path root = Path.of(o.root);
         TreeSet<String> topics = new TreeSet<>();
         if (o.topic != null) topics.add(o.topic);
         for (StagedMessage m : messages) for (StagedMessage.Output out : m.outputs()) topics.add(out.topic());
         List<FileLock> locks = new ArrayList<>();
         try {
-            for (String t : topics) locks.add(FileLock.topicWriter(root, t).acquire(LOCK_TIMEOUT_MS));
+            for (String t : topics) locks.add(FileLock.topicWriter(root, t).acquire(o.lockTimeoutMs));
             List<String> todo = new ArrayList<>();
             for (String t : topics) if (!committed(root, t, o)) todo.add(t);
             if (todo.isEmpty() || plan.skip) return;
+            // The topic option's topic is committed last: the tasks' skip hint (WritePlan.skip) reads only its
+            // commit log, so once it holds the version every other topic of the write (a quarantine topic) does.
+            if (todo.remove(o.topic)) todo.add(o.topic);
             Map<String, TopicMetadata> metas = new LinkedHashMap<>();
             List<String> created = new ArrayList<>();
             Map<String, boolean[]> existed = new HashMap<>();
             try {
                 for (String t : todo) {
                     if (TopicCatalog.load(root, t).isEmpty()) created.add(t);
-                    TopicMetadata m = topic(root, t, o);
+                    TopicMetadata m = topic(root, t, o, messages);
                     metas.put(t, m);
                     boolean[] e = new boolean[m.partitions()];
                     for (int p = 0; p < e.length; p++) e[p] = Files.isDirectory(io.seglog.spark.format.TopicLayout.partitionDir(root, t, p));
                     existed.put(t, e);
                 }
-                for (TopicMetadata m : metas.values()) rollBack(root, m);
+                for (TopicMetadata m : metas.values()) rollBack(root, m, o.lockTimeoutMs);
                 removeCrashedRuns(o, plan);
                 publishAndCommit(root, o, metas, messages);
             } catch (RuntimeException | Error e) {
-                restore(root, metas, existed, created, e);
+                restore(root, metas, existed, created, e, o.lockTimeoutMs);
                 throw e;
             }
         } finally {
@@ -128,10 +141,10 @@ final class DriverCommit {
      * (another partition count) is not refused as a conflict. Failures here are added to {@code failure}.
      */
     private static void restore(Path root, Map<String, TopicMetadata> metas, Map<String, boolean[]> existed,
-                                List<String> created, Throwable failure) {
+                                List<String> created, Throwable failure, Long lockTimeoutMs) {
         for (TopicMetadata m : metas.values()) {
             try {
-                rollBack(root, m);
+                rollBack(root, m, lockTimeoutMs);
                 Map<Integer, Long> ends = CommitLogReader.committedEnds(root, m.name());
                 boolean[] before = existed.get(m.name());
                 for (int p = 0; p < m.partitions(); p++) {
@@ -152,8 +165,13 @@ final class DriverCommit {
         }
     }
 
-    /** The topic option's topic is created (or checked) now, under its writer lock; a row's topic exists. */
-    private static TopicMetadata topic(Path root, String t, WriteOptions o) {
+    /**
+     * The topic option's topic is created (or checked) now, under its writer lock; a topic the tasks planned
+     * (a row's new topic, a quarantine topic) is created as they planned it, with the partition count they
+     * partitioned by (TopicCatalog.create refuses a topic made meanwhile with another); a row's existing topic is
+     * as the tasks found it.
+     */
+    private static TopicMetadata topic(Path root, String t, WriteOptions o, StagedMessage[] messages) {
         if (t.equals(o.topic)) {
             Optional<TopicMetadata> existing = TopicCatalog.load(root, t);
             if (existing.isPresent() && o.partitions == null && !o.configGiven) return existing.get();
@@ -162,18 +180,32 @@ final class DriverCommit {
                         + "; pass option 'partitions' (and topic configuration) to create it");
             }
             int n = o.partitions != null ? o.partitions : existing.get().partitions();
-            return TopicCatalog.create(root, t, n, o.configGiven ? o.config : existing.map(TopicMetadata::config).orElse(Map.of()));
+            try {
+                return TopicCatalog.create(root, t, n, o.configGiven ? o.config : existing.map(TopicMetadata::config).orElse(Map.of()));
+            } catch (io.seglog.spark.format.InvalidTopicException e) {
+                throw new SeglogWriteException("seglog InvalidTopicError: " + e.getMessage(), e);
+            }
+        }
+        for (StagedMessage m : messages) {
+            for (StagedMessage.NewTopic planned : m.newTopics()) {
+                if (!planned.name().equals(t)) continue;
+                try {
+                    return TopicCatalog.create(root, t, planned.partitions(), planned.config());
+                } catch (io.seglog.spark.format.InvalidTopicException e) {
+                    throw new SeglogWriteException("seglog InvalidTopicError: " + e.getMessage(), e);
+                }
+            }
         }
         return TopicCatalog.load(root, t).orElseThrow(() -> new SeglogWriteException(
                 "seglog write: topic '" + t + "' vanished during the write"));
     }
 
     /** Every partition of the topic back to its committed end, each under its lock. */
-    private static void rollBack(Path root, TopicMetadata meta) {
+    private static void rollBack(Path root, TopicMetadata meta, Long lockTimeoutMs) {
         Map<Integer, Long> ends = CommitLogReader.committedEnds(root, meta.name());
         int indexBytes = ((Long) meta.topicConfig().get("segment.index.bytes")).intValue();
         for (int p = 0; p < meta.partitions(); p++) {
-            try (FileLock lock = FileLock.partition(root, meta.name(), p).acquire(LOCK_TIMEOUT_MS)) {
+            try (FileLock lock = FileLock.partition(root, meta.name(), p).acquire(lockTimeoutMs)) {
                 CommittedEndRollBack.rollBack(root, meta.name(), p, ends.getOrDefault(p, 0L), indexBytes);
             }
         }
@@ -226,15 +258,16 @@ final class DriverCommit {
             TopicTarget target = TopicTarget.of(meta);
             Map<Integer, Long> ends = new TreeMap<>();
             for (Map.Entry<Integer, List<StagedSegment>> e : staged.getOrDefault(meta.name(), new TreeMap<>()).entrySet()) {
-                try (FileLock lock = FileLock.partition(root, meta.name(), e.getKey()).acquire(LOCK_TIMEOUT_MS)) {
-                    ends.put(e.getKey(), StagedPublisher.publish(root, meta.name(), e.getKey(), e.getValue(), target.codec).end());
+                try (FileLock lock = FileLock.partition(root, meta.name(), e.getKey()).acquire(o.lockTimeoutMs)) {
+                    ends.put(e.getKey(), StagedPublisher.publish(root, meta.name(), e.getKey(), e.getValue(), target.append,
+                            o.renameMinBytes).end());
                 }
             }
             CrashPoint.reached(o.txnVersion);   // published, not committed: the crash tests kill the driver here
             List<FileLock> held = new ArrayList<>();
             try {
                 // a late task attempt cannot run between the publish and this commit
-                for (int p : ends.keySet()) held.add(FileLock.partition(root, meta.name(), p).acquire(LOCK_TIMEOUT_MS));
+                for (int p : ends.keySet()) held.add(FileLock.partition(root, meta.name(), p).acquire(o.lockTimeoutMs));
                 CommitLogWriter log = new CommitLogWriter(root, meta.name());
                 log.commit(o.writer, version(o, log.latest()), ends, false);
             } finally {

@@ -35,15 +35,23 @@ import io.seglog.spark.format.TopicMetadata;
  *   timestamp), partitions)} as Spark's SQL computes it (deterministic: a retried task sends every row to
  *   the same partition);</li>
  * <li>timestamp: the column (a timestamp_ntz is a wall time in the session time zone), else the
- *   write's {@code now}; LogAppendTime stamps {@code now}; before/after.max.ms checked against it;</li>
- * <li>a compacted topic takes only keyed records (MissingKeyError, docs/spec.md §3.9).</li>
+ *   write's {@code now}; LogAppendTime stamps {@code now}; before/after.max.ms checked against it, and a
+ *   record out of range goes to its topic's quarantine topic under policy {@code quarantine} (routed before
+ *   its partition is chosen: it is partitioned, and its key checked, as a record of the quarantine topic);</li>
+ * <li>a compacted topic takes only keyed records (MissingKeyError, docs/spec.md §3.9), judged where the
+ *   record lands (a keyless record routed to a compacted quarantine topic is refused);</li>
+ * <li>topics: as {@link TopicRequest} finds or plans them; planned ones are reported for the driver to create.</li>
  * </ul>
+ * A refused record fails the task with a message naming it ({@code seglog <Python error name>: ...}), which
+ * SegmentLogSink turns into the typed error of seglog/errors.py.
  */
 final class SeglogDataWriter implements DataWriter<InternalRow> {
     private final WritePlan plan;
     private final int task;
     private final Path dir;
     private final Map<String, TopicTarget> targets = new HashMap<>();
+    private final Map<String, TopicTarget> quarantines = new HashMap<>();   // by source topic
+    private final List<StagedMessage.NewTopic> newTopics = new ArrayList<>();
     private final Map<String, SegmentStager[]> stagers = new HashMap<>();
     private final List<String[]> order = new ArrayList<>();    // (topic, partition) in first-written order
     private final BackgroundSync sync = new BackgroundSync();
@@ -51,6 +59,7 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
     private final BytesView value = new BytesView();
     private final ZoneId sessionZone;
     private int staged;
+    private long nullTopicRows;   // counted, not staged: the driver refuses the write naming the count
 
     SeglogDataWriter(WritePlan plan, int task, long taskId) {
         this.plan = plan;
@@ -58,21 +67,23 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
         // taskId is unique in the application: a zombie attempt never writes into the published attempt's folder
         this.dir = Path.of(plan.staging, "t" + task + "-" + taskId);
         this.sessionZone = ZoneId.of(plan.sessionTimeZone);
-        if (plan.target != null) targets.put(plan.target.name, plan.target);
+        if (plan.target != null) {
+            targets.put(plan.target.name, plan.target);
+            // the topic option's topic, planned but not recorded yet, is created by the commit (DriverCommit.topic)
+        }
     }
 
     @Override
     public void write(InternalRow row) throws IOException {
         if (plan.skip) return;   // this txnVersion is committed already: the write is a no-op
         InputColumns c = plan.columns;
+        if (plan.target == null && row.isNullAt(c.topic)) {
+            nullTopicRows++;
+            return;
+        }
         TopicTarget t = target(row);
         byte[] key = c.key < 0 ? null : bytes(row, c.key, keyView).array();   // reused array: used within this row
         bytes(row, c.value, value);
-        int partition = partition(row, t, key);
-        if (key == null && t.compacted) {
-            throw new SeglogWriteException("seglog MissingKeyError: topic '" + t.name + "' is compacted (cleanup.policy "
-                    + "holds 'compact'): a record has a null key; every record needs a key; nothing was written");
-        }
         long ts;
         if (t.stage.logAppendTime || c.timestamp < 0 || row.isNullAt(c.timestamp)) {
             ts = plan.now;
@@ -81,10 +92,26 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
             if (c.timestampNtz) micros = ntzToUtcMicros(micros);
             ts = Math.floorDiv(micros, 1000);
             if (ts < 0) {
-                throw new SeglogWriteException("seglog InvalidRecordError: a record has a timestamp " + ts
-                        + " ms before the epoch (1970-01-01T00:00:00Z); Kafka records cannot hold such times");
+                throw new SeglogWriteException("seglog InvalidRecordError: topic '" + t.name + "': a record (key "
+                        + SegmentStager.showKey(key) + ") has a timestamp " + ts + " ms before the epoch "
+                        + "(1970-01-01T00:00:00Z); Kafka records cannot hold such times");
             }
-            StagedWrite.checkTimestamp(ts, plan.now, t.stage);
+            String broken = t.stage.timeLimitBroken(ts, plan.now);
+            if (broken != null && t.quarantine != null) {
+                t = quarantine(t);   // routed against the plan's now: every task and retry routes alike
+                broken = t.quarantine == null ? t.stage.timeLimitBroken(ts, plan.now) : null;
+            }
+            if (broken != null) {
+                throw new SeglogWriteException("seglog TimestampOutOfRangeError: topic '" + t.name + "': a record (key "
+                        + SegmentStager.showKey(key) + ") has timestamp " + ts + ", " + (ts - plan.now) + " ms from now ("
+                        + plan.now + "); " + broken + "; the batch was refused whole, nothing was written");
+            }
+        }
+        int partition = partition(row, t, key);
+        if (key == null && t.compacted) {
+            throw new SeglogWriteException("seglog MissingKeyError: topic '" + t.name + "' is compacted (cleanup.policy "
+                    + "holds 'compact'): " + (c.key < 0 ? "every record needs a key and the input has no 'key' column"
+                    : "a record has a null key; every record needs a key") + "; nothing was written");
         }
         byte[][] hKeys = null;
         byte[][] hValues = null;
@@ -96,38 +123,59 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
             for (int i = 0; i < n; i++) {
                 InternalRow h = hs.getStruct(i, 2);
                 if (h == null || h.isNullAt(0)) {
-                    throw new SeglogWriteException("seglog InvalidRecordError: a record has a header with a null key");
+                    throw new SeglogWriteException("seglog InvalidRecordError: topic '" + t.name + "': a record (key "
+                            + SegmentStager.showKey(key) + ") has a header with a null key");
                 }
                 hKeys[i] = h.getUTF8String(0).getBytes();
                 hValues[i] = h.isNullAt(1) ? null : h.getBinary(1);
             }
         }
-        stager(t, partition).add(ts, key, value, hKeys, hValues);
+        SegmentStager stager = stager(t, partition);
+        try {
+            stager.add(ts, key, value, hKeys, hValues);
+        } catch (IllegalArgumentException e) {
+            throw named(t, e);
+        }
+    }
+
+    /** The stager's refusal (a batch over max.message.bytes names its record) with the topic named. */
+    private static RuntimeException named(TopicTarget t, IllegalArgumentException e) {
+        String m = e.getMessage();
+        String tag = "seglog RecordTooLargeError: ";
+        if (m == null || !m.startsWith(tag)) return e;
+        return new SeglogWriteException(tag + "topic '" + t.name + "': " + m.substring(tag.length()) + "; nothing was written", e);
     }
 
     private TopicTarget target(InternalRow row) {
         if (plan.target != null) return plan.target;
-        if (row.isNullAt(plan.columns.topic)) {
-            throw new SeglogWriteException("seglog write: a row has a null 'topic' and there is no 'topic' option to fall "
-                    + "back on; nothing was written");
-        }
         String name = row.getUTF8String(plan.columns.topic).toString();
         TopicTarget t = targets.get(name);
         if (t == null) {
-            if (!io.seglog.spark.format.TopicLayout.validTopic(name)) {
-                throw new SeglogWriteException("seglog write: a row's 'topic' is '" + name + "', not a valid topic name");
-            }
-            TopicMetadata meta = TopicCatalog.load(Path.of(plan.root), name).orElseThrow(() -> new SeglogWriteException(
-                    "seglog write: topic '" + name + "' (a row's 'topic' column) does not exist under " + plan.root
-                    + "; rows pick existing topics: create it with a write that names it (option 'topic' and 'partitions')"));
-            t = TopicTarget.of(meta);
-            if (t.quarantines) {
-                throw new SeglogWriteException("seglog write: topic '" + name + "' has message.timestamp.out.of.range.policy "
-                        + "= quarantine, not supported by format(\"seglog\") yet (SegmentLogSink supports it)");
-            }
+            t = plannedOrExisting(plan.topics.named(name, "a row's 'topic' column"));
             targets.put(name, t);
         }
         return t;
+    }
+
+    private TopicTarget quarantine(TopicTarget source) {
+        TopicTarget q = quarantines.get(source.name);
+        if (q == null) {
+            q = targets.get(source.quarantine);
+            if (q == null) {
+                q = plannedOrExisting(plan.topics.quarantine(source.quarantine, source));
+                targets.put(q.name, q);
+            }
+            quarantines.put(source.name, q);
+        }
+        return q;
+    }
+
+    /** A topic's target; a planned one (not recorded yet) is reported for the driver to create. */
+    private TopicTarget plannedOrExisting(TopicMetadata meta) {
+        if (meta.createdMs() == 0 && TopicCatalog.load(Path.of(plan.root), meta.name()).isEmpty()) {
+            newTopics.add(new StagedMessage.NewTopic(meta.name(), meta.partitions(), new java.util.TreeMap<>(meta.config())));
+        }
+        return TopicTarget.of(meta);
     }
 
     private int partition(InternalRow row, TopicTarget t, byte[] key) {
@@ -175,8 +223,9 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
         }
         SegmentStager s = byPartition[partition];
         if (s == null) {
-            // every staged segment is renamed in (StagedPublisher): each is forced by the task (durable)
-            s = new SegmentStager(dir, "s" + staged++, t.stage, System.currentTimeMillis(), sync, 0L);
+            // a staged segment the driver renames in is forced by the task (durable); a smaller one is copied,
+            // and the copy is forced by the publisher (StagedPublisher)
+            s = new SegmentStager(dir, "s" + staged++, t.stage, System.currentTimeMillis(), sync, plan.renameMinBytes);
             byPartition[partition] = s;
             order.add(new String[] {t.name, Integer.toString(partition)});
         }
@@ -185,8 +234,15 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
 
     @Override
     public WriterCommitMessage commit() throws IOException {
-        for (SegmentStager[] ss : stagers.values()) {
-            for (SegmentStager s : ss) if (s != null) s.finish();
+        for (Map.Entry<String, SegmentStager[]> e : stagers.entrySet()) {
+            for (SegmentStager s : e.getValue()) {
+                if (s == null) continue;
+                try {
+                    s.finish();
+                } catch (IllegalArgumentException refused) {
+                    throw named(targets.get(e.getKey()), refused);
+                }
+            }
         }
         sync.finish();   // every staged segment is on disk when the task reports it
         List<StagedMessage.Output> outputs = new ArrayList<>();
@@ -198,7 +254,7 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
             }
             outputs.add(new StagedMessage.Output(tp[0], Integer.parseInt(tp[1]), s.records(), segs));
         }
-        return new StagedMessage(task, outputs);
+        return new StagedMessage(task, outputs, newTopics, nullTopicRows);
     }
 
     @Override

@@ -21,17 +21,19 @@ final class SeglogStreamingWrite implements StreamingWrite {
     private final Map<String, String> given;
     private final String queryId;
     private final TopicTarget target;
+    private final TopicRequest topics;
     private final InputColumns columns;
     private final String zone;
     private WritePlan current;   // the plan of the micro-batch whose factory was made last (batches run one at a time)
     private io.seglog.spark.format.FileLock run;   // its run lock (DriverCommit.runLock)
 
     SeglogStreamingWrite(WriteOptions options, Map<String, String> given, String queryId, TopicTarget target,
-                         InputColumns columns, String zone) {
+                         TopicRequest topics, InputColumns columns, String zone) {
         this.options = options;
         this.given = given;
         this.queryId = queryId;
         this.target = target;
+        this.topics = topics;
         this.columns = columns;
         this.zone = zone;
     }
@@ -41,7 +43,8 @@ final class SeglogStreamingWrite implements StreamingWrite {
         WriteOptions o = options.forStream(given, queryId, 0);
         String staging = DriverCommit.writerStaging(o.root, o.writer, o.topic).resolve("epoch-" + UUID.randomUUID()).toString();
         // one "now" per delivery, the driver's, as the Python sink's (docs/spec.md §3.1)
-        WritePlan plan = new WritePlan(o.root, staging, target, columns, System.currentTimeMillis(), zone, false);
+        WritePlan plan = new WritePlan(o.root, staging, target, topics, columns, System.currentTimeMillis(), zone, false,
+                o.renameMinBytes);
         if (run != null) run.release();   // a micro-batch neither committed nor aborted (the query stopped)
         current = plan;
         run = DriverCommit.runLock(staging).acquire(0L);

@@ -2,7 +2,6 @@ package io.seglog.spark.write;
 
 import java.nio.file.Path;
 import java.util.Map;
-import java.util.Optional;
 import java.util.UUID;
 
 import org.apache.spark.sql.connector.write.BatchWrite;
@@ -13,9 +12,6 @@ import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 import org.apache.spark.sql.internal.SQLConf;
 
-import io.seglog.spark.format.InvalidTopicException;
-import io.seglog.spark.format.TopicCatalog;
-import io.seglog.spark.format.TopicMetadata;
 
 /**
  * A {@code df.write.format("seglog").mode("append")...save(root)}: options and input columns are parsed
@@ -39,37 +35,17 @@ public final class SeglogWriteBuilder implements WriteBuilder, SupportsTruncate 
     @Override
     public Write build() {
         Map<String, String> given = info.options().asCaseSensitiveMap();
-        WriteOptions o = WriteOptions.parse(given);
+        WriteOptions parsed = WriteOptions.parse(given);
+        // a foreachBatch call: the calling query is found now, on the driver thread planning the write
+        WriteOptions o = parsed.foreachBatchId == null ? parsed
+                : parsed.forForeachBatch(parsed.writerGiven ? null : ForeachBatchQuery.id(parsed.foreachBatchId, parsed.lookupByTrigger));
         InputColumns columns = InputColumns.of(info.schema());
         if (o.topic == null && columns.topic < 0) {
             throw new SeglogWriteException("seglog write: no topic: give option 'topic' or a 'topic' column");
         }
         Path root = Path.of(o.root);
-        TopicTarget target = null;
-        if (o.topic != null) {
-            Optional<TopicMetadata> existing = TopicCatalog.load(root, o.topic);
-            TopicMetadata meta;
-            if (existing.isPresent()) {
-                meta = existing.get();
-                if (o.partitions != null || o.configGiven) {
-                    try {
-                        TopicCatalog.checkSame(meta, o.partitions != null ? o.partitions : meta.partitions(), o.config);
-                    } catch (InvalidTopicException e) {
-                        throw new SeglogWriteException("seglog write: options 'partitions'/topic configuration: " + e.getMessage(), e);
-                    }
-                }
-            } else if (o.partitions == null) {
-                throw new SeglogWriteException("seglog write: topic '" + o.topic + "' does not exist under " + o.root
-                        + "; pass option 'partitions' (and topic configuration by Kafka's names) to create it");
-            } else {
-                meta = new TopicMetadata(o.topic, o.partitions, o.config, 0);   // created by the commit
-            }
-            target = TopicTarget.of(meta);
-            if (target.quarantines) {
-                throw new SeglogWriteException("seglog write: topic '" + o.topic + "' has message.timestamp.out.of.range.policy "
-                        + "= quarantine, not supported by format(\"seglog\") yet (SegmentLogSink supports it)");
-            }
-        }
+        TopicRequest request = new TopicRequest(o);
+        TopicTarget target = o.topic == null ? null : TopicTarget.of(request.named(o.topic, "option 'topic'"));
         TopicTarget topic = target;
         String zone = SQLConf.get().sessionLocalTimeZone();
         return new Write() {
@@ -79,13 +55,14 @@ public final class SeglogWriteBuilder implements WriteBuilder, SupportsTruncate 
                 boolean skip = o.topic != null && DriverCommit.committed(root, o.topic, o);
                 String staging = DriverCommit.writerStaging(o.root, o.writer, o.topic)
                         .resolve((o.txnVersion == null ? "append" : o.txnVersion.toString()) + "-" + UUID.randomUUID()).toString();
-                return new SeglogBatchWrite(o, new WritePlan(o.root, staging, topic, columns, System.currentTimeMillis(), zone, skip));
+                return new SeglogBatchWrite(o, new WritePlan(o.root, staging, topic, request, columns, System.currentTimeMillis(),
+                        zone, skip, o.renameMinBytes));
             }
 
             @Override
             public StreamingWrite toStreaming() {
                 o.forStream(given, info.queryId(), 0);   // refuses batch-only options now, before the query runs
-                return new SeglogStreamingWrite(o, given, info.queryId(), topic, columns, zone);
+                return new SeglogStreamingWrite(o, given, info.queryId(), topic, request, columns, zone);
             }
 
             @Override

@@ -61,6 +61,11 @@ final class SegmentStager {
     private final BackgroundSync sync;   // the task's: writes staged bytes back while it encodes
     private final long durableMinBytes;  // a finished segment this large is forced (it will be renamed in)
     private final BatchEncoder encoder;
+    // the open batch's first key (at most KEY_SHOWN + 1 bytes; null: none): a batch over max.message.bytes holds
+    // one record (the batching budget is below the limit), this one, and the error names it
+    private byte[] firstKey;
+    private boolean firstKeyNull;
+    static final int KEY_SHOWN = 40;
     private final List<Staged> finished = new ArrayList<>();
     private boolean groupShared;   // dir is group-writable: so are its files (GroupShared, shared roots)
     private long records;
@@ -113,6 +118,10 @@ final class SegmentStager {
             flushBatch();
             rs = encoder.recordSize(timestamp, key, value, hKeys, hValues);
         }
+        if (encoder.count() == 0) {
+            firstKeyNull = key == null;
+            firstKey = key == null ? null : java.util.Arrays.copyOf(key, Math.min(key.length, KEY_SHOWN + 1));
+        }
         encoder.append(timestamp, key, value, hKeys, hValues, rs);
         records++;
     }
@@ -136,6 +145,31 @@ final class SegmentStager {
         }
     }
 
+    /** A key as Python shows bytes ({@code b'k\\x00'}), its first {@value #KEY_SHOWN} bytes: the Python sink's messages. */
+    static String showKey(byte[] key) {
+        if (key == null) return "null";
+        int n = Math.min(key.length, KEY_SHOWN);
+        boolean single = false;
+        boolean dbl = false;
+        for (int i = 0; i < n; i++) {
+            single |= key[i] == '\'';
+            dbl |= key[i] == '"';
+        }
+        char quote = single && !dbl ? '"' : '\'';
+        StringBuilder sb = new StringBuilder("b").append(quote);
+        for (int i = 0; i < n; i++) {
+            int b = key[i] & 0xff;
+            if (b == quote || b == '\\') sb.append('\\').append((char) b);
+            else if (b == '\t') sb.append("\\t");
+            else if (b == '\n') sb.append("\\n");
+            else if (b == '\r') sb.append("\\r");
+            else if (b >= 0x20 && b < 0x7f) sb.append((char) b);
+            else sb.append(String.format("\\x%02x", b));
+        }
+        sb.append(quote);
+        return key.length > KEY_SHOWN ? sb.append("...").toString() : sb.toString();
+    }
+
     private void flushBatch() throws IOException {
         int count = encoder.count();
         if (count == 0) {
@@ -146,8 +180,8 @@ final class SegmentStager {
         ByteBuffer out = encoder.finish(0, 0);
         int batchSize = out.remaining();
         if (batchSize > cfg.maxMessageBytes) {
-            throw new IllegalArgumentException("seglog RecordTooLargeError: a record encodes to a batch of "
-                    + batchSize + " bytes, more than max.message.bytes=" + cfg.maxMessageBytes);
+            throw new IllegalArgumentException("seglog RecordTooLargeError: a record (key " + showKey(firstKeyNull ? null : firstKey)
+                    + ") encodes to a batch of " + batchSize + " bytes, more than max.message.bytes=" + cfg.maxMessageBytes);
         }
         long batchMax = encoder.maxTimestamp();
         long batchFirst = encoder.baseTimestamp();

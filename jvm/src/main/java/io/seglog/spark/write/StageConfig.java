@@ -31,7 +31,23 @@ public final class StageConfig implements Serializable {
         this.codec = codec;
     }
 
-    /** The fields by the names sink/jvm_write.py's stage_config gives them (the format tests compare them). */
+    /**
+     * Log._append's rule (KIP-937), its one home in the jar: a CreateTime {@code ts} further in the past than
+     * message.timestamp.before.max.ms or further in the future than message.timestamp.after.max.ms from
+     * {@code now}; the key broken and its bound ({@code message.timestamp.after.max.ms=3600000}), else null.
+     */
+    String timeLimitBroken(long ts, long now) {
+        if (now - ts > beforeMaxMs) return "message.timestamp.before.max.ms=" + beforeMaxMs;
+        if (ts - now > afterMaxMs) return "message.timestamp.after.max.ms=" + afterMaxMs;
+        return null;
+    }
+
+    /** Whether some CreateTime can be out of range (both bounds unbounded: none can). */
+    boolean timeBounded() {
+        return Math.min(beforeMaxMs, afterMaxMs) < Long.MAX_VALUE;
+    }
+
+    /** The fields by the names tests/sink/jvm_stage.py's stage_config gives them (the format tests compare them). */
     public String toJson() {
         return "{\"segment.bytes\": " + segmentBytes + ", \"segment.index.bytes\": " + indexBytes
                 + ", \"index.interval.bytes\": " + indexInterval + ", \"segment.ms\": " + segmentMs

@@ -16,12 +16,13 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 
 /**
- * The sink's executor side on the JVM, without a shuffle (docs/internals.md, "jvm/"): every input
- * task encodes its own rows, per log partition, into staged segments under
- * {@code <staging>/t<task>-<taskAttemptId>/}, and reports them; the Python driver (sink/segment_log_sink.py)
- * publishes the reports of the successful attempts in task order and commits the batch.
+ * The stager as a job of its own, for the differential tests (tests/sink/jvm_stage.py over py4j, and
+ * {@code tools.FormatTool}): every input task encodes its own rows, per log partition, into staged segments
+ * under {@code <staging>/t<task>-<taskAttemptId>/}, and reports them as JSON; the tests publish them with the
+ * Python core and compare. Writes go through {@code format("seglog")} ({@link SeglogDataWriter}, the same
+ * {@link SegmentStager}).
  *
- * <p>Input columns, by position (the driver's projection, sink/jvm_write.py): {@code _base int} (the
+ * <p>Input columns, by position (the driver's projection, tests/sink/jvm_stage.py): {@code _base int} (the
  * first slot of the row's topic in the plan), {@code _n int} (its partition count), {@code _p int}
  * (the partition; null: Kafka's default partitioner of the key, murmur2 from kafka-clients),
  * {@code key binary}, {@code value binary}, {@code ts long} (microseconds since the epoch, null: now),
@@ -170,9 +171,8 @@ public final class StagedWrite {
 
     /** Log._append's check (KIP-937): CreateTime timestamps within before/after.max.ms of now. */
     static void checkTimestamp(long ts, long now, StageConfig cfg) {
-        if (now - ts > cfg.beforeMaxMs || ts - now > cfg.afterMaxMs) {
-            String which = ts < now ? "message.timestamp.before.max.ms=" + cfg.beforeMaxMs
-                    : "message.timestamp.after.max.ms=" + cfg.afterMaxMs;
+        String which = cfg.timeLimitBroken(ts, now);
+        if (which != null) {
             throw new IllegalArgumentException("seglog TimestampOutOfRangeError: a record has timestamp " + ts + ", "
                     + (ts - now) + " ms from now (" + now + "); " + which);
         }

@@ -3,12 +3,12 @@ package io.seglog.spark.write;
 import java.io.Serializable;
 import java.util.Map;
 
+import io.seglog.spark.format.AppendRules;
 import io.seglog.spark.format.TopicMetadata;
 
 /**
  * One topic as the write's tasks need it: its partition count, its rules for the stager, whether it is
- * compacted (every record needs a key, docs/spec.md §3.9) and whether it quarantines (refused by name: not
- * ported from the Python sink yet).
+ * compacted (every record needs a key, docs/spec.md §3.9) and where its out-of-range records go.
  */
 public final class TopicTarget implements Serializable {
     private static final long serialVersionUID = 1L;
@@ -17,8 +17,11 @@ public final class TopicTarget implements Serializable {
     final StageConfig stage;
     final int codec;
     final int segmentIndexBytes;
+    final AppendRules append;     // the publisher's copy onto the active segment
     final boolean compacted;
-    final boolean quarantines;
+    // message.timestamp.out.of.range.policy = quarantine on a CreateTime topic with a bound: the topic a record
+    // whose timestamp is out of range goes to (quarantine.topic) instead of failing the write; else null
+    final String quarantine;
 
     private TopicTarget(String name, int partitions, Map<String, Object> cfg) {
         this.name = name;
@@ -26,13 +29,20 @@ public final class TopicTarget implements Serializable {
         this.codec = codec((String) cfg.get("compression.type"));
         this.stage = stageConfig(cfg, codec);
         this.segmentIndexBytes = ((Long) cfg.get("segment.index.bytes")).intValue();
+        this.append = AppendRules.of(cfg, codec);
         String policy = (String) cfg.get("cleanup.policy");
         this.compacted = java.util.Arrays.asList(policy.split(",")).contains("compact");
-        this.quarantines = "quarantine".equals(cfg.get("message.timestamp.out.of.range.policy"));
+        this.quarantine = "quarantine".equals(cfg.get("message.timestamp.out.of.range.policy"))
+                && !stage.logAppendTime && stage.timeBounded() ? (String) cfg.get("quarantine.topic") : null;
     }
 
     static TopicTarget of(TopicMetadata meta) {
         return new TopicTarget(meta.name(), meta.partitions(), meta.topicConfig());
+    }
+
+    /** The publisher's rules for a topic with that (validated) configuration (StagedPublisher's copy). */
+    public static AppendRules appendRules(Map<String, Object> cfg) {
+        return AppendRules.of(cfg, codec((String) cfg.get("compression.type")));
     }
 
     /** The codec seglog writes for a compression.type (indexer/codec/compression.py's topic_codec):
@@ -49,7 +59,7 @@ public final class TopicTarget implements Serializable {
     }
 
     /**
-     * One slot's rules for the stager, as sink/jvm_write.py's stage_config gives them: the batching budget
+     * One slot's rules for the stager, as tests/sink/jvm_stage.py's stage_config gives them: the batching budget
      * is indexer/log.py's batch_budget (batches of at most 1 MiB and max.message.bytes, less a compressed
      * topic's worst-case growth, and about half a segment). tests/sink/test_jvm_formats.py compares them.
      */

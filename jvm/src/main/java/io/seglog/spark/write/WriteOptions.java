@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.regex.Pattern;
 
+import io.seglog.spark.format.StagedPublisher;
 import io.seglog.spark.format.TopicCatalog;
 import io.seglog.spark.format.TopicConfigException;
 import io.seglog.spark.format.TopicConfigRules;
@@ -17,22 +18,32 @@ import io.seglog.spark.format.TopicLayout;
  * <ul>
  * <li>{@code path} (from {@code save(root)}): the log root;</li>
  * <li>{@code topic}: the topic every row goes to (a {@code topic} column is then ignored, as Spark's Kafka
- *   sink does); without it each row's {@code topic} column names an existing topic;</li>
- * <li>{@code partitions} and topic configuration by Kafka's names ({@code segment.bytes}, ...): for the
- *   {@code topic} option's topic, created with them when new, checked against them when it exists;</li>
+ *   sink does); without it each row's {@code topic} column names its topic;</li>
+ * <li>{@code partitions} and topic configuration by Kafka's names ({@code segment.bytes}, ...): for every topic
+ *   the write names (the option's, or each one the rows name), created with them when new, checked against
+ *   them when it exists; without {@code partitions} a topic must exist;</li>
  * <li>{@code txnAppId} + {@code txnVersion} (Delta's names): an idempotent write; a version at or below the
  *   last one committed for that app id is skipped. Without them a write is a plain append;</li>
+ * <li>{@code foreachBatchId}: the write is that micro-batch of the streaming query whose foreachBatch function
+ *   runs it (SegmentLogSink): its version is the batch id and its writer option writerId, else the query's id
+ *   ({@link ForeachBatchQuery}); a re-delivered batch is skipped, as with txnVersion;</li>
+ * <li>{@code foreachBatchLookup} (SegmentLogSink sets it): how the calling query is found: {@code thread} (the
+ *   calling thread's query; none: the writer {@code default}, a plain call outside a query) or
+ *   {@code activeTrigger} (Spark Connect's foreachBatch worker: else the one query of the session in a trigger);</li>
  * <li>{@code writerId}: the writer recorded in the commit log for a plain append (default {@code append});
- *   with {@code txnAppId} the app id is the writer.</li>
+ *   with {@code txnAppId} the app id is the writer;</li>
+ * <li>{@code lockTimeoutMs}: how long the commit waits for a topic's writer lock and a partition's lock
+ *   (default 600000; {@code none}: for ever; SegmentLogSink's lock_timeout);</li>
+ * <li>{@code renameMinBytes} (hidden: for tests): staged segments of at least this many bytes are renamed in,
+ *   smaller ones copied onto the active segment (StagedPublisher; default the core's 1 MiB).</li>
  * </ul>
- * Not ported from the Python sink yet, refused by name: {@code message.timestamp.out.of.range.policy =
- * quarantine} (SegmentLogSink routes such records to a quarantine topic).
  */
 public final class WriteOptions implements Serializable {
     private static final long serialVersionUID = 1L;
     static final String DEFAULT_WRITER = "append";
     private static final Pattern WRITER = Pattern.compile("[A-Za-z0-9._-]{1,200}");
-    private static final List<String> OWN = List.of("path", "topic", "partitions", "writerid", "txnappid", "txnversion");
+    private static final List<String> OWN = List.of("path", "topic", "partitions", "writerid", "txnappid", "txnversion",
+            "foreachbatchid", "foreachbatchlookup", "locktimeoutms", "renameminbytes");
     // Spark's own, passed to every streaming sink with the sink's options: the query's, not ours
     private static final List<String> SPARKS = List.of("checkpointlocation");
 
@@ -43,9 +54,15 @@ public final class WriteOptions implements Serializable {
     public final boolean configGiven;
     public final String writer;                  // the writer id the commit log records
     public final Long txnVersion;                // null: a plain append
+    public final Long foreachBatchId;            // null: not a foreachBatch call
+    public final boolean writerGiven;            // option writerId (or txnAppId) was given
+    public final Long lockTimeoutMs;             // null: wait for ever
+    public final long renameMinBytes;            // staged segments this large are renamed in, smaller ones copied
+    public final boolean lookupByTrigger;        // foreachBatchLookup=activeTrigger: Spark Connect's foreachBatch worker
 
     private WriteOptions(String root, String topic, Integer partitions, Map<String, Object> config, boolean configGiven,
-                         String writer, Long txnVersion) {
+                         String writer, Long txnVersion, Long foreachBatchId, boolean writerGiven, Long lockTimeoutMs,
+                         long renameMinBytes, boolean lookupByTrigger) {
         this.root = root;
         this.topic = topic;
         this.partitions = partitions;
@@ -53,6 +70,16 @@ public final class WriteOptions implements Serializable {
         this.configGiven = configGiven;
         this.writer = writer;
         this.txnVersion = txnVersion;
+        this.foreachBatchId = foreachBatchId;
+        this.writerGiven = writerGiven;
+        this.lockTimeoutMs = lockTimeoutMs;
+        this.renameMinBytes = renameMinBytes;
+        this.lookupByTrigger = lookupByTrigger;
+    }
+
+    private WriteOptions with(String writer, Long version) {
+        return new WriteOptions(root, topic, partitions, config, configGiven, writer, version, foreachBatchId, writerGiven,
+                lockTimeoutMs, renameMinBytes, lookupByTrigger);
     }
 
     /** {@code options}: Spark's, any key case (the original spelling is kept for messages). */
@@ -71,7 +98,7 @@ public final class WriteOptions implements Serializable {
                 configText.put(key, e.getValue());
             } else {
                 throw new SeglogWriteException("seglog write: unknown option '" + e.getKey() + "'; allowed: path (save(root)), "
-                        + "topic, partitions, writerId, txnAppId, txnVersion, and topic configuration by Kafka's names ("
+                        + "topic, partitions, writerId, txnAppId, txnVersion, foreachBatchId, lockTimeoutMs, and topic configuration by Kafka's names ("
                         + String.join(", ", new java.util.TreeSet<>(TopicConfigRules.keys())) + ")");
             }
         }
@@ -105,15 +132,6 @@ public final class WriteOptions implements Serializable {
         } catch (TopicConfigException e) {
             throw new SeglogWriteException(e.getMessage(), e);
         }
-        if (topic == null && (partitions != null || !configText.isEmpty())) {
-            String which = partitions != null ? "partitions" : spelled.get(configText.keySet().iterator().next());
-            throw new SeglogWriteException("seglog write: option '" + which + "' applies to the topic named by option 'topic', "
-                    + "and there is none (rows pick existing topics with their 'topic' column)");
-        }
-        if ("quarantine".equals(config.get("message.timestamp.out.of.range.policy"))) {
-            throw new SeglogWriteException("seglog write: option 'message.timestamp.out.of.range.policy' = 'quarantine' is not "
-                    + "supported by format(\"seglog\") yet (SegmentLogSink supports it)");
-        }
         String app = o.get("txnappid");
         String version = o.get("txnversion");
         if ((app == null) != (version == null)) {
@@ -121,17 +139,15 @@ public final class WriteOptions implements Serializable {
                     + "' needs option '" + (app == null ? "txnAppId" : "txnVersion") + "' too (Delta's idempotent writes: the "
                     + "app id names the writer, the version its write)");
         }
-        Long txnVersion = null;
-        if (version != null) {
-            try {
-                txnVersion = Long.parseLong(version.strip());
-            } catch (NumberFormatException e) {
-                txnVersion = -1L;
-            }
-            if (txnVersion < 0) {
-                throw new SeglogWriteException("seglog write: option 'txnVersion' = '" + version + "'; allowed: an integer >= 0");
-            }
+        Long txnVersion = version == null ? null : nonNegative("txnVersion", version);
+        Long foreachBatchId = o.containsKey("foreachbatchid") ? nonNegative("foreachBatchId", o.get("foreachbatchid")) : null;
+        if (foreachBatchId != null && app != null) {
+            throw new SeglogWriteException("seglog write: options 'foreachBatchId' and 'txnAppId' exclude each other: a "
+                    + "foreachBatch call's version is its batch id and its writer the query (or option 'writerId')");
         }
+        String lockText = o.get("locktimeoutms");
+        Long lockTimeoutMs = lockText == null ? (Long) DriverCommit.LOCK_TIMEOUT_MS
+                : lockText.strip().equalsIgnoreCase("none") ? null : nonNegative("lockTimeoutMs", lockText);
         String writerId = o.get("writerid");
         if (writerId != null && !WRITER.matcher(writerId).matches()) {
             throw new SeglogWriteException("seglog write: option 'writerId' = '" + writerId + "'; allowed: 1 to 200 characters of [A-Za-z0-9._-]");
@@ -144,7 +160,45 @@ public final class WriteOptions implements Serializable {
                     + "' differ; with txnAppId the app id is the writer the commit log records: give one of them");
         }
         String writer = app != null ? app : writerId != null ? writerId : DEFAULT_WRITER;
-        return new WriteOptions(root, topic, partitions, config, !configText.isEmpty(), writer, txnVersion);
+        long renameMinBytes = StagedPublisher.RENAME_MIN_BYTES;
+        if (o.containsKey("renameminbytes")) {
+            String text = o.get("renameminbytes");
+            try {
+                renameMinBytes = Long.parseLong(text.strip());
+            } catch (NumberFormatException e) {
+                renameMinBytes = -1;
+            }
+            if (renameMinBytes < 0) {
+                throw new SeglogWriteException("seglog write: option '" + spelled.get("renameminbytes") + "' = '" + text
+                        + "'; allowed: an integer >= 0 (bytes)");
+            }
+        }
+        String lookup = o.getOrDefault("foreachbatchlookup", "thread").strip();
+        if (!lookup.equalsIgnoreCase("thread") && !lookup.equalsIgnoreCase("activeTrigger")) {
+            throw new SeglogWriteException("seglog write: option '" + spelled.get("foreachbatchlookup") + "' = '" + lookup
+                    + "'; allowed: thread, activeTrigger");
+        }
+        return new WriteOptions(root, topic, partitions, config, !configText.isEmpty(), writer, txnVersion, foreachBatchId,
+                app != null || writerId != null, lockTimeoutMs, renameMinBytes, lookup.equalsIgnoreCase("activeTrigger"));
+    }
+
+    private static long nonNegative(String name, String text) {
+        long v;
+        try {
+            v = Long.parseLong(text.strip());
+        } catch (NumberFormatException e) {
+            v = -1L;
+        }
+        if (v < 0) throw new SeglogWriteException("seglog write: option '" + name + "' = '" + text + "'; allowed: an integer >= 0");
+        return v;
+    }
+
+    /**
+     * A foreachBatch call's options: the writer is option writerId, else {@code queryId} (the calling query's
+     * id, {@link ForeachBatchQuery}), and the batch id is the version, so a re-delivered batch is skipped.
+     */
+    WriteOptions forForeachBatch(String queryId) {
+        return with(writerGiven ? writer : queryId, foreachBatchId);
     }
 
     /**
@@ -156,17 +210,18 @@ public final class WriteOptions implements Serializable {
     WriteOptions forStream(Map<String, String> options, String queryId, long epoch) {
         for (String k : options.keySet()) {
             String key = k.toLowerCase(java.util.Locale.ROOT);
-            if (key.equals("txnappid") || key.equals("txnversion")) {
+            if (key.equals("txnappid") || key.equals("txnversion") || key.equals("foreachbatchid")) {
                 throw new SeglogWriteException("seglog write: option '" + k + "' is for batch writes; a stream's micro-batches "
                         + "are its versions and its writer is the query id (or option 'writerId')");
             }
         }
-        String w = options.keySet().stream().anyMatch(k -> k.equalsIgnoreCase("writerId")) ? writer : queryId;
-        return new WriteOptions(root, topic, partitions, config, configGiven, w, epoch);
+        return with(writerGiven ? writer : queryId, epoch);
     }
 
     /** For messages: the write as the user asked it. */
     String describe() {
-        return "writer '" + writer + "'" + (txnVersion == null ? " (plain append)" : " txnVersion " + txnVersion);
+        return "writer '" + (foreachBatchId != null && !writerGiven ? "<the query's id>" : writer) + "'"
+                + (foreachBatchId != null ? " foreachBatchId " + foreachBatchId
+                   : txnVersion == null ? " (plain append)" : " txnVersion " + txnVersion);
     }
 }

@@ -37,6 +37,9 @@ class WriteOptionsTest {
         assertEquals("append", plain.writer);
         assertNull(plain.txnVersion);
         assertEquals("w1", WriteOptions.parse(opts("topic", "t", "writerId", "w1")).writer);
+        assertEquals(1L << 20, plain.renameMinBytes);                      // the core's RENAME_MIN_BYTES
+        assertEquals(0L, WriteOptions.parse(opts("topic", "t", "renameMinBytes", "0")).renameMinBytes);
+        assertEquals(4096L, WriteOptions.parse(opts("topic", "t", "RENAMEMINBYTES", " 4096")).renameMinBytes);
     }
 
     @Test
@@ -54,8 +57,34 @@ class WriteOptionsTest {
         refused("options 'writerId' = 'w' and 'txnAppId' = 'a' differ", "topic", "t", "writerId", "w", "txnAppId", "a",
                 "txnVersion", "1");
         refused("option 'writerId' = 'a b'", "topic", "t", "writerId", "a b");
-        refused("option 'partitions' applies to the topic named by option 'topic'", "partitions", "2");
-        refused("'quarantine' is not supported", "topic", "t", "message.timestamp.out.of.range.policy", "quarantine",
-                "quarantine.topic", "late");
+        refused("option 'renameMinBytes' = '-1'; allowed: an integer >= 0", "topic", "t", "renameMinBytes", "-1");
+        refused("option 'renameMinBytes' = '1MB'", "topic", "t", "renameMinBytes", "1MB");
+        refused("option 'foreachBatchId' = '-2'", "topic", "t", "foreachBatchId", "-2");
+        refused("options 'foreachBatchId' and 'txnAppId' exclude each other", "topic", "t", "foreachBatchId", "1",
+                "txnAppId", "a", "txnVersion", "1");
+        refused("option 'lockTimeoutMs' = 'soon'", "topic", "t", "lockTimeoutMs", "soon");
+    }
+
+    @Test
+    void aForeachBatchCallIsThatBatchOfItsQuery() {
+        WriteOptions o = WriteOptions.parse(opts("topic", "t", "foreachBatchId", "4"));
+        assertEquals(4L, o.foreachBatchId);
+        WriteOptions call = o.forForeachBatch("query-1");
+        assertEquals("query-1", call.writer);          // the calling query's id
+        assertEquals(4L, call.txnVersion);             // the batch id is the version: a re-delivery is skipped
+        WriteOptions named = WriteOptions.parse(opts("topic", "t", "foreachBatchId", "4", "writerId", "w")).forForeachBatch(null);
+        assertEquals("w", named.writer);
+        assertEquals(4L, named.txnVersion);
+    }
+
+    @Test
+    void partitionsAndQuarantineApplyToTheTopicsRowsName() {
+        // no topic option: the request applies to each topic the rows name (TopicRequest)
+        WriteOptions o = WriteOptions.parse(opts("partitions", "2", "message.timestamp.out.of.range.policy", "quarantine",
+                "quarantine.topic", "late", "message.timestamp.before.max.ms", "1000"));
+        assertEquals(2, o.partitions);
+        assertEquals("quarantine", o.config.get("message.timestamp.out.of.range.policy"));
+        assertEquals(600_000L, o.lockTimeoutMs);
+        assertNull(WriteOptions.parse(opts("topic", "t", "lockTimeoutMs", "none")).lockTimeoutMs);
     }
 }

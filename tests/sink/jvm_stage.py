@@ -1,9 +1,10 @@
-"""The sink's executor side, on the JVM and without a shuffle: each input task stages its own segments.
+"""A test tool: the JVM stager (`io.seglog.spark.write.StagedWrite`) driven over py4j from a classic session,
+so tests/sink/test_jvm_writer.py and test_jvm_formats.py can publish its staged segments with the Python core
+(`indexer.staged.publish`) and compare them with what `Log` writes. It was the Python sink's executor side
+before SegmentLogSink became a layer over `format("seglog")` (whose tasks use the same `SegmentStager`).
 
-`run_staged_write` hands the batch's DataFrame, projected to `STAGED_COLUMNS`, to `io.seglog.spark.write.StagedWrite` in the connector jar (seglog.jvm): every
-input task encodes its rows, per log partition (slot), into staged segments under the run's staging
-folder, and reports them. No row crosses to Python and no row is shuffled. The driver then publishes
-the reports in task order (`indexer.staged.publish`) and commits (sink/segment_log_sink.py).
+`run_staged_write` hands a DataFrame, projected to `STAGED_COLUMNS`, to `StagedWrite.run`: every input task
+encodes its rows, per log partition (slot), into staged segments under the staging folder, and reports them.
 
 Retries: Spark returns one report per input partition, from the attempt that succeeded; a failed
 or speculative attempt stages into its own folder (`t<task>-<taskAttemptId>`), which is never published
@@ -11,14 +12,11 @@ and goes with the run's staging folder.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from pathlib import Path
 
 from seglog.indexer.codec.compression import topic_codec
 from seglog.indexer.log import batch_budget
-from seglog.indexer.names import META_DIR
 from seglog.jvm import check_session
 from seglog.indexer.staged import RENAME_MIN_BYTES, StagedSegment
 
@@ -31,18 +29,6 @@ STAGED_COLUMNS = ("_base", "_n", "_p", "key", "value", "ts", "headers")
 # javac at run time): `spark.udf.registerJavaFunction(MURMUR2_UDF, MURMUR2_CLASS, IntegerType())`.
 MURMUR2_UDF = "seglog_murmur2_partition"
 MURMUR2_CLASS = "io.seglog.spark.write.Murmur2Partition"
-
-
-def writer_staging(root: str | os.PathLike, writer_id: str, topics) -> Path:
-    """Every delivery of one writer to one set of topics (whose writer locks the driver holds, so
-    nothing else writes here): a crashed delivery's leftovers are removed from here."""
-    key = hashlib.sha1("\0".join(sorted(topics)).encode()).hexdigest()[:16]
-    return Path(root) / META_DIR / "staging" / writer_id / key
-
-
-def staging_dir(root: str | os.PathLike, writer_id: str, topics, batch_id: int, run_id: str) -> Path:
-    """Where one delivery's tasks stage their segments (removed after the batch, committed or not)."""
-    return writer_staging(root, writer_id, topics) / f"{batch_id}-{run_id}"
 
 
 def stage_config(config, *, unbounded_time: bool = False) -> dict:

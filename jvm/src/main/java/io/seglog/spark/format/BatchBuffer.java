@@ -1,0 +1,49 @@
+package io.seglog.spark.format;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.record.MemoryRecords;
+import org.apache.kafka.common.record.RecordBatch;
+
+/**
+ * One heap buffer a walk reads each record batch into, whole, batch after batch ({@link Segment.Batches#readInto}):
+ * Kafka's file batch allocates a new buffer per batch it loads. The batch returned is valid until the next load:
+ * its records' keys and values are slices of this buffer, so a caller copies what it keeps before it draws the next
+ * batch (the readers shape each record before they advance).
+ */
+public final class BatchBuffer {
+    private ByteBuffer buf = ByteBuffer.allocate(1 << 16);
+
+    /** The v2 batch of {@code size} bytes at {@code position}, read into this buffer (not checked yet). */
+    RecordBatch load(FileChannel channel, int position, int size) {
+        if (buf.capacity() < size) buf = ByteBuffer.allocate(Math.max(size, buf.capacity() * 2));
+        buf.clear().limit(size);
+        try {
+            while (buf.hasRemaining()) {
+                if (channel.read(buf, position + (long) buf.position()) < 0) {
+                    throw new EOFException("expected to read " + size + " bytes, but reached the end of the file after "
+                        + buf.position());
+                }
+            }
+        } catch (IOException e) {
+            // as Kafka's FileChannelRecordBatch words a batch it cannot load
+            throw new KafkaException("Failed to load record batch at position " + position, e);
+        }
+        buf.flip();
+        RecordBatch batch = MemoryRecords.readableRecords(buf).firstBatch();
+        if (batch == null) {   // the length read with the header disagrees with the bytes read now
+            throw new KafkaException("Failed to load record batch at position " + position + ": " + size
+                + " bytes read do not hold the batch its header describes");
+        }
+        return batch;
+    }
+
+    /** The buffer's bytes (the batch last loaded starts at 0). */
+    public byte[] array() {
+        return buf.array();
+    }
+}
