@@ -55,10 +55,25 @@ def delta_jars() -> list[str]:
     return sorted(str(p) for p in folder.glob("*.jar") if _artifact(p.name) not in spark_own)
 
 
-def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool = False,
+def s3a_jars() -> list[str]:
+    """S3A's jars (hadoop-aws and the AWS SDK modules it needs) as `scripts/s3a-jars.sh` resolved them,
+    minus the artifacts Spark ships itself: what a user adds to read a remote tier through s3a://."""
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    hadoop = next(jars.glob("hadoop-client-api-*.jar")).name[len("hadoop-client-api-"):-len(".jar")]
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "seglog" / "jars"
+    folder = Path(os.environ.get("SEGLOG_S3A_JARS", cache / f"hadoop-aws-{hadoop}"))
+    if not (folder / ".complete").exists():
+        raise RuntimeError(f"S3A's jars are not in {folder}: run `bash scripts/s3a-jars.sh` (scripts/setup-test.sh does)")
+    spark_own = {_artifact(p.name) for p in jars.glob("*.jar")}
+    return sorted(str(p) for p in folder.glob("*.jar") if _artifact(p.name) not in spark_own)
+
+
+def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool = False, with_s3a: bool = False,
                   driver_memory: str = "4g", jvm_options: str = "", extra_conf: dict[str, str] | None = None):
     """`jvm_options`: more options for the driver JVM (e.g. the tests' `-XX:ErrorFile`), after the
-    log settings."""
+    log settings. `with_s3a`: S3A's jars (scripts/s3a-jars.sh) on spark.jars, for a remote tier on s3a://."""
     from pyspark.sql import SparkSession
 
     # Python workers must run this interpreter, or they will not find pyarrow or seglog.
@@ -84,7 +99,8 @@ def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool 
                 f"-Dlog4j2.configurationFile=file:{_cached_file('log4j2.properties', _LOG4J2)} {jvm_options}".strip())
     )
     # seglog's connector jar (the JVM reader and writer) first, then Delta's when asked for.
-    builder = builder.config("spark.jars", with_jar(",".join(delta_jars()) if with_delta else None))
+    extra = (delta_jars() if with_delta else []) + (s3a_jars() if with_s3a else [])
+    builder = builder.config("spark.jars", with_jar(",".join(extra) or None))
     if with_delta:
         builder = (builder
                    .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")

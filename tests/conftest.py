@@ -22,7 +22,7 @@ def spark(tmp_path_factory):
     from seglog.source import register
 
     crash_dir = tmp_path_factory.mktemp("spark-jvm")
-    session = local_session("seglog-tests", with_delta=True,
+    session = local_session("seglog-tests", with_delta=True, with_s3a=True,
                             jvm_options=f"-XX:ErrorFile={crash_dir}/hs_err_pid%p.log")
     register(session)  # the seglog data source, for this session
     _JVM.update(session=session, crash_dir=crash_dir)

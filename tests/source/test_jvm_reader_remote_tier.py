@@ -1,8 +1,11 @@
 """format("seglog") on a partition whose oldest segments are on the remote tier only (docs/tiered-storage.md
-§6): the JVM reader does not read the remote tier yet, so a read that needs those offsets fails loudly,
-naming the topic and the remote offsets (RemoteTierNotReadableException), whatever failOnDataLoss says,
-never returning fewer rows; a read of the local tier alone is unchanged."""
+§6): the reads that need those offsets read them (tests/remote/test_jvm_tiered_reads.py compares them row
+for row with the log before tiering); a remote tier this process cannot reach fails loudly, naming it
+(RemoteTierNotReadableException), whatever failOnDataLoss says, never returning fewer rows; a read of the
+local tier alone is unchanged."""
 from __future__ import annotations
+
+import shutil
 
 import pytest
 
@@ -51,17 +54,27 @@ def read(spark, root, **options):
     return sorted(row.offset for row in r.load(str(root)).select("offset").collect())
 
 
-@pytest.mark.parametrize("options", [
-    {}, {"failOnDataLoss": "false"}, {"startingOffsets": '{"t": {"0": 5}}'},
-    {"startingOffsets": '{"t": {"0": 5}}', "failOnDataLoss": "false"}, {"startingTimestamp": str(T0 + 3_000)},
+@pytest.mark.parametrize("options, first", [
+    ({}, 0), ({"failOnDataLoss": "false"}, 0), ({"startingOffsets": '{"t": {"0": 5}}'}, 5),
+    ({"startingOffsets": '{"t": {"0": 5}}', "failOnDataLoss": "false"}, 5), ({"startingTimestamp": str(T0 + 3_000)}, 3),
 ], ids=["earliest", "earliest-no-fail", "offset", "offset-no-fail", "timestamp"])
-def test_a_read_that_needs_the_remote_tier_fails_naming_the_offsets(spark, tiered_root, options):
+def test_a_read_that_needs_the_remote_tier_reads_it(spark, tiered_root, options, first):
+    root, local_start, end = tiered_root
+    assert first < local_start
+    assert read(spark, root, **options) == list(range(first, end))
+
+
+@pytest.mark.parametrize("options", [{}, {"failOnDataLoss": "false"}], ids=["earliest", "earliest-no-fail"])
+def test_a_remote_tier_that_cannot_be_reached_fails_naming_it(spark, tiered_root, tmp_path, options):
     root, local_start, _ = tiered_root
+    copy = tmp_path / "root"
+    shutil.copytree(root, copy)
+    (copy / "_seglog" / "remote.json").unlink()              # the root no longer says where its remote tier is
     with pytest.raises(Exception) as caught:
-        read(spark, root, **options)
+        read(spark, copy, **options)
     text = str(caught.value)
-    assert "RemoteTierNotReadableException" in text or "remote tier only" in text
-    assert "t-0:" in text and f"to {local_start - 1} are on the remote tier only" in text
+    assert "RemoteTierNotReadableException" in text
+    assert f"records tiered segments (offsets 0 to {local_start - 1})" in text and "remote.json is missing" in text
 
 
 def test_a_read_of_the_local_tier_alone_is_unchanged(spark, tiered_root):

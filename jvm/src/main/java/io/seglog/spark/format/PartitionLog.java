@@ -35,7 +35,13 @@ public final class PartitionLog implements Closeable {
     public final boolean dense;
     /** The largest partition leader epoch a batch here may carry ({@link LeaderEpochs}). */
     public final int maxLeaderEpoch;
-    private final long[] bases;
+    private final long[] bases;               // the tiered segments' bases, then the local ones'
+    /** The tiered segments read from the remote tier (below the local log start), oldest first; bases[0..remote.length). */
+    private final RemoteSegmentLog.Entry[] remote;
+    private final Path root;
+    private final java.util.function.Supplier<org.apache.hadoop.conf.Configuration> hadoopConf;
+    private RemoteTier tier;
+    private final long localStart;
     private final boolean keptListing;   // the segments are a listing kept from an earlier look (SegmentListings)
     private final Segment[] open;
     private final long logStart;
@@ -48,17 +54,35 @@ public final class PartitionLog implements Closeable {
         afterListing = hook == null ? dir -> { } : hook;
     }
 
-    private PartitionLog(Path dir, String topic, int partition, boolean dense, long[] bases, boolean keptListing,
-                         int maxLeaderEpoch, long checkpointed) {
-        this.dir = dir;
+    private PartitionLog(Path root, String topic, int partition, boolean dense, long[] localBases, boolean keptListing,
+                         int maxLeaderEpoch, long checkpointed, RemoteSegmentLog.State remoteState,
+                         java.util.function.Supplier<org.apache.hadoop.conf.Configuration> hadoopConf) {
+        this.root = root;
+        this.dir = root.resolve(topic + "-" + partition);
         this.dense = dense;
         this.maxLeaderEpoch = maxLeaderEpoch;
         this.topic = topic;
         this.partition = partition;
-        this.bases = bases;
         this.keptListing = keptListing;
+        this.hadoopConf = hadoopConf;
+        this.localStart = localBases.length == 0 ? checkpointed : Math.max(checkpointed, localBases[0]);
+        // One log across both tiers (docs/tiered-storage.md §6), the Python core's TieredLog rule: the live tiered
+        // segments below the local log start, then the local segments from the remote end on (a local segment below
+        // it is a tiered one's local copy, the same bytes: what is tiered is immutable).
+        this.remote = remoteState.live.headMap(localStart, false).values().toArray(new RemoteSegmentLog.Entry[0]);
+        long remoteEnd = remote.length == 0 ? Long.MIN_VALUE : remote[remote.length - 1].next();
+        if (remote.length > 0 && remoteEnd < localStart) {
+            throw new CorruptLogException(RemoteSegmentLog.path(root, topic, partition) + ": " + topic + "-" + partition
+                + ": the remote tier ends at offset " + remoteEnd + " and the local tier starts at " + localStart
+                + ": offsets between are on neither tier");
+        }
+        int firstLocal = 0;
+        while (firstLocal < localBases.length && localBases[firstLocal] < remoteEnd) firstLocal++;
+        this.bases = new long[remote.length + localBases.length - firstLocal];
+        for (int i = 0; i < remote.length; i++) bases[i] = remote[i].base();
+        System.arraycopy(localBases, firstLocal, bases, remote.length, localBases.length - firstLocal);
         this.open = new Segment[bases.length];
-        this.logStart = bases.length == 0 ? checkpointed : Math.max(checkpointed, bases[0]);
+        this.logStart = remote.length > 0 ? remote[0].base() : localStart;
     }
 
     /** Opens {@code <root>/<topic>-<partition>}; {@code checkpointed} is its checkpointed log start. */
@@ -72,6 +96,17 @@ public final class PartitionLog implements Closeable {
      */
     public static PartitionLog open(Path root, String topic, int partition, long checkpointed, OffsetGaps gaps,
                                     SegmentListings listings) {
+        return open(root, topic, partition, checkpointed, gaps, listings, org.apache.hadoop.conf.Configuration::new);
+    }
+
+    /**
+     * {@link #open(Path, String, int, long, OffsetGaps, SegmentListings)} with the Hadoop configuration that
+     * reaches the root's remote tier (the session's on the driver, the one shipped to executors): asked for
+     * only when the log holds tiered segments below its local log start.
+     */
+    public static PartitionLog open(Path root, String topic, int partition, long checkpointed, OffsetGaps gaps,
+                                    SegmentListings listings,
+                                    java.util.function.Supplier<org.apache.hadoop.conf.Configuration> hadoopConf) {
         Path dir = root.resolve(topic + "-" + partition);
         // The gap rule first: the cleaner names the partition in its checkpoint before it swaps anything
         // in, so a listing taken after this read cannot hold cleaned segments of a partition judged dense;
@@ -79,8 +114,12 @@ public final class PartitionLog implements Closeable {
         boolean dense = !gaps.mayHaveGaps(topic, partition);
         SegmentListings.Found found = listings.look(dir);
         afterListing.accept(dir);
-        return new PartitionLog(dir, topic, partition, dense, found.bases(), found.kept(), found.maxLeaderEpoch(),
-            checkpointed);
+        // The metadata log after the listing: local retention deletes a local segment only after its 'copied'
+        // record is appended, so a segment the listing lacks was recorded before this read, which sees it (or
+        // its 'deleting' record: then it is gone from the log, and the log start says so).
+        RemoteSegmentLog.State remoteState = RemoteSegmentLog.read(root, topic, partition);
+        return new PartitionLog(root, topic, partition, dense, found.bases(), found.kept(), found.maxLeaderEpoch(),
+            checkpointed, remoteState, hadoopConf);
     }
 
     /**
@@ -141,8 +180,32 @@ public final class PartitionLog implements Closeable {
         return out;
     }
 
+    /** The log start a reader sees: the remote log start when tiered segments are read, else the local one. */
     public long logStartOffset() {
         return logStart;
+    }
+
+    /** The local tier's log start (the checkpoint's, or its first segment's base if later). */
+    public long localLogStartOffset() {
+        return localStart;
+    }
+
+    /** Segments [0, remoteSegmentCount()) are tiered ones, read from the remote tier. */
+    public int remoteSegmentCount() {
+        return remote.length;
+    }
+
+    private RemoteTier tier() {
+        if (tier == null) {
+            RemoteLocation location = RemoteLocation.load(root);
+            if (location == null) {
+                throw new RemoteTierNotReadableException(RemoteSegmentLog.path(root, topic, partition) + " records tiered "
+                    + "segments (offsets " + logStart + " to " + (localStart - 1) + ") but " + RemoteLocation.path(root)
+                    + " is missing: the remote tier cannot be found", null);
+            }
+            tier = new RemoteTier(location, hadoopConf);
+        }
+        return tier;
     }
 
     public long logEndOffset() {
@@ -166,7 +229,10 @@ public final class PartitionLog implements Closeable {
     }
 
     public Segment segment(int i) {
-        if (open[i] == null) open[i] = Segment.open(dir, bases[i], dense, maxLeaderEpoch);
+        if (open[i] == null) {
+            open[i] = i < remote.length ? Segment.openRemote(tier(), topic, partition, remote[i], dense, maxLeaderEpoch)
+                                        : Segment.open(dir, bases[i], dense, maxLeaderEpoch);
+        }
         return open[i];
     }
 
@@ -203,6 +269,8 @@ public final class PartitionLog implements Closeable {
      */
     public long offsetForTimestamp(long ts, long bound) {
         for (int i = segmentIndexFor(logStart); i < bases.length && bases[i] < bound; i++) {
+            // A tiered segment's largest timestamp is its record's: skipped without fetching its indexes.
+            if (i < remote.length && remote[i].maxTs() < ts) continue;
             Segment seg = segment(i);
             long nextBase = i + 1 < bases.length ? bases[i + 1] : Long.MAX_VALUE;
             if (seg.largestTimestamp(nextBase) < ts) continue;
@@ -272,7 +340,10 @@ public final class PartitionLog implements Closeable {
                 if (!(start < off && off < end) || past <= 0) continue;   // past <= 0: start's own batch
                 // The cut is the first offset of the entry's batch (the entry's key is its last): a task ends
                 // where a batch begins, so the batch at a cut is read by the next task only (issue 28).
-                long cut = seg.baseOffsetAt(oi.positionAt(k), off);
+                // A tiered segment is dense (a compacted topic is never tiered): the batch after entry k-1's starts at its
+                // key + 1, a cut found without fetching bytes on the driver.
+                long cut = seg.remote() && dense ? (k == 0 ? seg.base : oi.offsetAt(k - 1) + 1)
+                                                 : seg.baseOffsetAt(oi.positionAt(k), off);
                 if (cut <= start) continue;
                 if (past > targetBytes) return within >= 0 ? within : cut;
                 within = cut;

@@ -43,6 +43,11 @@ public final class Segment implements Closeable {
     private final FileChannel timeIndexFile;   // opened with the .log, its entries read on first need
     private TimeIndexFile timeIndex;
     private long largest = Long.MIN_VALUE;     // computed on first need
+    /** A tiered segment's local copy, filled as its walks reach its bytes; null for a local segment. */
+    private RemoteSegmentCache.CachedLog fill;
+    /** What errors name: the .log's path, or a tiered segment's object URI. */
+    private String where;
+    private long knownNext = -1;               // a tiered segment's next offset, from its record
 
     private Segment(long base, boolean dense, int maxLeaderEpoch, Path logPath, FileRecords records,
                     OffsetIndexFile offsetIndex, FileChannel timeIndexFile) {
@@ -54,6 +59,7 @@ public final class Segment implements Closeable {
         this.size = records.sizeInBytes();
         this.offsetIndex = offsetIndex;
         this.timeIndexFile = timeIndexFile;
+        this.where = logPath.toString();
     }
 
     public static String fileName(long base, String suffix) {
@@ -106,6 +112,54 @@ public final class Segment implements Closeable {
         }
     }
 
+    /**
+     * Opens a tiered segment from this JVM's local copies ({@link RemoteSegmentCache}): its indexes fetched and
+     * checked against the manifest, its {@code .log} a sparse copy filled as walks reach its bytes. Read as a
+     * local segment, with the same checks; errors name the remote object. Its next offset and largest
+     * timestamp are its record's (it is sealed).
+     */
+    public static Segment openRemote(RemoteTier tier, String topic, int partition, RemoteSegmentLog.Entry e,
+                                     boolean dense, int maxLeaderEpoch) {
+        OPENS.increment();
+        String logUri = tier.location.objectUri(topic, partition, e.base(), LOG);
+        Path index = RemoteSegmentCache.index(tier, tier.location.objectUri(topic, partition, e.base(), ".index"), e.index(), ".index");
+        Path timeIndexCopy = RemoteSegmentCache.index(tier, tier.location.objectUri(topic, partition, e.base(), ".timeindex"),
+            e.timeindex(), ".timeindex");
+        RemoteSegmentCache.CachedLog log = RemoteSegmentCache.log(tier, logUri, e.log());
+        FileRecords records = null;
+        FileChannel timeIndex = null;
+        try {
+            records = FileRecords.open(log.file.toFile(), false);
+            OffsetIndexFile offsetIndex;
+            try (FileChannel ch = FileChannel.open(index, StandardOpenOption.READ)) {
+                offsetIndex = OffsetIndexFile.read(ch, e.base());
+            }
+            timeIndex = FileChannel.open(timeIndexCopy, StandardOpenOption.READ);
+            Segment seg = new Segment(e.base(), dense, maxLeaderEpoch, log.file, records, offsetIndex, timeIndex);
+            seg.fill = log;
+            seg.where = logUri;
+            seg.knownNext = e.next();
+            seg.largest = e.maxTs();
+            records = null;
+            timeIndex = null;
+            return seg;
+        } catch (IOException ex) {
+            throw new StorageException("cannot open the local copy of " + logUri + ": " + ex, ex);
+        } finally {
+            closeQuietly(records, timeIndex);
+        }
+    }
+
+    /** A tiered segment, read from the remote tier. */
+    public boolean remote() {
+        return fill != null;
+    }
+
+    /** What errors about this segment name: its .log's path, or a tiered segment's object URI. */
+    public String where() {
+        return where;
+    }
+
     private static FileChannel openIndex(Path dir, long base, String suffix, String what, Path log) throws IOException {
         Path file = dir.resolve(fileName(base, suffix));
         for (int attempt = 0; ; attempt++) {
@@ -156,7 +210,7 @@ public final class Segment implements Closeable {
             try {
                 timeIndex = TimeIndexFile.read(timeIndexFile, base);
             } catch (IOException e) {
-                throw new CorruptLogException("cannot read the time index of " + logPath + ": " + e, e);
+                throw new CorruptLogException("cannot read the time index of " + where + ": " + e, e);
             }
         }
         return timeIndex;
@@ -186,6 +240,7 @@ public final class Segment implements Closeable {
     public long baseOffsetAt(int position, long otherwise) {
         ByteBuffer head = ByteBuffer.allocate(8);
         try {
+            if (fill != null) fill.ensure(position, position + 8L);
             while (head.hasRemaining() && records.channel().read(head, position + head.position()) >= 0) {
                 // positional reads until the 8 bytes are whole or the file ends
             }
@@ -271,6 +326,7 @@ public final class Segment implements Closeable {
     /** The offset after the last whole, valid batch (a torn tail of a crashed writer is not read). An
      *  estimate of the log end: reads judge the bytes below their committed end themselves. */
     public long nextOffset() {
+        if (knownNext >= 0) return knownNext;
         int n = offsetIndex.entries();
         long next = n == 0 ? base : offsetIndex.offsetAt(n - 1) + 1;
         Batches it = tail();
@@ -374,6 +430,7 @@ public final class Segment implements Closeable {
         private boolean fault(String what, Throwable cause) {
             done = true;
             if (tolerateTornTail || nextOffset() >= bound) return false;
+            if (fill != null) throw new RemoteObjectException(where + ": " + what, cause);
             throw new CorruptLogException(logPath + ": " + what, cause);
         }
 
@@ -386,6 +443,7 @@ public final class Segment implements Closeable {
                 return false;
             }
             FileChannelRecordBatch b;
+            if (fill != null) fill.ensureBatchAt(end);     // a tiered segment: its next batch's bytes fetched first
             try {
                 if (!it.hasNext()) {
                     done = true;
@@ -454,6 +512,7 @@ public final class Segment implements Closeable {
             }
             ByteBuffer head = ByteBuffer.allocate(LOG_OVERHEAD);
             try {
+                if (fill != null) fill.ensure(end, end + (long) LOG_OVERHEAD);
                 while (head.hasRemaining() && records.channel().read(head, end + head.position()) >= 0) {
                     // positional reads until the prefix is whole or the file ends
                 }

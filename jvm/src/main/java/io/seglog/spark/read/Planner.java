@@ -191,24 +191,6 @@ public final class Planner {
             start = Math.min(found, end);
         }
 
-        // Tiered storage (docs/tiered-storage.md §6): what only the remote tier holds is refused, never
-        // read as fewer rows nor reported as lost.
-        RemoteTier tier = RemoteTier.read(java.nio.file.Paths.get(o.root), topic, p);
-        if (tier.startBelow(logStart) >= 0) {
-            boolean earliest = starting.kind == Bound.Kind.EARLIEST
-                || (starting.kind != Bound.Kind.LATEST && starting.value(topic, p) == ReadOptions.EARLIEST);
-            boolean byTime = starting.kind != Bound.Kind.EARLIEST && starting.kind != Bound.Kind.LATEST
-                && starting.kind != Bound.Kind.OFFSETS && starting.value(topic, p) >= 0;
-            if (earliest) {
-                tier.requireLocal(topic, p, 0, end, logStart, "the read starts at the earliest offset, and");
-            } else if (byTime && starting.value(topic, p) <= tier.maxTimestampBelow(logStart)) {
-                tier.requireLocal(topic, p, 0, Math.max(end, logStart), logStart, "the first record at or after timestamp "
-                    + starting.value(topic, p) + " (" + starting.option + ") is on the remote tier:");
-            } else if (start < logStart) {
-                tier.requireLocal(topic, p, start, end, logStart, "the read starts at offset " + start + ";");
-            }
-        }
-
         boolean skipped = false;
         if (start < logStart) {
             if (explicit) loss.report(lossOf(topic, p, start, logStart), logStart - start, skipTo(logStart));
@@ -399,7 +381,8 @@ public final class Planner {
                     }
                     continue;
                 }
-                PartitionLog log = PartitionLog.open(root, topic, p, checkpoint.getOrDefault(topic + "-" + p, 0L), gaps, looks.listings);
+                PartitionLog log = PartitionLog.open(root, topic, p, checkpoint.getOrDefault(topic + "-" + p, 0L), gaps, looks.listings,
+                    RemoteConf.SESSION);
                 logs.add(log);
                 long committed = ends.getOrDefault(p, log.logStartOffset());
                 ranges.add(resolve(o, bounds, topic, p, log, committed, loss));

@@ -17,6 +17,8 @@ import io.seglog.spark.format.CorruptLogException;
 import io.seglog.spark.format.DataLossException;
 import io.seglog.spark.format.LogStartBeyondEndException;
 import io.seglog.spark.format.LogStartCheckpoint;
+import io.seglog.spark.format.OffsetGaps;
+import io.seglog.spark.format.SegmentListings;
 import io.seglog.spark.format.PartitionLog;
 import io.seglog.spark.format.Segment;
 import io.seglog.spark.format.SegmentGoneException;
@@ -62,7 +64,15 @@ final class RecordCursor implements AutoCloseable {
     TimestampType timestampType;
     long batchFrom;                   // the first offset to count of the batch nextBatch() returned
 
+    private final java.util.function.Supplier<org.apache.hadoop.conf.Configuration> hadoopConf;
+
     RecordCursor(ReadOptions opts, Slice slice) {
+        this(opts, slice, RemoteConf.SESSION);
+    }
+
+    /** {@code hadoopConf}: what reaches the root's remote tier (the one shipped to executors). */
+    RecordCursor(ReadOptions opts, Slice slice, java.util.function.Supplier<org.apache.hadoop.conf.Configuration> hadoopConf) {
+        this.hadoopConf = hadoopConf;
         this.opts = opts;
         this.slice = slice;
         this.position = slice.start;
@@ -72,7 +82,8 @@ final class RecordCursor implements AutoCloseable {
         Path root = Paths.get(opts.root);
         long checkpointed = LogStartCheckpoint.read(root).getOrDefault(slice.topic + "-" + slice.partition, 0L);
         try {
-            log = PartitionLog.open(root, slice.topic, slice.partition, checkpointed);
+            log = PartitionLog.open(root, slice.topic, slice.partition, checkpointed, OffsetGaps.at(root), SegmentListings.NONE,
+                hadoopConf);
         } catch (DataLossException e) {
             throw new DataLossException("seglog source: " + slice.topic + "-" + slice.partition
                 + ": the partition folder is gone; offsets " + position + " to " + (slice.end - 1) + " cannot be read");
@@ -81,9 +92,6 @@ final class RecordCursor implements AutoCloseable {
         fates = opts.readCommitted ? new TransactionFates(log, slice.bound) : null;
         long logStart = log.logStartOffset();
         if (position < logStart) {
-            // Local retention tiered them away (docs/tiered-storage.md §6): refused, never skipped as lost.
-            RemoteTier.read(Paths.get(opts.root), slice.topic, slice.partition)
-                .requireLocal(slice.topic, slice.partition, position, slice.end, logStart, "the task reads from offset " + position + ";");
             if (opts.failOnDataLoss) {
                 throw new DataLossException(Planner.dataLossMessage(slice.topic, slice.partition, position, logStart));
             }
@@ -253,7 +261,7 @@ final class RecordCursor implements AutoCloseable {
                         + ": segments were swapped in while in use");
                 }
                 // Dense offsets run on from segment to segment: the sealed segment lost its tail.
-                throw new CorruptLogException(log.segment(segment).path() + ": offsets " + covered + " to " + (next - 1)
+                throw new CorruptLogException(log.segment(segment).where() + ": offsets " + covered + " to " + (next - 1)
                     + " are lost: the .log ends at position " + batches.position()
                     + (segmentLast >= 0 ? " after offset " + segmentLast : "") + ", and the next segment starts at " + next);
             }
@@ -264,7 +272,7 @@ final class RecordCursor implements AutoCloseable {
             // was cut below its committed end since.
             if (covered < slice.end) {
                 String where = log.segmentCount() == 0 ? log.dir + ": the log has no segment"
-                    : log.segment(log.segmentCount() - 1).path() + ": the log ends at position "
+                    : log.segment(log.segmentCount() - 1).where() + ": the log ends at position "
                         + (batches != null && segment == log.segmentCount() - 1 ? batches.position() : log.segment(log.segmentCount() - 1).size());
                 throw new CorruptLogException(where + ", but offsets " + covered + " to " + (slice.end - 1)
                     + " were committed (the committed end was " + slice.bound + " when the read was planned): those records are lost");
@@ -278,7 +286,7 @@ final class RecordCursor implements AutoCloseable {
         if (seg.size() == 0 && segment < log.segmentCount() - 1) {
             // Offsets base..next base - 1 belonged to this segment and its .log is empty: lost records are
             // reported, never skipped (docs/format.md "Segment states").
-            throw new CorruptLogException(seg.path() + ": the .log is empty but offsets " + seg.base + " to "
+            throw new CorruptLogException(seg.where() + ": the .log is empty but offsets " + seg.base + " to "
                 + (log.base(segment + 1) - 1) + " belonged to it: those records are lost");
         }
         batches = seg.batchesHolding(Math.max(position, seg.base), slice.bound).readInto(buffer);

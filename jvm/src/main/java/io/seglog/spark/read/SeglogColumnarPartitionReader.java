@@ -32,7 +32,12 @@ final class SeglogColumnarPartitionReader implements PartitionReader<ColumnarBat
     private Iterator<Record> kafka;
 
     SeglogColumnarPartitionReader(ReadOptions opts, ScanBounds bounds, StructType readSchema, Slice[] slices) {
-        this.records = new TaskRecords(opts, bounds, slices);
+        this(opts, bounds, readSchema, slices, RemoteConf.SESSION);
+    }
+
+    SeglogColumnarPartitionReader(ReadOptions opts, ScanBounds bounds, StructType readSchema, Slice[] slices,
+        java.util.function.Supplier<org.apache.hadoop.conf.Configuration> hadoopConf) {
+        this.records = new TaskRecords(opts, bounds, slices, hadoopConf);
         this.maxRows = opts.maxRowsPerBatch;
         this.shaper = new VectorShaper(readSchema, maxRows);
         this.direct = !shaper.readsHeaders();

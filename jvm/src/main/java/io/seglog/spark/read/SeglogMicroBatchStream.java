@@ -267,7 +267,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                 long end = p.getValue();
                 if (begin < end && Files.isDirectory(root.resolve(t.getKey() + "-" + p.getKey()))) {
                     try (PartitionLog log = PartitionLog.open(root, t.getKey(), p.getKey(),
-                            checkpointed.getOrDefault(t.getKey() + "-" + p.getKey(), 0L), gaps, looks.listings)) {
+                            checkpointed.getOrDefault(t.getKey() + "-" + p.getKey(), 0L), gaps, looks.listings, RemoteConf.SESSION)) {
                         TransactionFates known = fates.computeIfAbsent(new TopicPartition(t.getKey(), p.getKey()),
                             k -> new TransactionFates());
                         end = known.lastStableOffset(log, Math.max(begin, log.logStartOffset()), end);
@@ -356,14 +356,11 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                             continue;
                         }
                         PartitionLog log = PartitionLog.open(root, topic, partition,
-                            checkpointed.getOrDefault(topic + "-" + partition, 0L), gaps, looks.listings);
+                            checkpointed.getOrDefault(topic + "-" + partition, 0L), gaps, looks.listings, RemoteConf.SESSION);
                         logs.add(log);
                         log.requireStartWithinEnd();
                         long logStart = log.logStartOffset();
                         if (from < logStart && from < until) {
-                            // Tiered away, not lost (docs/tiered-storage.md §6): refused whatever failOnDataLoss says.
-                            RemoteTier.read(root, topic, partition).requireLocal(topic, partition, from, until, logStart,
-                                "the stream's next batch starts at offset " + from + ";");
                             loss.report(Planner.lossOf(topic, partition, from, logStart), Math.min(logStart, until) - from, GO_ON);
                             from = Math.min(logStart, until);
                         }

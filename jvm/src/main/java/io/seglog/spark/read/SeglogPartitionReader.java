@@ -14,7 +14,12 @@ final class SeglogPartitionReader implements PartitionReader<InternalRow> {
     private InternalRow current;
 
     SeglogPartitionReader(ReadOptions opts, ScanBounds bounds, StructType readSchema, Slice[] slices) {
-        this.records = new TaskRecords(opts, bounds, slices);
+        this(opts, bounds, readSchema, slices, RemoteConf.SESSION);
+    }
+
+    SeglogPartitionReader(ReadOptions opts, ScanBounds bounds, StructType readSchema, Slice[] slices,
+        java.util.function.Supplier<org.apache.hadoop.conf.Configuration> hadoopConf) {
+        this.records = new TaskRecords(opts, bounds, slices, hadoopConf);
         this.shaper = new RowShaper(readSchema);
     }
 

@@ -13,11 +13,14 @@ final class SeglogReaderFactory implements PartitionReaderFactory {
     private final ReadOptions opts;
     private final ScanBounds bounds;
     private final StructType readSchema;
+    /** The session's Hadoop configuration, shipped when the root has a remote tier (its tasks read tiered segments). */
+    private final RemoteConf hadoopConf;
 
     SeglogReaderFactory(ReadOptions opts, ScanBounds bounds, StructType readSchema) {
         this.opts = opts;
         this.bounds = bounds;
         this.readSchema = readSchema;
+        this.hadoopConf = RemoteConf.forExecutors(opts.root);
     }
 
     @Override
@@ -27,11 +30,11 @@ final class SeglogReaderFactory implements PartitionReaderFactory {
 
     @Override
     public PartitionReader<InternalRow> createReader(InputPartition partition) {
-        return new SeglogPartitionReader(opts, bounds, readSchema, ((SeglogInputPartition) partition).slices);
+        return new SeglogPartitionReader(opts, bounds, readSchema, ((SeglogInputPartition) partition).slices, hadoopConf);
     }
 
     @Override
     public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-        return new SeglogColumnarPartitionReader(opts, bounds, readSchema, ((SeglogInputPartition) partition).slices);
+        return new SeglogColumnarPartitionReader(opts, bounds, readSchema, ((SeglogInputPartition) partition).slices, hadoopConf);
     }
 }

@@ -28,7 +28,15 @@ final class TaskRecords implements AutoCloseable {
     long batchEnd;
     TimestampType batchTimestampType;
 
+    private final java.util.function.Supplier<org.apache.hadoop.conf.Configuration> hadoopConf;
+
     TaskRecords(ReadOptions opts, ScanBounds bounds, Slice[] slices) {
+        this(opts, bounds, slices, RemoteConf.SESSION);
+    }
+
+    TaskRecords(ReadOptions opts, ScanBounds bounds, Slice[] slices,
+                java.util.function.Supplier<org.apache.hadoop.conf.Configuration> hadoopConf) {
+        this.hadoopConf = hadoopConf;
         this.opts = opts;
         this.bounds = bounds;
         this.filtering = bounds.needsRowFilter();
@@ -41,7 +49,7 @@ final class TaskRecords implements AutoCloseable {
             if (cursor == null) {
                 if (next >= slices.length) return false;
                 slice = slices[next++];
-                cursor = new RecordCursor(opts, slice);
+                cursor = new RecordCursor(opts, slice, hadoopConf);
             }
             if (!cursor.next()) {
                 skipped += cursor.skipped();

@@ -44,6 +44,21 @@ public final class FormatTool {
         }
     }
 
+    /** A metadata log's state as the differential test compares it (tests/remote/test_jvm_remote_meta.py). */
+    private static String remoteState(io.seglog.spark.format.RemoteSegmentLog.State s) {
+        StringBuilder out = new StringBuilder("{\"live\": [");
+        String sep = "";
+        for (io.seglog.spark.format.RemoteSegmentLog.Entry e : s.live.values()) {
+            out.append(sep).append('[').append(e.base()).append(", ").append(e.next()).append(", ").append(e.last()).append(", ")
+                .append(e.maxTs()).append(", ").append(e.log().size()).append(']');
+            sep = ", ";
+        }
+        return out.append("], \"deleting\": ").append(s.deleting.keySet()).append(", \"deleted\": ").append(s.deleted)
+            .append(", \"start\": ").append(s.start() < 0 ? "null" : String.valueOf(s.start()))
+            .append(", \"end\": ").append(s.end() < 0 ? "null" : String.valueOf(s.end()))
+            .append(", \"torn\": ").append(s.torn).append('}').toString();
+    }
+
     /**
      * Many calls in one JVM (a property test makes hundreds): each stdin line a JSON array of strings, the
      * command and its arguments; each answered with one JSON line, an error as {@code {"error": ...}}.
@@ -100,6 +115,19 @@ public final class FormatTool {
             }
             case "forget-topic":       // ROOT TOPIC
                 return Boolean.toString(TopicCatalog.forgetUncommitted(Path.of(a.get(0)), a.get(1)));
+            case "remote-states": {   // META_FILE...: each remote segment metadata log's state, or its error
+                StringBuilder out = new StringBuilder("[");
+                for (String file : a) {
+                    if (out.length() > 1) out.append(", ");
+                    try {
+                        String state = remoteState(io.seglog.spark.format.RemoteSegmentLog.read(Path.of(file)));
+                        out.append("{\"ok\": ").append(state).append('}');
+                    } catch (io.seglog.spark.format.CorruptLogException e) {
+                        out.append("{\"error\": ").append(PythonJson.string(e.getMessage())).append('}');
+                    }
+                }
+                return out.append(']').toString();
+            }
             case "validate-configs": { // stdin: one JSON object of key -> value per line
                 com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
                 StringBuilder out = new StringBuilder("[");

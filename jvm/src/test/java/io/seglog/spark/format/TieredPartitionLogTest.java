@@ -1,0 +1,266 @@
+package io.seglog.spark.format;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.zip.CRC32C;
+
+import org.apache.kafka.common.record.FileLogInputStream.FileChannelRecordBatch;
+import org.apache.kafka.common.record.Record;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import io.seglog.spark.TestLogs;
+
+/**
+ * One log across both tiers (docs/tiered-storage.md §6): segments tiered to a file:// remote tier (their
+ * objects and 'copied' records written here as the sidecar's tier job writes them) are read below the local
+ * log start with every check of a local read; objects that do not match their manifest are typed errors.
+ */
+class TieredPartitionLogTest {
+    @TempDir
+    Path tmp;
+
+    /** Segments 0, 100, 200 (100 offsets each, batches of 10); 0 and 100 tiered, their local copies deleted. */
+    private Path tiered() throws IOException {
+        Path root = tmp.resolve("root");
+        Path dir = TestLogs.partitionDir(root, "t", 0);
+        TestLogs.indexedSegments(dir, 300, 100, 10);
+        Path remote = tmp.resolve("remote").resolve("t-0");
+        Files.createDirectories(remote);
+        StringBuilder meta = new StringBuilder();
+        for (long base : new long[] {0, 100}) {
+            StringBuilder files = new StringBuilder();
+            for (String suffix : new String[] {".log", ".index", ".timeindex"}) {
+                Path local = TestLogs.file(dir, base, suffix);
+                byte[] bytes = Files.readAllBytes(local);
+                Files.write(remote.resolve(local.getFileName()), bytes);
+                files.append(files.length() == 0 ? "" : ",").append('"').append(suffix.substring(1)).append("\":{\"sha256\":\"")
+                    .append(RemoteSegmentCache.sha256(bytes)).append("\",\"size\":").append(bytes.length).append('}');
+            }
+            meta.append(line("{\"at\":1,\"base\":" + base + ",\"files\":{" + files + "},\"last\":" + (base + 99)
+                + ",\"max_ts\":" + (TestLogs.T0 + base + 99) + ",\"next\":" + (base + 100) + ",\"op\":\"copied\"}"));
+            TestLogs.delete(dir, base);
+        }
+        writeMeta(root, meta.toString());
+        Files.writeString(RemoteLocation.path(root), "{\"version\": 1, \"uri\": \"file://" + tmp.resolve("remote")
+            + "\", \"endpoint\": null, \"region\": null}\n");
+        TestLogs.logStart(root, Map.of("t-0", 200L));
+        return root;
+    }
+
+    static String line(String json) {
+        CRC32C c = new CRC32C();
+        byte[] body = json.getBytes(StandardCharsets.UTF_8);
+        c.update(body);
+        return String.format("%08x ", c.getValue()) + json + "\n";
+    }
+
+    static void writeMeta(Path root, String text) throws IOException {
+        Path meta = RemoteSegmentLog.path(root, "t", 0);
+        Files.createDirectories(meta.getParent());
+        Files.writeString(meta, text);
+    }
+
+    private static List<Long> offsets(PartitionLog log, long from, long bound) {
+        List<Long> out = new ArrayList<>();
+        for (int i = log.segmentIndexFor(from); i < log.segmentCount(); i++) {
+            Segment.Batches it = log.segment(i).batchesHolding(Math.max(from, log.base(i)), bound);
+            while (it.hasNext()) {
+                FileChannelRecordBatch b = it.next();
+                for (Record r : b) if (r.offset() >= from && r.offset() < bound) out.add(r.offset());
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void tieredSegmentsAreReadBelowTheLocalLogStart() throws IOException {
+        Path root = tiered();
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            assertEquals(0, log.logStartOffset());
+            assertEquals(200, log.localLogStartOffset());
+            assertEquals(2, log.remoteSegmentCount());
+            assertEquals(3, log.segmentCount());
+            assertEquals(300, log.logEndOffset());
+            assertTrue(log.segment(0).remote() && !log.segment(2).remote());
+            assertTrue(log.segment(1).where().startsWith("file://") && log.segment(1).where().endsWith("00000000000000000100.log"));
+            List<Long> want = new ArrayList<>();
+            for (long o = 37; o < 300; o++) want.add(o);
+            assertEquals(want, offsets(log, 37, 300));
+            // Lookups by timestamp across the boundary (timestamps T0 + offset).
+            assertEquals(150, log.offsetForTimestamp(TestLogs.T0 + 150, 300));
+            assertEquals(250, log.offsetForTimestamp(TestLogs.T0 + 250, 300));
+            assertEquals(0, log.offsetForTimestamp(TestLogs.T0 - 5, 300));
+            // Planning sizes and cuts from the indexes alone; a cut is a batch start.
+            assertEquals(log.byteSize(0, 100) + log.byteSize(100, 300), log.byteSize(0, 300));
+            long cut = log.splitOffset(0, 300, log.byteSize(0, 150));
+            assertTrue(cut > 0 && cut < 300 && cut % 10 == 0, "cut " + cut);
+        }
+    }
+
+    @Test
+    void aTieredSegmentIsFetchedOncePerJvm() throws IOException {
+        Path root = tiered();
+        long before = RemoteSegmentCache.fetchedBytes();
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            offsets(log, 0, 200);
+        }
+        long first = RemoteSegmentCache.fetchedBytes() - before;
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            offsets(log, 0, 200);
+        }
+        assertTrue(first > 0);
+        assertEquals(first, RemoteSegmentCache.fetchedBytes() - before, "the second read fetched again");
+    }
+
+    @Test
+    void aTimestampLookupOnTheLocalTierFetchesNothingRemote() throws IOException {
+        Path root = tiered();
+        long before = RemoteSegmentCache.fetchedBytes();
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            assertEquals(250, log.offsetForTimestamp(TestLogs.T0 + 250, 300));
+        }
+        assertEquals(before, RemoteSegmentCache.fetchedBytes());
+    }
+
+    @Test
+    void aRemoteObjectShorterThanItsManifestIsNamed() throws IOException {
+        Path root = tiered();
+        Path victim = tmp.resolve("remote/t-0/00000000000000000100.log");
+        byte[] bytes = Files.readAllBytes(victim);
+        Files.write(victim, java.util.Arrays.copyOf(bytes, bytes.length - 20));
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            RemoteObjectException e = assertThrows(RemoteObjectException.class, () -> log.segment(1));
+            assertTrue(e.getMessage().contains("00000000000000000100.log: the object is " + (bytes.length - 20)
+                + " bytes but its manifest records " + bytes.length), e.getMessage());
+        }
+    }
+
+    @Test
+    void aFlippedByteInATieredLogIsACorruptBatchNamingTheObject() throws IOException {
+        Path root = tiered();
+        Path victim = tmp.resolve("remote/t-0/00000000000000000000.log");
+        byte[] bytes = Files.readAllBytes(victim);
+        bytes[bytes.length / 2] ^= 1;
+        Files.write(victim, bytes);
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            RemoteObjectException e = assertThrows(RemoteObjectException.class, () -> offsets(log, 0, 200));
+            assertTrue(e.getMessage().startsWith("file://") && e.getMessage().contains("00000000000000000000.log: "), e.getMessage());
+        }
+    }
+
+    @Test
+    void aChangedIndexIsRefusedByItsChecksum() throws IOException {
+        Path root = tiered();
+        Path victim = tmp.resolve("remote/t-0/00000000000000000000.index");
+        byte[] bytes = Files.readAllBytes(victim);
+        bytes[3] ^= 1;
+        Files.write(victim, bytes);
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            RemoteObjectException e = assertThrows(RemoteObjectException.class, () -> log.segment(0));
+            assertTrue(e.getMessage().contains("00000000000000000000.index: SHA-256"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aMissingObjectIsAGoneSegmentNamingIt() throws IOException {
+        Path root = tiered();
+        Files.delete(tmp.resolve("remote/t-0/00000000000000000100.log"));
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            RemoteObjectGoneException e = assertThrows(RemoteObjectGoneException.class, () -> log.segment(1));
+            assertTrue(e.getMessage().contains("00000000000000000100.log: a tiered segment's object is missing"));
+        }
+    }
+
+    @Test
+    void aDeletingSegmentIsGoneAndTheLogStartMoves() throws IOException {
+        Path root = tiered();
+        Path meta = RemoteSegmentLog.path(root, "t", 0);
+        Files.writeString(meta, Files.readString(meta) + line("{\"at\":2,\"base\":0,\"op\":\"deleting\"}"));
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            assertEquals(100, log.logStartOffset());
+            assertEquals(1, log.remoteSegmentCount());
+        }
+    }
+
+    @Test
+    void offsetsOnNeitherTierAreReported() throws IOException {
+        Path root = tiered();
+        Path meta = RemoteSegmentLog.path(root, "t", 0);
+        Files.writeString(meta, Files.readString(meta) + line("{\"at\":2,\"base\":100,\"op\":\"deleting\"}"));
+        CorruptLogException e = assertThrows(CorruptLogException.class, () -> PartitionLog.open(root, "t", 0, 200));
+        assertTrue(e.getMessage().contains("the remote tier ends at offset 100 and the local tier starts at 200"), e.getMessage());
+    }
+
+    @Test
+    void tieredSegmentsWithoutARecordedLocationAreNotReadableNotLost() throws IOException {
+        Path root = tiered();
+        Files.delete(RemoteLocation.path(root));
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            assertEquals(0, log.logStartOffset());          // never taken for records deleted by retention
+            assertThrows(RemoteTierNotReadableException.class, () -> log.segment(0));
+        }
+    }
+
+    @Test
+    void aLocalCopyOfATieredSegmentIsReadLocally() throws IOException {
+        Path root = tmp.resolve("root");
+        Path dir = TestLogs.partitionDir(root, "t", 0);
+        TestLogs.indexedSegments(dir, 300, 100, 10);
+        // Segment 0 tiered, its local copy still there (local retention has not passed): one log, read locally.
+        writeMeta(root, line("{\"at\":1,\"base\":0,\"files\":{\"index\":{\"sha256\":\"x\",\"size\":1},\"log\":{\"sha256\":\"x\","
+            + "\"size\":1},\"timeindex\":{\"sha256\":\"x\",\"size\":1}},\"last\":99,\"max_ts\":1,\"next\":100,\"op\":\"copied\"}"));
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 0)) {
+            assertEquals(0, log.remoteSegmentCount());
+            assertEquals(3, log.segmentCount());
+            assertFalse(log.segment(0).remote());
+        }
+    }
+
+    @Test
+    void theMetadataLogIgnoresATornTailAndReportsDamageByLine() throws IOException {
+        Path root = tmp.resolve("root");
+        String a = line("{\"op\":\"deleted\",\"base\":0}");
+        writeMeta(root, a + a + "0000");
+        RemoteSegmentLog.State s = RemoteSegmentLog.read(root, "t", 0);
+        assertTrue(s.torn);
+        assertEquals(-1, s.start());
+        writeMeta(root, a + "00000000 {\"op\":\"deleted\",\"base\":1}\n");         // a whole last line, bad CRC: torn
+        assertTrue(RemoteSegmentLog.read(root, "t", 0).torn);
+        writeMeta(root, "00000000 {\"op\":\"deleted\",\"base\":1}\n" + a);
+        CorruptLogException e = assertThrows(CorruptLogException.class, () -> RemoteSegmentLog.read(root, "t", 0));
+        assertTrue(e.getMessage().contains("t-0.meta: line 1 is damaged"), e.getMessage());
+    }
+
+    @Test
+    void theRecordedLocationIsCheckedAndMappedToS3a() throws IOException {
+        Path root = tmp.resolve("root");
+        Files.createDirectories(RemoteLocation.path(root).getParent());
+        Files.writeString(RemoteLocation.path(root), "{\"version\": 1, \"uri\": \"s3://b/p/\", \"endpoint\": \"http://127.0.0.1:9000\", \"region\": null}");
+        RemoteLocation loc = RemoteLocation.load(root);
+        assertEquals("s3a://b/p", loc.hadoopUri());
+        assertEquals("s3a://b/p/t-3/00000000000000000007.log", loc.objectUri("t", 3, 7, ".log"));
+        org.apache.hadoop.conf.Configuration c = RemoteTier.configure(loc, new org.apache.hadoop.conf.Configuration(false));
+        assertEquals("http://127.0.0.1:9000", c.get("fs.s3a.bucket.b.endpoint"));
+        assertEquals("true", c.get("fs.s3a.bucket.b.path.style.access"));
+        org.apache.hadoop.conf.Configuration mine = new org.apache.hadoop.conf.Configuration(false);
+        mine.set("fs.s3a.bucket.b.endpoint", "http://elsewhere:1");        // the user's own setting wins
+        assertEquals("http://elsewhere:1", RemoteTier.configure(loc, mine).get("fs.s3a.bucket.b.endpoint"));
+        for (String bad : new String[] {"{\"version\": 2, \"uri\": \"file:///x\"}", "{\"version\": 1, \"uri\": \"gs://b\"}",
+                                        "{\"version\": 1, \"uri\": \"file://host/x\"}", "{\"version\": 1, \"uri\": \"s3://b\", \"key\": 1}"}) {
+            Files.writeString(RemoteLocation.path(root), bad);
+            TopicConfigException e = assertThrows(TopicConfigException.class, () -> RemoteLocation.load(root), bad);
+            assertTrue(e.getMessage().contains("remote.json"), e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Resolve S3A (hadoop-aws matching the Hadoop that pyspark ships, and the AWS SDK modules it needs) with
+# Maven, as this machine configures it, into a local folder that seglog.sink.session.local_session(with_s3a=True)
+# passes to Spark as `spark.jars`: the tests read tiered segments through s3a:// from the loopback S3 server,
+# as a user adds hadoop-aws for any s3a use. The connector jar never bundles these.
+#
+# Not hadoop-aws's declared SDK dependency (software.amazon.awssdk:bundle, ~600 MB): the SDK modules S3A
+# uses (s3, s3-transfer-manager, sts and what they pull in), about 18 MB in all.
+# No registry address is written anywhere. Idempotent: a finished folder is kept (marker file).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+py=${PYTHON:-$here/.venv/bin/python}
+# hadoop-aws's version is the Hadoop that pyspark ships (hadoop-client-api-<version>.jar); the SDK's is the
+# one that hadoop-aws release declares.
+read -r hadoop sdk < <("$py" - <<'PY'
+import pathlib, re
+import pyspark
+jars = pathlib.Path(pyspark.__file__).parent / "jars"
+v = next(re.match(r"hadoop-client-api-(.+)\.jar$", p.name).group(1) for p in jars.glob("hadoop-client-api-*.jar"))
+sdk = {"3.4.2": "2.29.52", "3.4.1": "2.24.6"}.get(v)
+if sdk is None:
+    raise SystemExit(f"s3a-jars: no AWS SDK version known for Hadoop {v}: add hadoop-aws {v}'s to scripts/s3a-jars.sh")
+print(v, sdk)
+PY
+)
+dest=${SEGLOG_S3A_JARS:-${XDG_CACHE_HOME:-$HOME/.cache}/seglog/jars/hadoop-aws-$hadoop}
+[ -f "$dest/.complete" ] && exit 0
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+sdkdep() { echo "<dependency><groupId>software.amazon.awssdk</groupId><artifactId>$1</artifactId><version>$sdk</version></dependency>"; }
+cat > "$work/pom.xml" <<POM
+<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>seglog.setup</groupId>
+  <artifactId>s3a-jars</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.hadoop</groupId>
+      <artifactId>hadoop-aws</artifactId>
+      <version>$hadoop</version>
+      <exclusions><exclusion><groupId>software.amazon.awssdk</groupId><artifactId>bundle</artifactId></exclusion></exclusions>
+    </dependency>
+    $(sdkdep s3) $(sdkdep s3-transfer-manager) $(sdkdep sts)
+  </dependencies>
+</project>
+POM
+for attempt in 1 2 3; do
+  if mvn -q -B -f "$work/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
+       -DoutputDirectory="$work/jars" > "$work/mvn.log" 2>&1; then
+    rm -rf "$dest"; mkdir -p "$(dirname "$dest")"
+    mv "$work/jars" "$dest" && touch "$dest/.complete"
+    echo "s3a-jars: $(ls "$dest" | grep -c '\.jar$') jars ($(du -sh "$dest" | cut -f1)) in $dest" >&2
+    exit 0
+  fi
+  echo "s3a-jars: attempt $attempt to resolve hadoop-aws $hadoop failed" >&2
+  [ "$attempt" -lt 3 ] && sleep $((attempt * 5))
+done
+echo "s3a-jars: Maven's output from the last attempt:" >&2
+cat "$work/mvn.log" >&2
+exit 1

@@ -1,0 +1,187 @@
+"""format("seglog") across both tiers (docs/tiered-storage.md §6): the JVM reader reads tiered segments
+below the local log start through Hadoop's FileSystem (file:// and s3a:// to the loopback S3 server), as
+the log read before tiering; a damaged, cut or removed remote object is a typed error, never fewer rows;
+remote retention moves the log start and failOnDataLoss judges reads below it as today."""
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from seglog.conf import validate_topic_config
+from seglog.indexer import Log, Record
+from seglog.indexer.commit_log import CommitLog
+from seglog.indexer.remote import metadata
+from seglog.indexer.remote.location import RemoteLocation, record_location
+from seglog.indexer.remote.store import RemoteStore
+from seglog.indexer.remote.tier import tier_partition
+from seglog.indexer.remote.tiered_log import TieredLog
+from seglog.indexer.topics import create_topic
+
+T0 = 1_700_000_000_000
+CFG = {"segment.bytes": 2048, "segment.ms": 1 << 62, "index.interval.bytes": 128, "remote.storage.enable": True,
+       "retention.ms": -1, "local.retention.bytes": 4096}
+COLUMNS = ["offset", "unix_millis(timestamp) AS timestamp", "key", "value", "headers"]
+
+
+def append(root, lo, hi):
+    with Log.open(root / "t-0", CFG) as log:
+        for i in range(lo, hi, 3):         # batches of up to 3 records; timestamps with ties and steps back
+            log.append([Record(key=b"k%d" % j, value=b"v%d" % j * 20, timestamp=T0 + (j // 2) * 1000 - (j % 5) * 300,
+                               headers=[("h", b"%d" % j)]) for j in range(i, min(i + 3, hi))])
+        log.roll()
+        log.seal_inactive()
+        end = log.log_end_offset
+    commits = CommitLog(root, "t")
+    last = commits.last_batch("tiered")
+    commits.commit("tiered", 0 if last is None else last + 1, {0: end})
+    return end
+
+
+def build(root, n=300):
+    create_topic(root, "t", 1, CFG)
+    append(root, 0, n)
+    return validate_topic_config(CFG)
+
+
+def rows(spark, root, columnar="true", **options):
+    r = spark.read.format("seglog").option("topic", "t").option("columnarReads", columnar).option("includeHeaders", "true")
+    for k, v in options.items():
+        r = r.option(k, json.dumps(v) if isinstance(v, dict) else str(v))
+    got = r.load(str(root)).selectExpr(*COLUMNS).collect()
+    return sorted((row.offset, row.timestamp, bytes(row.key), bytes(row.value),
+                   [(h.key, bytes(h.value)) for h in row.headers]) for row in got)
+
+
+@pytest.fixture(params=["file", "s3a"])
+def location(request, tmp_path, spark):
+    if request.param == "file":
+        (tmp_path / "remote").mkdir()
+        return RemoteLocation(f"file://{tmp_path}/remote")
+    server = request.getfixturevalue("s3_server")
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    # Credentials come from the session's Hadoop configuration, as a user gives them (moto accepts any).
+    conf.set("fs.s3a.access.key", "testing")
+    conf.set("fs.s3a.secret.key", "testing")
+    bucket = server.make_bucket(f"r-{uuid.uuid4().hex[:10]}")
+    return RemoteLocation(bucket.replace("s3://", "s3a://") + "/x", endpoint=server.endpoint, region="us-east-1")
+
+
+def tier(root, cfg, location):
+    record_location(root, location)
+    res = tier_partition(root, "t", 0, cfg, RemoteStore(location))
+    assert res.copied and res.local_deleted                            # both tiers hold part of the log
+    with TieredLog(root, "t", 0, cfg) as tiered:
+        return tiered.local_log_start_offset
+
+
+def test_a_replay_from_a_timestamp_crosses_the_tiers_as_before_tiering(spark, tmp_path, location):
+    root = tmp_path / "root"
+    cfg = build(root)
+    replays = {ts: rows(spark, root, startingTimestamp=ts) for ts in (T0 + 3_000, T0 + 60_000)}
+    whole = rows(spark, root)
+    ranged = rows(spark, root, startingOffsets={"t": {"0": 17}}, endingOffsets={"t": {"0": 250}})
+    local_start = tier(root, cfg, location)
+    for ts, before in replays.items():
+        assert before[0][0] < local_start < before[-1][0]              # it starts remote and ends local
+        assert rows(spark, root, startingTimestamp=ts) == before
+        assert rows(spark, root, "false", startingTimestamp=ts) == before
+    assert rows(spark, root) == whole and whole[0][0] == 0
+    assert rows(spark, root, startingOffsets={"t": {"0": 17}}, endingOffsets={"t": {"0": 250}}) == ranged
+    # Many small tasks, a pushed timestamp filter and endingOffsetsByTimestamp, all across the boundary.
+    from pyspark.sql import functions as F
+    df = spark.read.format("seglog").option("topic", "t").option("maxBytesPerTask", "600").load(str(root))
+    assert df.rdd.getNumPartitions() > 2
+    assert sorted(r.offset for r in df.select("offset").collect()) == list(range(300))
+    after = df.where(F.col("timestamp") >= F.timestamp_millis(F.lit(T0 + 30_000))).select("offset", "timestamp")
+    assert sorted(r.offset for r in after.collect()) == [r[0] for r in whole if r[1] >= T0 + 30_000]
+    by_ts = rows(spark, root, startingOffsetsByTimestamp={"t": {"0": T0 + 3_000}})
+    assert by_ts == replays[T0 + 3_000]
+    until = rows(spark, root, endingOffsetsByTimestamp={"t": {"0": T0 + 100_000}})
+    assert until == [r for r in whole if r[0] < next(o for o, ts, *_ in whole if ts >= T0 + 100_000)]
+
+
+def stream_offsets(spark, root, out, cp, **options):
+    """Runs an availableNow query; the offsets written so far and the number of non-empty batches."""
+    r = spark.readStream.format("seglog").option("topic", "t")
+    for k, v in options.items():
+        r = r.option(k, str(v))
+    q = (r.load(str(root)).select("offset", "value").writeStream.format("parquet").option("path", str(out))
+         .option("checkpointLocation", str(cp)).trigger(availableNow=True).start())
+    q.awaitTermination(180)
+    assert q.exception() is None, q.exception()
+    batches = sum(1 for p in q.recentProgress if p["numInputRows"] > 0)
+    return sorted(r.offset for r in spark.read.parquet(str(out)).collect()), batches
+
+
+def test_a_stream_crosses_the_tiers(spark, tmp_path):
+    root = tmp_path / "root"
+    cfg = build(root)
+    (tmp_path / "remote").mkdir()
+    local_start = tier(root, cfg, RemoteLocation(f"file://{tmp_path}/remote"))
+    out, cp = tmp_path / "out", tmp_path / "cp"
+    got, batches = stream_offsets(spark, root, out, cp, startingOffsets="earliest", maxOffsetsPerTrigger=70)
+    assert got == list(range(300)) and batches >= 300 // 70 and local_start > 70
+    # More records, tiered again (the remote tier grows under the stream's position), then the next triggers.
+    end = append(root, 300, 500)
+    tier_partition(root, "t", 0, cfg, RemoteStore(RemoteLocation(f"file://{tmp_path}/remote")))
+    with TieredLog(root, "t", 0, cfg) as tiered:
+        assert tiered.local_log_start_offset > 300                     # the stream's position is on the remote tier now
+    got, batches = stream_offsets(spark, root, out, cp, startingOffsets="earliest", maxOffsetsPerTrigger=70)
+    assert got == list(range(end)) and batches >= 2
+
+
+def file_location(tmp_path):
+    (tmp_path / "remote").mkdir()
+    return RemoteLocation(f"file://{tmp_path}/remote")
+
+
+@pytest.mark.parametrize("damage", ["flip", "cut", "remove", "index"])
+def test_a_damaged_or_missing_remote_object_is_an_error_not_fewer_rows(spark, tmp_path, damage):
+    root = tmp_path / "root"
+    cfg = build(root)
+    tier(root, cfg, file_location(tmp_path))
+    seg = metadata.read_state(root, "t", 0).segments()[1]
+    victim = tmp_path / "remote" / "t-0" / f"{seg.base:020d}{'.index' if damage == 'index' else '.log'}"
+    data = bytearray(victim.read_bytes())
+    if damage == "flip":
+        data[len(data) // 2] ^= 0x01                                   # a flipped bit inside a batch
+        victim.write_bytes(bytes(data))
+        expected = r"RemoteObjectException: file:\S*" + victim.name
+    elif damage == "cut":
+        victim.write_bytes(bytes(data[:-30]))
+        expected = r"RemoteObjectException: file:\S*" + victim.name + r": the object is \d+ bytes but its manifest records"
+    elif damage == "index":
+        data[-1] ^= 0x01
+        victim.write_bytes(bytes(data))
+        expected = r"RemoteObjectException: file:\S*" + victim.name + r": SHA-256"
+    else:
+        victim.unlink()
+        expected = r"RemoteObjectGoneException: file:\S*" + victim.name + r": a tiered segment's object is missing"
+    for columnar in ("true", "false"):
+        with pytest.raises(Exception, match=expected):
+            rows(spark, root, columnar)
+    with pytest.raises(Exception, match=expected):                     # also when the read starts past the damage
+        rows(spark, root, startingOffsets={"t": {"0": seg.base + 1}}, endingOffsets={"t": {"0": seg.next}})
+
+
+def test_remote_retention_moves_the_log_start_and_failondataloss_judges_as_today(spark, tmp_path):
+    root = tmp_path / "root"
+    cfg = build(root)
+    loc = file_location(tmp_path)
+    tier(root, cfg, loc)
+    tier_partition(root, "t", 0, validate_topic_config({**CFG, "retention.bytes": 8192}), RemoteStore(loc))
+    start = metadata.read_state(root, "t", 0).start
+    assert start > 0
+    assert [r[0] for r in rows(spark, root)] == list(range(start, 300))      # earliest is the remote log start
+    with pytest.raises(Exception, match=f"offsets 0 to {start - 1} are no longer in the log"):
+        rows(spark, root, startingOffsets={"t": {"0": 0}})
+    assert [r[0] for r in rows(spark, root, startingOffsets={"t": {"0": 0}}, failOnDataLoss="false")] == \
+        list(range(start, 300))
+    # A stream whose position is below the remote log start: the same judgement.
+    got, _ = stream_offsets(spark, root, tmp_path / "out", tmp_path / "cp", startingOffsets='{"t": {"0": 0}}',
+                            failOnDataLoss="false")
+    assert got == list(range(start, 300))
+    with pytest.raises(Exception, match=f"offsets 0 to {start - 1} are no longer in the log"):
+        stream_offsets(spark, root, tmp_path / "out2", tmp_path / "cp2", startingOffsets='{"t": {"0": 0}}')
