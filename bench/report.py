@@ -111,6 +111,22 @@ def summary_markdown(results: Path) -> str:
                         f"{_span(case[key][pair])} {unit} | {'>=' if higher else '<='} {target} | "
                         f"{_ok(_med(case[key][pair]), target, higher)} |")
         meta.append(f"write {wr['_meta']['load_avg'][0]:.1f}")
+    tr = _load(results, "tier")
+    if tr:
+        rs, cs = tr["replay_seconds"], tr["copy_seconds"]
+        r = tr["replay_remote_over_local"]
+        rows.append(f"| replay of the remote tier (loopback S3, s3a://), {tr['rows']:,} rows, {tr['log_bytes'] / 2**20:.0f} MiB "
+                    f"| {rs['remote']['median_s']:.2f} s | local tier {rs['local']['median_s']:.2f} s | x{_span(r)} | <= 2 "
+                    f"| {_ok(r['median'], 2, False)} |")
+        r = tr["tier_pass_over_plain_upload"]
+        rows.append(f"| tier job copy (objects, manifests, records, local retention) | {cs['tier_pass']['median_s']:.2f} s "
+                    f"| plain upload of the same files {cs['plain_upload']['median_s']:.2f} s | x{_span(r)} | <= 2 "
+                    f"| {_ok(r['median'], 2, False)} |")
+        sz, ct = tr["memory_10x_size_over_1x"], tr["memory_10x_count_over_1x"]
+        one = sorted(tr["tier_pass_process_peak_rss_mb"]["1x"])[0]
+        rows.append(f"| tier job peak memory, 10x segment size / 10x segment count | x{sz['median']:.2f} / x{ct['median']:.2f} "
+                    f"| {one:.0f} MB process peak at 1x | | flat | {_ok(max(sz['median'], ct['median']), 1.2, False)} |")
+        meta.append(f"tier {tr['_meta']['load_avg'][0]:.1f}")
     rp = _load(results, "replay")
     if rp:
         r, m = rp["ratios"], rp["median_seconds"]

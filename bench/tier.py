@@ -1,0 +1,227 @@
+"""Tiered storage benchmark (issue 26, docs/tiered-storage.md), against a real S3 server on loopback (moto's
+server mode, as the tests run it), in one session:
+
+- replay: `format("seglog")` reading a whole topic whose sealed segments are on the remote tier (s3a://, the
+  loopback server; only the active segment local) against the same records all on the local tier; a `noop`
+  write, so every row reaches the JVM. The reader keeps fetched byte ranges in an executor-side cache, so each
+  remote round reads a freshly tiered copy (its own prefix: nothing cached); ratio = remote / local time;
+- copy: the sidecar's tier pass (`tier_partition`: objects streamed and hashed, manifests, metadata records,
+  local retention) against a plain upload of the same segment files to the same server (pyarrow.fs, the
+  client the tier job uses); ratio = tier pass / plain upload time;
+- memory: the peak RSS of a fresh process running one tier pass (the log built beforehand by another), at 1x and
+  10x segment size (the same bytes in fewer, larger segments) and at 1x and 10x segment count (10x the bytes);
+  flat is 1.
+
+Method (bench/method.py): every case warmed up, interleaved rounds, median of per-round ratios with min and max.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from bench import _spark_bench as sb
+from bench import method
+
+REPO = Path(__file__).resolve().parent.parent
+TOPIC = "t"
+BASE_CFG = {"segment.ms": 1 << 62, "retention.ms": -1}
+
+
+def build_log(root: Path, rows: int, segment_bytes: int, tiered: bool) -> int:
+    """`rows` records (16-byte keys, 200-byte values) in one partition, committed; sealed segments below the
+    active one. Returns the log's bytes."""
+    from seglog.indexer import Log
+    from seglog.indexer.commit_log import CommitLog
+    from seglog.indexer.topics import create_topic
+
+    cfg = dict(BASE_CFG, **{"segment.bytes": segment_bytes})
+    if tiered:
+        cfg.update({"remote.storage.enable": True, "local.retention.bytes": 1})
+    create_topic(root, TOPIC, 1, cfg)
+    pool = sb._pool(9)
+    with Log.open(root / f"{TOPIC}-0", cfg) as log:
+        for lo in range(0, rows, 50_000):
+            hi = min(rows, lo + 50_000)
+            g, keys, values = sb.global_rows(lo, hi, 1, pool)
+            log.append_columns(values, keys, sb.TS0 + g)
+        log.roll()
+        log.seal_inactive()
+        end, size = log.log_end_offset, log.size_bytes()
+    CommitLog(root, TOPIC).commit("bench", 0, {0: end})
+    return size
+
+
+def tier(root: Path, location) -> dict:
+    from seglog.conf.topic_config import validate_topic_config
+    from seglog.indexer.remote.location import record_location
+    from seglog.indexer.remote.store import RemoteStore
+    from seglog.indexer.remote.tier import tier_partition
+    from seglog.indexer.topics import load_topic
+
+    record_location(root, location)
+    cfg = validate_topic_config(load_topic(root, TOPIC).config)
+    res = tier_partition(root, TOPIC, 0, cfg, RemoteStore(location))
+    if not res.copied or not res.local_deleted:
+        raise RuntimeError(f"bench tier: the pass copied {res.copied} and deleted {res.local_deleted} locally")
+    return {"copied": len(res.copied), "local_deleted": len(res.local_deleted)}
+
+
+def plain_upload(folder: Path, location, prefix: str) -> None:
+    """The same segment files uploaded as they are, streamed in the tier job's chunk size."""
+    from seglog.indexer.remote.store import CHUNK, RemoteStore
+
+    store = RemoteStore(location)
+    for f in sorted(folder.iterdir()):
+        if f.suffix in (".log", ".index", ".timeindex"):
+            with open(f, "rb") as src, store.fs.open_output_stream(store.path(f"{prefix}/{f.name}")) as dst:
+                while chunk := src.read(CHUNK):
+                    dst.write(chunk)
+
+
+def _location(server, bucket: str):
+    from seglog.indexer.remote.location import RemoteLocation
+
+    return RemoteLocation(f"s3a://{bucket}/{uuid.uuid4().hex[:12]}", endpoint=server.endpoint, region="us-east-1")
+
+
+def _peak_rss_mb(args: list[str], env: dict) -> float:
+    """Peak RSS of a fresh process running `bench.tier --memory-case ...`."""
+    out = subprocess.run([sys.executable, "-m", "bench.tier", "--memory-case", *args], cwd=REPO, env=env,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"bench tier memory case failed: {out.stderr[-2000:]}")
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def memory_case(root: str, endpoint: str, bucket: str) -> None:
+    """In a fresh process: one tier pass over a log built beforehand; prints the process's peak RSS (MiB)."""
+    import resource
+
+    from seglog.indexer.remote.location import RemoteLocation
+
+    tier(Path(root), RemoteLocation(f"s3a://{bucket}/{uuid.uuid4().hex[:12]}", endpoint=endpoint, region="us-east-1"))
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def run(quick: bool = False) -> dict:
+    sys.path.insert(0, str(REPO))
+    from tests.s3_server import S3Server
+
+    from seglog.sink.session import local_session
+
+    rows = 100_000 if quick else 400_000
+    rounds = 3 if quick else 5
+    segment_bytes = 8 << 20
+    work = Path(tempfile.mkdtemp(prefix="seglog-bench-tier-"))
+    server = S3Server(work / "s3")
+    os.environ.update(S3Server.env())
+    server.start()
+    spark = None
+    try:
+        bucket = server.make_bucket(f"bench-{uuid.uuid4().hex[:8]}").removeprefix("s3://")
+        local_root, source = work / "local", work / "source"
+        log_bytes = build_log(local_root, rows, segment_bytes, tiered=False)
+        build_log(source, rows, segment_bytes, tiered=True)
+
+        # copy: the tier pass on a fresh copy of the source root vs a plain upload of its files
+        n = [0]
+
+        def tier_case() -> float:
+            n[0] += 1
+            root = work / f"tier-{n[0]}"
+            shutil.copytree(source, root)
+            loc = _location(server, bucket)
+            t0 = time.perf_counter()
+            tier(root, loc)
+            took = time.perf_counter() - t0
+            shutil.rmtree(root)
+            return took
+
+        def upload_case() -> float:
+            loc = _location(server, bucket)
+            t0 = time.perf_counter()
+            plain_upload(source / f"{TOPIC}-0", loc, "plain")
+            return time.perf_counter() - t0
+
+        copy_times = method.interleaved({"tier_pass": tier_case, "plain_upload": upload_case}, rounds, warmup=1)
+
+        # replay: a whole read of a freshly tiered copy (nothing cached) vs the same records local
+        spark = local_session("seglog-bench-tier", with_s3a=True, driver_memory="6g")
+        conf = spark.sparkContext._jsc.hadoopConfiguration()
+        conf.set("fs.s3a.access.key", "testing")
+        conf.set("fs.s3a.secret.key", "testing")
+
+        def noop(root: Path) -> None:
+            (spark.read.format("seglog").option("topic", TOPIC).load(str(root))
+             .write.format("noop").mode("overwrite").save())
+
+        def remote_case() -> float:
+            n[0] += 1
+            root = work / f"remote-{n[0]}"
+            shutil.copytree(source, root)
+            tier(root, _location(server, bucket))
+            t0 = time.perf_counter()
+            noop(root)
+            return time.perf_counter() - t0
+
+        count = spark.read.format("seglog").option("topic", TOPIC).load(str(local_root)).count()
+        if count != rows:
+            raise RuntimeError(f"bench tier: the local log reads {count} rows, not {rows}")
+        replay_times = method.interleaved({"remote": remote_case, "local": lambda: noop(local_root)}, rounds,
+                                          warmup=1)
+        probe = work / f"remote-{n[0]}"
+        remote_count = spark.read.format("seglog").option("topic", TOPIC).load(str(probe)).count()
+        if remote_count != rows:
+            raise RuntimeError(f"bench tier: the tiered log reads {remote_count} rows, not {rows}")
+        spark.stop()
+        spark = None
+
+        # memory: fresh processes, 1x and 10x segment size, 1x and 10x segment count
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        small_rows = 50_000 if quick else 100_000     # ~10 / ~21 MB: several segments even at 10 MiB each
+        seg = 1 << 20
+        mem_rounds = 2 if quick else 3
+        cases = {"1x": (small_rows, seg), "10x_size": (small_rows, seg * 10), "10x_count": (small_rows * 10, seg)}
+        mem: dict[str, list[float]] = {k: [] for k in cases}
+        for _ in range(mem_rounds):
+            for name, (r, s) in cases.items():
+                d = work / f"mem-{uuid.uuid4().hex[:8]}"
+                build_log(d, r, s, tiered=True)
+                mem[name].append(_peak_rss_mb([str(d), server.endpoint, bucket], env))
+                shutil.rmtree(d, ignore_errors=True)
+        return {
+            "rows": rows, "log_bytes": log_bytes, "segment_bytes": segment_bytes, "rounds": rounds,
+            "method": "warm-up, then interleaved rounds; median of per-round ratios with min and max; each remote "
+                      "replay reads a freshly tiered copy (own prefix, nothing in the reader's cache)",
+            "replay_remote_over_local": method.ratio(replay_times["remote"], replay_times["local"]),
+            "replay_seconds": {k: method.summary(v) for k, v in replay_times.items()},
+            "tier_pass_over_plain_upload": method.ratio(copy_times["tier_pass"], copy_times["plain_upload"]),
+            "copy_seconds": {k: method.summary(v) for k, v in copy_times.items()},
+            "tier_pass_process_peak_rss_mb": mem,
+            "memory_cases": {k: {"rows": r, "segment_bytes": s} for k, (r, s) in cases.items()},
+            "memory_10x_size_over_1x": method.ratio(mem["10x_size"], mem["1x"]),
+            "memory_10x_count_over_1x": method.ratio(mem["10x_count"], mem["1x"]),
+            "targets": {"replay_remote_over_local": "<= 2", "tier_pass_over_plain_upload": "<= 2",
+                        "memory": "flat with segment size and count"},
+        }
+    finally:
+        if spark is not None:
+            spark.stop()
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    import json
+
+    if "--memory-case" in sys.argv:
+        i = sys.argv.index("--memory-case")
+        memory_case(*sys.argv[i + 1:i + 4])
+    else:
+        print(json.dumps(run(quick="--quick" in sys.argv), indent=2, default=float))
