@@ -4,7 +4,8 @@ server mode, as the tests run it), in one session:
 - replay: `format("seglog")` reading a whole topic whose sealed segments are on the remote tier (s3a://, the
   loopback server; only the active segment local) against the same records all on the local tier; a `noop`
   write, so every row reaches the JVM. The reader keeps fetched byte ranges in an executor-side cache, so each
-  remote round reads a freshly tiered copy (its own prefix: nothing cached); ratio = remote / local time;
+  remote round reads a freshly tiered copy (its own prefix: nothing cached); ratio = remote / local time. A
+  third case downloads the same .log objects plainly: the server's own floor for any remote replay;
 - copy: the sidecar's tier pass (`tier_partition`: objects streamed and hashed, manifests, metadata records,
   local retention) against a plain upload of the same segment files to the same server (pyarrow.fs, the
   client the tier job uses); ratio = tier pass / plain upload time;
@@ -161,21 +162,45 @@ def run(quick: bool = False) -> dict:
             (spark.read.format("seglog").option("topic", TOPIC).load(str(root))
              .write.format("noop").mode("overwrite").save())
 
+        last_remote: list[Path] = []
+
         def remote_case() -> float:
             n[0] += 1
             root = work / f"remote-{n[0]}"
+            last_remote[:] = [root]
             shutil.copytree(source, root)
             tier(root, _location(server, bucket))
             t0 = time.perf_counter()
             noop(root)
             return time.perf_counter() - t0
 
+        def download_case() -> float:
+            """The floor of any remote replay: the same tiered .log objects downloaded plainly (pyarrow.fs,
+            1 MiB reads, as the reader fetches its ranges), from a freshly tiered copy."""
+            from seglog.indexer.remote.store import RemoteStore
+
+            n[0] += 1
+            root = work / f"download-{n[0]}"
+            shutil.copytree(source, root)
+            loc = _location(server, bucket)
+            tier(root, loc)
+            store = RemoteStore(loc)
+            keys = [f"{TOPIC}-0/{name}" for name in store.list(f"{TOPIC}-0") if name.endswith(".log")]
+            t0 = time.perf_counter()
+            for key in keys:
+                with store.fs.open_input_stream(store.path(key)) as f:
+                    while f.read(1 << 20):
+                        pass
+            took = time.perf_counter() - t0
+            shutil.rmtree(root)
+            return took
+
         count = spark.read.format("seglog").option("topic", TOPIC).load(str(local_root)).count()
         if count != rows:
             raise RuntimeError(f"bench tier: the local log reads {count} rows, not {rows}")
-        replay_times = method.interleaved({"remote": remote_case, "local": lambda: noop(local_root)}, rounds,
-                                          warmup=1)
-        probe = work / f"remote-{n[0]}"
+        replay_times = method.interleaved({"remote": remote_case, "local": lambda: noop(local_root),
+                                           "plain_download": download_case}, rounds, warmup=1)
+        probe = last_remote[0]
         remote_count = spark.read.format("seglog").option("topic", TOPIC).load(str(probe)).count()
         if remote_count != rows:
             raise RuntimeError(f"bench tier: the tiered log reads {remote_count} rows, not {rows}")
@@ -200,6 +225,7 @@ def run(quick: bool = False) -> dict:
             "method": "warm-up, then interleaved rounds; median of per-round ratios with min and max; each remote "
                       "replay reads a freshly tiered copy (own prefix, nothing in the reader's cache)",
             "replay_remote_over_local": method.ratio(replay_times["remote"], replay_times["local"]),
+            "replay_remote_over_plain_download": method.ratio(replay_times["remote"], replay_times["plain_download"]),
             "replay_seconds": {k: method.summary(v) for k, v in replay_times.items()},
             "tier_pass_over_plain_upload": method.ratio(copy_times["tier_pass"], copy_times["plain_upload"]),
             "copy_seconds": {k: method.summary(v) for k, v in copy_times.items()},

@@ -127,8 +127,11 @@ def test_bad_options_are_refused_by_name_and_nothing_is_written(spark, tmp_path)
     _refused(spark, root, df, "option 'partitions' = '0'", topic="new", partitions=0)
     _refused(spark, root, df, "topic 'new' does not exist", topic="new")
     _refused(spark, root, df, "unknown option 'partition'", topic="t", partition=1)
+    _refused(spark, root, df, "option 'foreachBatchLookup' = 'nearest'; allowed: thread, activeTrigger", topic="t",
+             foreachBatchId=0, foreachBatchLookup="nearest")
     _refused(spark, root, df, "option 'foreachBatchId' = 0: the writer is the calling streaming query's id, and no "
-             "streaming query of this session is running a micro-batch", topic="t", foreachBatchId=0)
+             "streaming query of this session is running a micro-batch", topic="t", foreachBatchId=0,
+             foreachBatchLookup="activeTrigger")
     _refused(spark, root, df, "mode 'overwrite' (and a stream's outputMode 'complete') is not supported", mode="overwrite", topic="t")
     _refused(spark, root, df, "ErrorIfExists", mode="errorifexists", topic="t")
     _refused(spark, root, df.selectExpr("key", "CAST(1 AS INT) AS value"), "column 'value' is int", topic="t")
