@@ -118,6 +118,10 @@ def summary_markdown(results: Path) -> str:
         rows.append(f"| replay of the remote tier (loopback S3, s3a://), {tr['rows']:,} rows, {tr['log_bytes'] / 2**20:.0f} MiB "
                     f"| {rs['remote']['median_s']:.2f} s | local tier {rs['local']['median_s']:.2f} s | x{_span(r)} | <= 2 "
                     f"| {_ok(r['median'], 2, False)} |")
+        if "plain_download" in rs:
+            d = tr["replay_remote_over_plain_download"]
+            rows.append(f"| replay of the remote tier vs the server's floor | {rs['remote']['median_s']:.2f} s | a plain "
+                        f"download of the same .log objects {rs['plain_download']['median_s']:.2f} s | x{_span(d)} | | |")
         r = tr["tier_pass_over_plain_upload"]
         rows.append(f"| tier job copy (objects, manifests, records, local retention) | {cs['tier_pass']['median_s']:.2f} s "
                     f"| plain upload of the same files {cs['plain_upload']['median_s']:.2f} s | x{_span(r)} | <= 2 "
