@@ -29,19 +29,10 @@ import time
 from pathlib import Path
 
 from bench import method
+from bench.sink import _frame   # the same input rows as the sink bench (16-byte keys, 200-byte values, timestamps)
 
-TS = 1_700_000_000_000
 STREAM_FILES = 12           # 1,000-row files, one per trigger
 WARMUP = 2
-
-
-def _frame(spark, rows: int, partitions: int):
-    from pyspark.sql import functions as F
-
-    return (spark.range(rows, numPartitions=partitions)
-            .select(F.substring(F.sha2(F.col("id").cast("string"), 256), 1, 16).cast("binary").alias("key"),
-                    F.expr("CAST(repeat(substring(sha2(CAST(id AS STRING), 256), 1, 40), 5) AS BINARY)").alias("value"),
-                    F.timestamp_millis(F.lit(TS) + F.col("id")).alias("timestamp")))
 
 
 def _ratios(times: dict, pairs: dict, time_multiple: bool) -> dict:
