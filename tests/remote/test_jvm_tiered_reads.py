@@ -160,6 +160,11 @@ def test_a_damaged_or_missing_remote_object_is_an_error_not_fewer_rows(spark, tm
         victim.unlink()
         expected = r"RemoteObjectGoneException: file:\S*" + victim.name + r": a tiered segment's object is missing"
     for columnar in ("true", "false"):
+        if damage == "index":
+            # A read from the log's start needs no index of a tiered segment (nothing fetches it): every row, each
+            # checked by its batch's CRC. A read that seeks into the segment needs it, and is refused below.
+            assert [r[0] for r in rows(spark, root, columnar)] == list(range(300))
+            continue
         with pytest.raises(Exception, match=expected):
             rows(spark, root, columnar)
     with pytest.raises(Exception, match=expected):                     # also when the read starts past the damage

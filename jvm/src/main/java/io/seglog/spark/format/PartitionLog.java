@@ -331,26 +331,61 @@ public final class PartitionLog implements Closeable {
         int first = segmentIndexFor(start);
         long before = -positionIn(first, start);   // log bytes from start to the current segment's base
         long within = -1;
+        // Tiered segments wholly within the room since the last cut found: every entry of theirs is within, so
+        // their cuts matter only when no later segment has one. Their indexes are fetched only then: planning a
+        // read of the remote tier costs an index per task cut, not one per segment (docs/tiered-storage.md).
+        List<long[]> deferred = new ArrayList<>();
         for (int i = first; i < bases.length && bases[i] < end; i++) {
             Segment seg = segment(i);
+            if (seg.remote() && dense && before + seg.size() <= targetBytes) {
+                deferred.add(new long[] {i, before});
+                before += seg.size();
+                continue;
+            }
             OffsetIndexFile oi = seg.offsetIndex();
             for (int k = 0; k < oi.entries(); k++) {
-                long off = oi.offsetAt(k);
-                long past = before + oi.positionAt(k);
-                if (!(start < off && off < end) || past <= 0) continue;   // past <= 0: start's own batch
-                // The cut is the first offset of the entry's batch (the entry's key is its last): a task ends
-                // where a batch begins, so the batch at a cut is read by the next task only (issue 28).
-                // A tiered segment is dense (a compacted topic is never tiered): the batch after entry k-1's starts at its
-                // key + 1, a cut found without fetching bytes on the driver.
-                long cut = seg.remote() && dense ? (k == 0 ? seg.base : oi.offsetAt(k - 1) + 1)
-                                                 : seg.baseOffsetAt(oi.positionAt(k), off);
-                if (cut <= start) continue;
-                if (past > targetBytes) return within >= 0 ? within : cut;
+                long cut = cutAt(seg, oi, k, before, start, end);
+                if (cut < 0) continue;
+                if (before + oi.positionAt(k) > targetBytes) {
+                    long late = lastCut(deferred, start, end);
+                    if (late >= 0) within = late;
+                    return within >= 0 ? within : cut;
+                }
                 within = cut;
+                deferred.clear();
             }
             before += seg.size();
         }
-        return within;
+        long late = lastCut(deferred, start, end);
+        return late >= 0 ? late : within;
+    }
+
+    /** The cut at offset index entry {@code k} of {@code seg} (whose base is {@code before} log bytes past start),
+     *  or -1 when the entry is no cut of (start, end): outside it, or start's own batch. The cut is the first
+     *  offset of the entry's batch (the entry's key is its last): a task ends where a batch begins, so the batch
+     *  at a cut is read by the next task only (issue 28). */
+    private long cutAt(Segment seg, OffsetIndexFile oi, int k, long before, long start, long end) {
+        long off = oi.offsetAt(k);
+        long past = before + oi.positionAt(k);
+        if (!(start < off && off < end) || past <= 0) return -1;   // past <= 0: start's own batch
+        // A tiered segment is dense (a compacted topic is never tiered): the batch after entry k-1's starts at its
+        // key + 1, a cut found without fetching bytes on the driver.
+        long cut = seg.remote() && dense ? (k == 0 ? seg.base : oi.offsetAt(k - 1) + 1)
+                                         : seg.baseOffsetAt(oi.positionAt(k), off);
+        return cut <= start ? -1 : cut;
+    }
+
+    /** The last cut among the deferred segments ({index, bytes before it}), latest first; -1 when none has one. */
+    private long lastCut(List<long[]> deferred, long start, long end) {
+        for (int d = deferred.size() - 1; d >= 0; d--) {
+            Segment seg = segment((int) deferred.get(d)[0]);
+            OffsetIndexFile oi = seg.offsetIndex();
+            for (int k = oi.entries() - 1; k >= 0; k--) {
+                long cut = cutAt(seg, oi, k, deferred.get(d)[1], start, end);
+                if (cut >= 0) return cut;
+            }
+        }
+        return -1;
     }
 
     @Override

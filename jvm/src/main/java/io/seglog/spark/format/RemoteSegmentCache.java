@@ -10,13 +10,16 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
 import java.util.BitSet;
+import java.util.List;
 import java.util.HexFormat;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileRange;
 import org.apache.hadoop.fs.FileSystem;
 
 /**
@@ -38,8 +41,12 @@ import org.apache.hadoop.fs.FileSystem;
  * after its bytes are written whole, under the log's lock.
  */
 public final class RemoteSegmentCache {
-    /** Bytes per ranged read of a remote .log (as the Python reader's CHUNK). */
-    public static final int CHUNK = 1 << 20;
+    /** Bytes per ranged read of a remote .log, unless the Hadoop configuration's {@value #CHUNK_KEY} says: large
+     *  enough that a request's cost is small beside its bytes (S3's guidance: ranged GETs of 8-16 MB), small
+     *  enough that a seek into a segment fetches little it does not read. */
+    public static final int CHUNK = 4 << 20;
+    public static final String CHUNK_KEY = "seglog.remote.read.chunk.bytes";
+    public static final String READ_AHEAD_KEY = "seglog.remote.read.ahead.chunks";
     private static final Map<String, Path> INDEXES = new ConcurrentHashMap<>();
     private static final Map<String, CachedLog> LOGS = new ConcurrentHashMap<>();
     private static Path dir;
@@ -135,7 +142,8 @@ public final class RemoteSegmentCache {
         }
     }
 
-    /** The local copy of a remote {@code .log} of {@code facts.size()} bytes, filled as it is read. */
+    /** The local copy of a remote {@code .log} of {@code facts.size()} bytes, filled as it is read. Nothing is
+     *  fetched here (the object's length is checked at its first fetch). */
     public static CachedLog log(RemoteTier tier, String objectUri, RemoteSegmentLog.FileFacts facts) {
         String key = objectUri + "#" + facts.sha256();
         CachedLog have = LOGS.get(key);
@@ -143,17 +151,13 @@ public final class RemoteSegmentCache {
         synchronized (LOGS) {
             have = LOGS.get(key);
             if (have != null) return have;
-            FileSystem fs = tier.fileSystem();
-            org.apache.hadoop.fs.Path p = new org.apache.hadoop.fs.Path(objectUri);
-            long length = status(fs, p, objectUri).getLen();
-            if (length != facts.size()) throw sizeMismatch(objectUri, length, facts.size());
             try {
                 Path file = dir().resolve(facts.sha256() + Segment.LOG);
                 try (java.io.RandomAccessFile raf = new java.io.RandomAccessFile(file.toFile(), "rw")) {
                     raf.setLength(facts.size());            // sparse: holes until their chunks are fetched
                 }
                 file.toFile().deleteOnExit();
-                have = new CachedLog(fs, p, objectUri, file, facts.size());
+                have = new CachedLog(tier, new org.apache.hadoop.fs.Path(objectUri), objectUri, file, facts.size());
             } catch (IOException e) {
                 throw new StorageException("cannot make the local copy of " + objectUri + ": " + e, e);
             }
@@ -162,32 +166,190 @@ public final class RemoteSegmentCache {
         }
     }
 
-    /** A remote .log's local sparse copy; {@link #ensure} fills the byte ranges a walk reaches. */
+    /** Chunks fetched ahead of a walk, per log: a walk reads forward, so while it checks and decodes one chunk the
+     *  next ones arrive, fetched in parallel (a few ranged GETs at a time: fs.s3a.vectored.active.ranged.reads). */
+    static final int READ_AHEAD = 4;
+
+    private static int setting(RemoteTier tier, String key, int otherwise, int min) {
+        int v = tier.fileSystem().getConf().getInt(key, otherwise);
+        if (v < min) throw new IllegalArgumentException(key + " = " + v + ": must be at least " + min);
+        return v;
+    }
+    /** Daemon threads for read-ahead (a few per JVM: each serves one log's stream at a time). */
+    private static final java.util.concurrent.ExecutorService AHEAD = java.util.concurrent.Executors.newFixedThreadPool(4, r -> {
+        Thread t = new Thread(r, "seglog-remote-read-ahead");
+        t.setDaemon(true);
+        return t;
+    });
+
+    /**
+     * A remote .log's local sparse copy; {@link #ensure} fills the byte ranges a walk reaches, and starts fetching
+     * the {@link #READ_AHEAD} chunks after them in the background.
+     *
+     * <p>Invariants: a chunk is marked present only after its bytes are written whole; a chunk is fetched by one
+     * thread at a time ({@code fetching}), the others wait for it; the object's stream is read by one thread
+     * at a time ({@code streamLock}). A read-ahead that fails leaves its chunk absent, so the walk that needs
+     * it fetches it itself and reports the failure, typed, naming the object.
+     */
     public static final class CachedLog {
-        private final FileSystem fs;
+        private final RemoteTier tier;
         private final org.apache.hadoop.fs.Path remote;
         public final String objectUri;
         public final Path file;
         public final long size;
-        private final BitSet present = new BitSet();
-        private FSDataInputStream in;
+        private final int chunk;                         // bytes per ranged read
+        private final int readAhead;                     // chunks fetched ahead of a walk
+        private final BitSet present = new BitSet();     // guarded by this
+        private final BitSet fetching = new BitSet();    // guarded by this
+        private final Object streamLock = new Object();
+        private FSDataInputStream in;                    // guarded by streamLock
+        private FileChannel writer;                      // guarded by this (opened on first store)
+        private boolean lengthChecked;                   // guarded by streamLock
+        private int aheadFrom;                           // guarded by this: the read-ahead window [aheadFrom, aheadTo)
+        private int aheadTo;                             // guarded by this
+        private boolean aheadRunning;                    // guarded by this: one read-ahead fetcher per log
         private volatile FileChannel reader;      // the local copy, for length prefixes (positional reads: thread-safe)
 
-        CachedLog(FileSystem fs, org.apache.hadoop.fs.Path remote, String objectUri, Path file, long size) {
-            this.fs = fs;
+        CachedLog(RemoteTier tier, org.apache.hadoop.fs.Path remote, String objectUri, Path file, long size) {
+            this.tier = tier;
             this.remote = remote;
             this.objectUri = objectUri;
             this.file = file;
             this.size = size;
+            this.chunk = setting(tier, CHUNK_KEY, CHUNK, 1024);
+            this.readAhead = setting(tier, READ_AHEAD_KEY, READ_AHEAD, 0);
         }
 
         /** Makes bytes [from, to) (clipped to the size) present in the local copy. */
-        public synchronized void ensure(long from, long to) {
+        public void ensure(long from, long to) {
             to = Math.min(to, size);
             if (from >= to) return;
-            for (int c = (int) (from / CHUNK), last = (int) ((to - 1) / CHUNK); c <= last; c++) {
-                if (!present.get(c)) fetch(c);
+            int last = (int) ((to - 1) / chunk);
+            for (int c = (int) (from / chunk); c <= last; c++) {
+                if (claim(c, true)) fetchClaimed(c, true);
             }
+            readAhead(last + 1);
+        }
+
+        /** True when the caller must fetch chunk c (now marked fetching); false when it is present. A walk
+         *  ({@code wait}) waits for a chunk another thread is fetching; a read-ahead passes it by. */
+        private synchronized boolean claim(int c, boolean wait) {
+            while (!present.get(c) && fetching.get(c)) {
+                if (!wait) return false;
+                try {
+                    wait();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new StorageException("interrupted while " + objectUri + " was fetched", e);
+                }
+            }
+            if (present.get(c)) return false;
+            fetching.set(c);
+            return true;
+        }
+
+        private synchronized void settle(int c, boolean ok) {
+            fetching.clear(c);
+            if (ok) present.set(c);
+            notifyAll();
+        }
+
+        /** Fetches a claimed chunk; false when it failed (a read-ahead's failure is not reported: the walk that
+         *  needs the chunk fetches it itself and reports what went wrong). */
+        private boolean fetchClaimed(int c, boolean report) {
+            boolean ok = false;
+            try {
+                fetch(c);
+                ok = true;
+            } catch (RuntimeException e) {
+                if (report) throw e;
+            } finally {
+                settle(c, ok);
+            }
+            return ok;
+        }
+
+        /** Starts fetching the chunks from byte {@code pos} on in the background (a walk about to reach them). */
+        public void prefetch(long pos) {
+            if (pos < size) readAhead((int) (pos / chunk));
+        }
+
+        /** Widens the read-ahead window to [from, from + READ_AHEAD) and starts its one fetcher if none runs:
+         *  one per log, so the object's stream is read in order. */
+        private void readAhead(int from) {
+            int to = (int) Math.min((size + chunk - 1) / chunk, (long) from + readAhead);
+            synchronized (this) {
+                if (from >= to) return;
+                aheadFrom = from;
+                aheadTo = Math.max(aheadTo, to);
+                if (aheadRunning) return;
+                aheadRunning = true;
+            }
+            AHEAD.execute(this::runAhead);
+        }
+
+        /** The read-ahead fetcher: claims the window's absent chunks and fetches them as one vectored read
+         *  (Hadoop's readVectored: S3A issues the ranges as parallel ranged GETs, as S3's guidance for throughput
+         *  asks), storing each as it arrives; until the window is present or a fetch fails. */
+        private void runAhead() {
+            while (true) {
+                List<Integer> claimed = new ArrayList<>();
+                synchronized (this) {
+                    for (int c = aheadFrom; c < aheadTo; c++) {
+                        if (present.get(c) || fetching.get(c)) continue;
+                        fetching.set(c);
+                        claimed.add(c);
+                    }
+                    if (claimed.isEmpty()) {
+                        aheadRunning = false;
+                        return;
+                    }
+                }
+                int done = 0;
+                try {
+                    List<FileRange> ranges = new ArrayList<>(claimed.size());
+                    for (int c : claimed) ranges.add(FileRange.createFileRange((long) c * chunk, chunkLength(c)));
+                    synchronized (streamLock) {
+                        stream().readVectored(ranges, ByteBuffer::allocate);
+                    }
+                    for (; done < claimed.size(); done++) {
+                        int c = claimed.get(done);
+                        store(c, ranges.get(done).getData().get());
+                        settle(c, true);
+                    }
+                } catch (Exception e) {     // a read-ahead's failure: the walk that needs a chunk fetches it itself and reports
+                    if (e instanceof InterruptedException) Thread.currentThread().interrupt();
+                    for (int i = done; i < claimed.size(); i++) settle(claimed.get(i), false);
+                    synchronized (this) {
+                        aheadRunning = false;
+                    }
+                    return;
+                }
+            }
+        }
+
+        private int chunkLength(int c) {
+            return (int) Math.min(chunk, size - (long) c * chunk);
+        }
+
+        /** Writes a fetched chunk into the local copy (positional writes: safe beside other threads'). */
+        private void store(int c, ByteBuffer bytes) {
+            long from = (long) c * chunk;
+            if (bytes.remaining() != chunkLength(c)) {
+                throw new RemoteObjectException(objectUri + ": a read at position " + from + " returned " + bytes.remaining()
+                    + " bytes, not " + chunkLength(c) + ": the object is shorter than its manifest records");
+            }
+            try {
+                FileChannel w;
+                synchronized (this) {
+                    if (writer == null) writer = FileChannel.open(file, StandardOpenOption.WRITE);
+                    w = writer;
+                }
+                while (bytes.hasRemaining()) w.write(bytes, from + (chunkLength(c) - bytes.remaining()));
+            } catch (IOException e) {
+                throw new StorageException("cannot write the local copy " + file + " of " + objectUri + ": " + e, e);
+            }
+            FETCHED.add(chunkLength(c));
         }
 
         /** Makes the batch starting at {@code pos} present: its length prefix, then the whole batch (at least a
@@ -231,30 +393,49 @@ public final class RemoteSegmentCache {
             in = null;
         }
 
-        private void fetch(int chunk) {
-            long from = (long) chunk * CHUNK;
-            int len = (int) Math.min(CHUNK, size - from);
-            byte[] buf = new byte[len];
+        /** The object's stream, opened once (its length checked against the manifest first: shorter or longer is
+         *  reported naming it, never fewer rows), read on in order by a forward walk. */
+        private FSDataInputStream stream() throws IOException {
+            if (in != null) return in;
+            FileSystem fs = tier.fileSystem();
+            FileStatus status = status(fs, remote, objectUri);
+            if (!lengthChecked) {
+                if (status.getLen() != size) throw sizeMismatch(objectUri, status.getLen(), size);
+                lengthChecked = true;
+            }
             try {
-                if (in == null) in = fs.open(remote);
-                in.readFully(from, buf, 0, len);
-            } catch (FileNotFoundException e) {
-                throw gone(objectUri, e);
-            } catch (EOFException e) {
-                throw new RemoteObjectException(objectUri + ": the object ends before position " + (from + len)
-                    + " though its manifest records " + size + " bytes: records of the segment are lost", e);
-            } catch (IOException e) {
-                closeStream();                     // the next fetch opens the object again
-                throw new StorageException("cannot read " + objectUri + " at position " + from + ": " + e, e);
+                // the status known: no second HEAD; ranged reads, most of them vectored (Hadoop's standard openFile options)
+                in = fs.openFile(remote).withFileStatus(status).opt("fs.option.openfile.read.policy", "vector, random")
+                    .build().get();
+            } catch (java.util.concurrent.ExecutionException e) {
+                Throwable cause = e.getCause() != null ? e.getCause() : e;
+                if (cause instanceof IOException io) throw io;
+                throw new IOException(cause);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted while opening " + objectUri, e);
             }
-            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
-                ByteBuffer b = ByteBuffer.wrap(buf);
-                while (b.hasRemaining()) ch.write(b, from + b.position());
-            } catch (IOException e) {
-                throw new StorageException("cannot write the local copy " + file + " of " + objectUri + ": " + e, e);
+            return in;
+        }
+
+        private void fetch(int c) {
+            long from = (long) c * chunk;
+            int len = chunkLength(c);
+            byte[] buf = new byte[len];
+            synchronized (streamLock) {
+                try {
+                    stream().readFully(from, buf, 0, len);
+                } catch (FileNotFoundException e) {
+                    throw gone(objectUri, e);
+                } catch (EOFException e) {
+                    throw new RemoteObjectException(objectUri + ": the object ends before position " + (from + len)
+                        + " though its manifest records " + size + " bytes: records of the segment are lost", e);
+                } catch (IOException e) {
+                    closeStream();                     // the next fetch opens the object again
+                    throw new StorageException("cannot read " + objectUri + " at position " + from + ": " + e, e);
+                }
             }
-            FETCHED.add(len);
-            present.set(chunk);
+            store(c, ByteBuffer.wrap(buf));
         }
     }
 }

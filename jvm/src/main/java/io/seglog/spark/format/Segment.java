@@ -39,9 +39,13 @@ public final class Segment implements Closeable {
     private final Path logPath;
     private final FileRecords records;
     private final int size;
-    private final OffsetIndexFile offsetIndex;
-    private final FileChannel timeIndexFile;   // opened with the .log, its entries read on first need
+    private OffsetIndexFile offsetIndex;       // a tiered segment's: fetched on first need (offsetIndex())
+    private FileChannel timeIndexFile;         // opened with the .log (a tiered one's fetched on first need), its entries read on first need
     private TimeIndexFile timeIndex;
+    /** A tiered segment's indexes, fetched from the remote tier on first need: a whole read from its start
+     *  needs neither (planning and a walk from position 0 use the record's size and offsets), so a replay
+     *  costs the .log's bytes and nothing per segment beside them. Null for a local segment. */
+    private RemoteIndexes remoteIndexes;
     private long largest = Long.MIN_VALUE;     // computed on first need
     /** A tiered segment's local copy, filled as its walks reach its bytes; null for a local segment. */
     private RemoteSegmentCache.CachedLog fill;
@@ -113,41 +117,61 @@ public final class Segment implements Closeable {
     }
 
     /**
-     * Opens a tiered segment from this JVM's local copies ({@link RemoteSegmentCache}): its indexes fetched and
-     * checked against the manifest, its {@code .log} a sparse copy filled as walks reach its bytes. Read as a
-     * local segment, with the same checks; errors name the remote object. Its next offset and largest
-     * timestamp are its record's (it is sealed).
+     * Opens a tiered segment from this JVM's local copies ({@link RemoteSegmentCache}): its {@code .log} a
+     * sparse copy of the manifest's size filled as walks reach its bytes, its indexes fetched and checked against
+     * the manifest on first need ({@link RemoteIndexes}). Nothing is fetched here: what a read of the segment
+     * costs is the bytes it reads. Read as a local segment, with the same checks; errors name the remote
+     * object. Its next offset and largest timestamp are its record's (it is sealed).
      */
     public static Segment openRemote(RemoteTier tier, String topic, int partition, RemoteSegmentLog.Entry e,
                                      boolean dense, int maxLeaderEpoch) {
         OPENS.increment();
         String logUri = tier.location.objectUri(topic, partition, e.base(), LOG);
-        Path index = RemoteSegmentCache.index(tier, tier.location.objectUri(topic, partition, e.base(), ".index"), e.index(), ".index");
-        Path timeIndexCopy = RemoteSegmentCache.index(tier, tier.location.objectUri(topic, partition, e.base(), ".timeindex"),
-            e.timeindex(), ".timeindex");
         RemoteSegmentCache.CachedLog log = RemoteSegmentCache.log(tier, logUri, e.log());
         FileRecords records = null;
-        FileChannel timeIndex = null;
         try {
             records = FileRecords.open(log.file.toFile(), false);
-            OffsetIndexFile offsetIndex;
-            try (FileChannel ch = FileChannel.open(index, StandardOpenOption.READ)) {
-                offsetIndex = OffsetIndexFile.read(ch, e.base());
-            }
-            timeIndex = FileChannel.open(timeIndexCopy, StandardOpenOption.READ);
-            Segment seg = new Segment(e.base(), dense, maxLeaderEpoch, log.file, records, offsetIndex, timeIndex);
+            Segment seg = new Segment(e.base(), dense, maxLeaderEpoch, log.file, records, null, null);
+            seg.remoteIndexes = new RemoteIndexes(tier, topic, partition, e);
             seg.fill = log;
             seg.where = logUri;
             seg.knownNext = e.next();
             seg.largest = e.maxTs();
             records = null;
-            timeIndex = null;
             return seg;
         } catch (IOException ex) {
             throw new StorageException("cannot open the local copy of " + logUri + ": " + ex, ex);
         } finally {
-            closeQuietly(records, timeIndex);
+            closeQuietly(records, null);
         }
+    }
+
+    /** A tiered segment's two indexes, each fetched (whole, checked against the manifest) on first need. */
+    private record RemoteIndexes(RemoteTier tier, String topic, int partition, RemoteSegmentLog.Entry e) {
+        OffsetIndexFile offsetIndex() {
+            Path copy = RemoteSegmentCache.index(tier, tier.location.objectUri(topic, partition, e.base(), ".index"), e.index(), ".index");
+            try (FileChannel ch = FileChannel.open(copy, StandardOpenOption.READ)) {
+                return OffsetIndexFile.read(ch, e.base());
+            } catch (IOException ex) {
+                throw new StorageException("cannot read the local copy " + copy + " of a tiered offset index: " + ex, ex);
+            }
+        }
+
+        FileChannel timeIndexFile() {
+            Path copy = RemoteSegmentCache.index(tier, tier.location.objectUri(topic, partition, e.base(), ".timeindex"),
+                e.timeindex(), ".timeindex");
+            try {
+                return FileChannel.open(copy, StandardOpenOption.READ);
+            } catch (IOException ex) {
+                throw new StorageException("cannot read the local copy " + copy + " of a tiered time index: " + ex, ex);
+            }
+        }
+    }
+
+    /** A tiered segment: starts fetching its bytes from the start of the walk {@link #batchesHolding} would make
+     *  for {@code offset} (a reader about to reach it); a local segment: nothing. */
+    public void prefetch(long offset) {
+        if (fill != null) fill.prefetch(offset <= base ? 0 : floorPosition(offset));
     }
 
     /** A tiered segment, read from the remote tier. */
@@ -202,11 +226,13 @@ public final class Segment implements Closeable {
     }
 
     public OffsetIndexFile offsetIndex() {
+        if (offsetIndex == null) offsetIndex = remoteIndexes.offsetIndex();
         return offsetIndex;
     }
 
     public TimeIndexFile timeIndex() {
         if (timeIndex == null) {
+            if (timeIndexFile == null) timeIndexFile = remoteIndexes.timeIndexFile();
             try {
                 timeIndex = TimeIndexFile.read(timeIndexFile, base);
             } catch (IOException e) {
@@ -228,11 +254,12 @@ public final class Segment implements Closeable {
      * past it are not judged). Batches ending below {@code offset} are drawn too (the caller skips them).
      */
     public Batches batchesHolding(long offset, long bound) {
-        int floor = offsetIndex.floorEntry(offset);
+        if (offset <= base) return new Batches(0, base, -1, bound);    // from the start: no index needed
+        int floor = offsetIndex().floorEntry(offset);
         if (floor < 0) {
             return new Batches(0, base, -1, bound);
         }
-        return new Batches(offsetIndex.positionAt(floor), -1, offsetIndex.offsetAt(floor), bound);
+        return new Batches(offsetIndex().positionAt(floor), -1, offsetIndex().offsetAt(floor), bound);
     }
 
     /** The base offset of the batch at {@code position} (an offset index entry's), read from its first 8 bytes;
@@ -254,8 +281,9 @@ public final class Segment implements Closeable {
 
     /** The byte position of the batch at or before the index floor of {@code offset} (an estimate). */
     public int floorPosition(long offset) {
-        int floor = offsetIndex.floorEntry(offset);
-        return floor < 0 ? 0 : offsetIndex.positionAt(floor);
+        if (offset <= base) return 0;                                    // the start: no index needed
+        int floor = offsetIndex().floorEntry(offset);
+        return floor < 0 ? 0 : offsetIndex().positionAt(floor);
     }
 
     /**
@@ -265,17 +293,17 @@ public final class Segment implements Closeable {
      * after begin (a truncation's cut), when the last batch drawn ends below it.
      */
     public Batches batchesBelow(long offset) {
-        int floor = offset > base ? offsetIndex.floorEntry(offset - 1) : -1;
+        int floor = offset > base ? offsetIndex().floorEntry(offset - 1) : -1;
         return floor < 0 ? new Batches(0, base, -1, offset)
-                         : new Batches(offsetIndex.positionAt(floor), -1, offsetIndex.offsetAt(floor), offset);
+                         : new Batches(offsetIndex().positionAt(floor), -1, offsetIndex().offsetAt(floor), offset);
     }
 
     /** The walk from the last offset index entry's batch, the part no entry covers yet (an estimate: a
      *  torn tail, a writer's unfinished batch, ends it). */
     private Batches tail() {
-        int n = offsetIndex.entries();
+        int n = offsetIndex().entries();
         Batches it = n == 0 ? new Batches(0, base, -1, Long.MAX_VALUE)
-                            : new Batches(offsetIndex.positionAt(n - 1), -1, offsetIndex.offsetAt(n - 1), Long.MAX_VALUE);
+                            : new Batches(offsetIndex().positionAt(n - 1), -1, offsetIndex().offsetAt(n - 1), Long.MAX_VALUE);
         it.tolerateTornTail = true;
         return it;
     }
@@ -311,7 +339,7 @@ public final class Segment implements Closeable {
      *  empty, trimmed indexes (a truncation back into it, then a roll), and taking its largest timestamp as
      *  none made a lookup skip it. The active segment, nextBase = MAX, is never sealed. */
     private boolean sealed(TimeIndexFile ti, long nextBase) {
-        if (nextBase == Long.MAX_VALUE || size == 0 || !offsetIndex.trimmed() || !ti.trimmed()) return false;
+        if (nextBase == Long.MAX_VALUE || size == 0 || !offsetIndex().trimmed() || !ti.trimmed()) return false;
         if (ti.entries() == 0) {
             Batches it = tail();
             while (it.hasNext()) {
@@ -327,8 +355,8 @@ public final class Segment implements Closeable {
      *  estimate of the log end: reads judge the bytes below their committed end themselves. */
     public long nextOffset() {
         if (knownNext >= 0) return knownNext;
-        int n = offsetIndex.entries();
-        long next = n == 0 ? base : offsetIndex.offsetAt(n - 1) + 1;
+        int n = offsetIndex().entries();
+        long next = n == 0 ? base : offsetIndex().offsetAt(n - 1) + 1;
         Batches it = tail();
         while (it.hasNext()) {
             next = it.next().lastOffset() + 1;

@@ -290,7 +290,14 @@ final class RecordCursor implements AutoCloseable {
                 + (log.base(segment + 1) - 1) + " belonged to it: those records are lost");
         }
         batches = seg.batchesHolding(Math.max(position, seg.base), slice.bound).readInto(buffer);
+        prefetchNext();
         return true;
+    }
+
+    /** The slice's next segment, when tiered, starts arriving while this one is read (no stall at each segment). */
+    private void prefetchNext() {
+        int next = segment + 1;
+        if (next < log.segmentCount() && log.base(next) < slice.end) log.segment(next).prefetch(log.base(next));
     }
 
     private void closeLog() {

@@ -124,6 +124,121 @@ class TieredPartitionLogTest {
     }
 
     @Test
+    void aWholeReadOfTheRemoteTierFetchesItsLogsAndNoIndex() throws IOException {
+        Path root = tiered();
+        long logs = Files.size(tmp.resolve("remote/t-0/00000000000000000000.log"))
+            + Files.size(tmp.resolve("remote/t-0/00000000000000000100.log"));
+        long before = RemoteSegmentCache.fetchedBytes();
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            log.byteSize(0, 300);                                    // planning the whole range (it fits one task)
+            assertEquals(before, RemoteSegmentCache.fetchedBytes(), "planning a whole read fetched bytes");
+            assertEquals(200, offsets(log, 0, 200).size());
+        }
+        assertEquals(logs, RemoteSegmentCache.fetchedBytes() - before, "a read from the start fetched more than the .logs");
+    }
+
+    /** Small chunks and read-ahead, four readers of the same tiered segments at once: each reads every offset, and
+     *  every byte of the .logs is fetched once (a chunk is fetched by one thread; the others wait for it). */
+    @Test
+    void concurrentReadersWithReadAheadFetchEachChunkOnce() throws Exception {
+        Path root = tiered();
+        long logs = Files.size(tmp.resolve("remote/t-0/00000000000000000000.log"))
+            + Files.size(tmp.resolve("remote/t-0/00000000000000000100.log"));
+        java.util.function.Supplier<org.apache.hadoop.conf.Configuration> conf = () -> {
+            org.apache.hadoop.conf.Configuration c = new org.apache.hadoop.conf.Configuration();
+            c.setInt(RemoteSegmentCache.CHUNK_KEY, 1024);
+            c.setInt(RemoteSegmentCache.READ_AHEAD_KEY, 3);
+            return c;
+        };
+        long before = RemoteSegmentCache.fetchedBytes();
+        List<Long> want = new ArrayList<>();
+        for (long o = 0; o < 200; o++) want.add(o);
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+        try {
+            List<java.util.concurrent.Future<List<Long>>> reads = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                reads.add(pool.submit(() -> {
+                    try (PartitionLog log = PartitionLog.open(root, "t", 0, 200, OffsetGaps.at(root), SegmentListings.NONE, conf)) {
+                        return offsets(log, 0, 200);
+                    }
+                }));
+            }
+            for (java.util.concurrent.Future<List<Long>> r : reads) assertEquals(want, r.get());
+        } finally {
+            pool.shutdownNow();
+        }
+        assertTrue(logs > 3 * 1024, "the segments span several chunks");
+        assertEquals(logs, RemoteSegmentCache.fetchedBytes() - before, "a chunk was fetched twice, or bytes beyond the .logs");
+    }
+
+    @Test
+    void aBadReadSettingIsRefusedByName() throws IOException {
+        Path root = tiered();
+        java.util.function.Supplier<org.apache.hadoop.conf.Configuration> conf = () -> {
+            org.apache.hadoop.conf.Configuration c = new org.apache.hadoop.conf.Configuration();
+            c.setInt(RemoteSegmentCache.CHUNK_KEY, 10);
+            return c;
+        };
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200, OffsetGaps.at(root), SegmentListings.NONE, conf)) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> offsets(log, 0, 200));
+            assertTrue(e.getMessage().contains(RemoteSegmentCache.CHUNK_KEY + " = 10"), e.getMessage());
+        }
+    }
+
+    /** The rule of PartitionLog.splitOffset, every segment's index read (before tiered segments wholly inside
+     *  the room had theirs fetched only when their cut is the answer): the reference for the deferral. */
+    private static long referenceSplit(PartitionLog log, long start, long end, long target) {
+        int first = log.segmentIndexFor(start);
+        long before = -(start <= log.base(first) ? 0 : log.segment(first).floorPosition(start));
+        long within = -1;
+        for (int i = first; i < log.segmentCount() && log.base(i) < end; i++) {
+            Segment seg = log.segment(i);
+            OffsetIndexFile oi = seg.offsetIndex();
+            for (int k = 0; k < oi.entries(); k++) {
+                long off = oi.offsetAt(k);
+                long past = before + oi.positionAt(k);
+                if (!(start < off && off < end) || past <= 0) continue;
+                long cut = seg.remote() ? (k == 0 ? seg.base : oi.offsetAt(k - 1) + 1) : seg.baseOffsetAt(oi.positionAt(k), off);
+                if (cut <= start) continue;
+                if (past > target) return within >= 0 ? within : cut;
+                within = cut;
+            }
+            before += seg.size();
+        }
+        return within;
+    }
+
+    /** Task cuts of a tiered log follow the one rule, though tiered segments wholly inside a task's room have
+     *  their indexes fetched only when their cut is the answer; sizes are the same log's all local. */
+    @Test
+    void cutsOfATieredLogFollowTheRuleWithoutReadingEveryIndex() throws IOException {
+        Path root = tiered();
+        Path local = tmp.resolve("local");
+        TestLogs.indexedSegments(TestLogs.partitionDir(local, "t", 0), 300, 100, 10);
+        try (PartitionLog tieredLog = PartitionLog.open(root, "t", 0, 200);
+             PartitionLog reference = PartitionLog.open(root, "t", 0, 200);
+             PartitionLog localLog = PartitionLog.open(local, "t", 0, 0)) {
+            long total = localLog.byteSize(0, 300);
+            assertEquals(total, tieredLog.byteSize(0, 300));
+            int checked = 0;
+            for (long start : new long[] {0, 5, 37, 99, 100, 150, 199, 200, 250}) {
+                for (long end : new long[] {start + 1, start + 11, 100, 101, 200, 210, 300}) {
+                    if (end <= start || end > 300) continue;
+                    for (long target : new long[] {1, 100, total / 7, total / 3, total / 2, total - 1, total, total * 2}) {
+                        long cut = tieredLog.splitOffset(start, end, target);
+                        assertEquals(referenceSplit(reference, start, end, target), cut,
+                            "splitOffset(" + start + ", " + end + ", " + target + ")");
+                        assertTrue(cut == -1 || (start < cut && cut < end && cut % 10 == 0), "cut " + cut + " is no batch start");
+                        assertEquals(localLog.byteSize(start, end), tieredLog.byteSize(start, end));
+                        checked++;
+                    }
+                }
+            }
+            assertTrue(checked > 300, "checked " + checked);
+        }
+    }
+
+    @Test
     void aTimestampLookupOnTheLocalTierFetchesNothingRemote() throws IOException {
         Path root = tiered();
         long before = RemoteSegmentCache.fetchedBytes();
@@ -140,7 +255,7 @@ class TieredPartitionLogTest {
         byte[] bytes = Files.readAllBytes(victim);
         Files.write(victim, java.util.Arrays.copyOf(bytes, bytes.length - 20));
         try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
-            RemoteObjectException e = assertThrows(RemoteObjectException.class, () -> log.segment(1));
+            RemoteObjectException e = assertThrows(RemoteObjectException.class, () -> offsets(log, 100, 200));
             assertTrue(e.getMessage().contains("00000000000000000100.log: the object is " + (bytes.length - 20)
                 + " bytes but its manifest records " + bytes.length), e.getMessage());
         }
@@ -167,7 +282,7 @@ class TieredPartitionLogTest {
         bytes[3] ^= 1;
         Files.write(victim, bytes);
         try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
-            RemoteObjectException e = assertThrows(RemoteObjectException.class, () -> log.segment(0));
+            RemoteObjectException e = assertThrows(RemoteObjectException.class, () -> offsets(log, 37, 200));
             assertTrue(e.getMessage().contains("00000000000000000000.index: SHA-256"), e.getMessage());
         }
     }
@@ -177,7 +292,7 @@ class TieredPartitionLogTest {
         Path root = tiered();
         Files.delete(tmp.resolve("remote/t-0/00000000000000000100.log"));
         try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
-            RemoteObjectGoneException e = assertThrows(RemoteObjectGoneException.class, () -> log.segment(1));
+            RemoteObjectGoneException e = assertThrows(RemoteObjectGoneException.class, () -> offsets(log, 100, 200));
             assertTrue(e.getMessage().contains("00000000000000000100.log: a tiered segment's object is missing"));
         }
     }
