@@ -142,27 +142,70 @@ public final class RemoteSegmentCache {
         }
     }
 
-    /** The local copy of a remote {@code .log} of {@code facts.size()} bytes, filled as it is read. Nothing is
-     *  fetched here (the object's length is checked at its first fetch). */
-    public static CachedLog log(RemoteTier tier, String objectUri, RemoteSegmentLog.FileFacts facts) {
+    /** The bound on this JVM's local copies of tiered .logs (bytes fetched into them), unless the Hadoop
+     *  configuration's {@value #CACHE_MAX_KEY} says: past it, the copies no open segment uses are deleted, least
+     *  recently used first. A copy in use is never deleted, so the bound can be passed while readers hold
+     *  more than it. */
+    public static final long CACHE_MAX = 4L << 30;
+    public static final String CACHE_MAX_KEY = "seglog.remote.cache.max.bytes";
+    private static final java.util.concurrent.atomic.AtomicLong CACHED = new java.util.concurrent.atomic.AtomicLong();
+    private static final java.util.concurrent.atomic.AtomicLong TICKS = new java.util.concurrent.atomic.AtomicLong();
+    private static final java.util.concurrent.atomic.AtomicLong FILES = new java.util.concurrent.atomic.AtomicLong();
+    private static final java.util.concurrent.atomic.LongAdder EVICTED = new java.util.concurrent.atomic.LongAdder();
+
+    /** Bytes held in this JVM's local copies of tiered .logs. */
+    public static long cachedBytes() {
+        return CACHED.get();
+    }
+
+    /** Local copies deleted by the bound so far (tests). */
+    public static long evictions() {
+        return EVICTED.sum();
+    }
+
+    /**
+     * The local copy of a remote {@code .log} of {@code facts.size()} bytes, filled as it is read, held for the
+     * caller until {@link CachedLog#release}. Nothing is fetched here (the object's length is checked at its
+     * first fetch).
+     */
+    public static CachedLog acquire(RemoteTier tier, String objectUri, RemoteSegmentLog.FileFacts facts) {
         String key = objectUri + "#" + facts.sha256();
-        CachedLog have = LOGS.get(key);
-        if (have != null) return have;
         synchronized (LOGS) {
-            have = LOGS.get(key);
-            if (have != null) return have;
-            try {
-                Path file = dir().resolve(facts.sha256() + Segment.LOG);
-                try (java.io.RandomAccessFile raf = new java.io.RandomAccessFile(file.toFile(), "rw")) {
-                    raf.setLength(facts.size());            // sparse: holes until their chunks are fetched
+            CachedLog have = LOGS.get(key);
+            if (have == null) {
+                try {
+                    // one file per copy (two objects with the same bytes are two copies: either may be deleted alone)
+                    Path file = dir().resolve(facts.sha256() + "-" + FILES.incrementAndGet() + Segment.LOG);
+                    try (java.io.RandomAccessFile raf = new java.io.RandomAccessFile(file.toFile(), "rw")) {
+                        raf.setLength(facts.size());            // sparse: holes until their chunks are fetched
+                    }
+                    file.toFile().deleteOnExit();
+                    have = new CachedLog(tier, new org.apache.hadoop.fs.Path(objectUri), objectUri, file, facts.size(), key);
+                } catch (IOException e) {
+                    throw new StorageException("cannot make the local copy of " + objectUri + ": " + e, e);
                 }
-                file.toFile().deleteOnExit();
-                have = new CachedLog(tier, new org.apache.hadoop.fs.Path(objectUri), objectUri, file, facts.size());
-            } catch (IOException e) {
-                throw new StorageException("cannot make the local copy of " + objectUri + ": " + e, e);
+                LOGS.put(key, have);
             }
-            LOGS.put(key, have);
+            have.refs++;
+            have.lastUsed = TICKS.incrementAndGet();
             return have;
+        }
+    }
+
+    /** Deletes copies no segment holds, least recently used first, until the cached bytes are within the bound. */
+    private static void evictPast(long max) {
+        if (CACHED.get() <= max) return;
+        synchronized (LOGS) {
+            List<CachedLog> idle = new ArrayList<>();
+            for (CachedLog l : LOGS.values()) if (l.refs == 0) idle.add(l);
+            idle.sort(java.util.Comparator.comparingLong(l -> l.lastUsed));
+            for (CachedLog l : idle) {
+                if (CACHED.get() <= max) return;
+                if (l.deleteIfIdle()) {
+                    LOGS.remove(l.key);
+                    EVICTED.increment();
+                }
+            }
         }
     }
 
@@ -197,6 +240,12 @@ public final class RemoteSegmentCache {
         public final String objectUri;
         public final Path file;
         public final long size;
+        final String key;
+        int refs;                                        // guarded by LOGS: open segments holding this copy
+        long lastUsed;                                   // guarded by LOGS
+        private long cached;                             // guarded by this: bytes stored in the copy
+        private boolean deleted;                         // guarded by this
+        private final long cacheMax;
         private final int chunk;                         // bytes per ranged read
         private final int readAhead;                     // chunks fetched ahead of a walk
         private final BitSet present = new BitSet();     // guarded by this
@@ -210,7 +259,11 @@ public final class RemoteSegmentCache {
         private boolean aheadRunning;                    // guarded by this: one read-ahead fetcher per log
         private volatile FileChannel reader;      // the local copy, for length prefixes (positional reads: thread-safe)
 
-        CachedLog(RemoteTier tier, org.apache.hadoop.fs.Path remote, String objectUri, Path file, long size) {
+        CachedLog(RemoteTier tier, org.apache.hadoop.fs.Path remote, String objectUri, Path file, long size, String key) {
+            this.key = key;
+            long max = tier.fileSystem().getConf().getLong(CACHE_MAX_KEY, CACHE_MAX);
+            if (max < 0) throw new IllegalArgumentException(CACHE_MAX_KEY + " = " + max + ": must be at least 0");
+            this.cacheMax = max;
             this.tier = tier;
             this.remote = remote;
             this.objectUri = objectUri;
@@ -267,6 +320,44 @@ public final class RemoteSegmentCache {
                 settle(c, ok);
             }
             return ok;
+        }
+
+        /** The holder's segment is closed: the copy may be deleted once no one holds it (the cache bound). */
+        public void release() {
+            synchronized (LOGS) {
+                if (refs > 0) refs--;
+            }
+            evictPast(cacheMax);
+        }
+
+        /** Deletes the copy when nothing fetches into it (called under LOGS, with no holder); true when deleted. */
+        private synchronized boolean deleteIfIdle() {
+            if (deleted || aheadRunning || !fetching.isEmpty()) return false;
+            synchronized (streamLock) {
+                closeStream();
+            }
+            closeQuietly(reader);
+            closeQuietly(writer);
+            reader = null;
+            writer = null;
+            try {
+                Files.deleteIfExists(file);
+            } catch (IOException e) {
+                return false;        // kept (and still counted): the next eviction tries again
+            }
+            deleted = true;
+            present.clear();
+            CACHED.addAndGet(-cached);
+            cached = 0;
+            return true;
+        }
+
+        private static void closeQuietly(FileChannel ch) {
+            try {
+                if (ch != null) ch.close();
+            } catch (IOException e) {
+                // the copy is deleted next: nothing to keep
+            }
         }
 
         /** Starts fetching the chunks from byte {@code pos} on in the background (a walk about to reach them). */
@@ -350,6 +441,11 @@ public final class RemoteSegmentCache {
                 throw new StorageException("cannot write the local copy " + file + " of " + objectUri + ": " + e, e);
             }
             FETCHED.add(chunkLength(c));
+            synchronized (this) {
+                cached += chunkLength(c);
+            }
+            CACHED.addAndGet(chunkLength(c));
+            if (CACHED.get() > cacheMax) evictPast(cacheMax);
         }
 
         /** Makes the batch starting at {@code pos} present: its length prefix, then the whole batch (at least a

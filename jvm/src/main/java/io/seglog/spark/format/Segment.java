@@ -52,6 +52,7 @@ public final class Segment implements Closeable {
     /** What errors name: the .log's path, or a tiered segment's object URI. */
     private String where;
     private long knownNext = -1;               // a tiered segment's next offset, from its record
+    private boolean released;                  // a tiered segment's hold on its local copy given back (close)
 
     private Segment(long base, boolean dense, int maxLeaderEpoch, Path logPath, FileRecords records,
                     OffsetIndexFile offsetIndex, FileChannel timeIndexFile) {
@@ -127,7 +128,7 @@ public final class Segment implements Closeable {
                                      boolean dense, int maxLeaderEpoch) {
         OPENS.increment();
         String logUri = tier.location.objectUri(topic, partition, e.base(), LOG);
-        RemoteSegmentCache.CachedLog log = RemoteSegmentCache.log(tier, logUri, e.log());
+        RemoteSegmentCache.CachedLog log = RemoteSegmentCache.acquire(tier, logUri, e.log());
         FileRecords records = null;
         try {
             records = FileRecords.open(log.file.toFile(), false);
@@ -140,6 +141,7 @@ public final class Segment implements Closeable {
             records = null;
             return seg;
         } catch (IOException ex) {
+            log.release();
             throw new StorageException("cannot open the local copy of " + logUri + ": " + ex, ex);
         } finally {
             closeQuietly(records, null);
@@ -375,6 +377,10 @@ public final class Segment implements Closeable {
     @Override
     public void close() {
         closeQuietly(records, timeIndexFile);
+        if (fill != null && !released) {         // after its FileRecords is closed: the copy may be deleted now
+            released = true;
+            fill.release();
+        }
     }
 
     /**

@@ -171,6 +171,34 @@ class TieredPartitionLogTest {
         assertEquals(logs, RemoteSegmentCache.fetchedBytes() - before, "a chunk was fetched twice, or bytes beyond the .logs");
     }
 
+    /** Past the bound, the copies no open segment holds are deleted (least recently used first), never one in use;
+     *  a segment read again after its copy was deleted is fetched again, whole and right. */
+    @Test
+    void localCopiesPastTheBoundAreDeletedWhenNoReaderHoldsThem() throws IOException {
+        Path root = tiered();
+        long seg0 = Files.size(tmp.resolve("remote/t-0/00000000000000000000.log"));
+        java.util.function.Supplier<org.apache.hadoop.conf.Configuration> conf = () -> {
+            org.apache.hadoop.conf.Configuration c = new org.apache.hadoop.conf.Configuration();
+            c.setLong(RemoteSegmentCache.CACHE_MAX_KEY, seg0);       // room for about one segment's copy
+            return c;
+        };
+        List<Long> want = new ArrayList<>();
+        for (long o = 0; o < 200; o++) want.add(o);
+        long evictedBefore = RemoteSegmentCache.evictions();
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200, OffsetGaps.at(root), SegmentListings.NONE, conf)) {
+            assertEquals(want, offsets(log, 0, 200));          // both copies held: the bound is passed
+            long held = RemoteSegmentCache.fetchedBytes();
+            assertEquals(want, offsets(log, 0, 200));
+            assertEquals(held, RemoteSegmentCache.fetchedBytes(), "a copy in use was deleted (and fetched again)");
+        }
+        assertTrue(RemoteSegmentCache.evictions() > evictedBefore, "closed past the bound, nothing was deleted");
+        long fetched = RemoteSegmentCache.fetchedBytes();
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200, OffsetGaps.at(root), SegmentListings.NONE, conf)) {
+            assertEquals(want, offsets(log, 0, 200));
+        }
+        assertTrue(RemoteSegmentCache.fetchedBytes() > fetched, "a deleted copy was not fetched again");
+    }
+
     @Test
     void aBadReadSettingIsRefusedByName() throws IOException {
         Path root = tiered();
