@@ -206,13 +206,9 @@ class TieredLog:
                     yield h.producer_id, h.base_offset, control_type(decode_batch(buf, int(scan.positions[k]), h))
         yield from self.local._control_markers(max(from_offset, self.local.log_start_offset - 1))
 
-    def read(self, offset: int | None = None, max_offset: int | None = None, *,
-             isolation_level: str = DEFAULT_ISOLATION_LEVEL) -> Iterator[Record]:
-        """Records from `offset` (default: the log start, on the remote tier) up to `max_offset`
-        (exclusive), as Log.read returns them."""
-        check_isolation_level(isolation_level)
-        start, end = self._bounds(offset, max_offset)
-        mid = min(end, self.local.log_start_offset)
+    def _visible_remote(self, start: int, mid: int, isolation_level: str):
+        """(buffer, positions of the batches a reader at `isolation_level` sees, stopped) for each remote chunk of
+        [start, mid), in order; `stopped`: an open transaction ends the read there (the last stable offset)."""
         fates: list[TransactionFates] = []
 
         def fates_for() -> TransactionFates:
@@ -222,13 +218,25 @@ class TieredLog:
 
         for buf, scan in self._remote_chunks(start, mid):
             keep, stop = visible_batches(scan.headers, scan.attributes, isolation_level, fates_for)
-            for pos in (scan.positions if keep is None else scan.positions[keep]):
+            yield buf, (scan.positions if keep is None else scan.positions[keep]), stop is not None
+            if stop is not None:
+                return
+
+    def read(self, offset: int | None = None, max_offset: int | None = None, *,
+             isolation_level: str = DEFAULT_ISOLATION_LEVEL) -> Iterator[Record]:
+        """Records from `offset` (default: the log start, on the remote tier) up to `max_offset`
+        (exclusive), as Log.read returns them."""
+        check_isolation_level(isolation_level)
+        start, end = self._bounds(offset, max_offset)
+        mid = min(end, self.local.log_start_offset)
+        for buf, positions, stopped in self._visible_remote(start, mid, isolation_level):
+            for pos in positions:
                 for rec in decode_batch(buf, int(pos)):
                     if rec.offset >= mid:
                         break
                     if rec.offset >= start:
                         yield rec
-            if stop is not None:
+            if stopped:
                 return
         if end > self.local.log_start_offset:
             yield from self.local.read(max(start, self.local.log_start_offset), end, isolation_level=isolation_level)
@@ -241,20 +249,11 @@ class TieredLog:
         check_isolation_level(isolation_level)
         start, end = self._bounds(start_offset, end_offset)
         mid = min(end, self.local.log_start_offset)
-        fates: list[TransactionFates] = []
-
-        def fates_for() -> TransactionFates:
-            if not fates:
-                fates.append(TransactionFates(self._control_markers))
-            return fates[0]
-
-        for buf, scan in self._remote_chunks(start, mid):
-            keep, stop = visible_batches(scan.headers, scan.attributes, isolation_level, fates_for)
-            batch = decode_to_arrow(buf, scan.positions if keep is None else scan.positions[keep],
-                                    start_offset=start, end_offset=mid)
+        for buf, positions, stopped in self._visible_remote(start, mid, isolation_level):
+            batch = decode_to_arrow(buf, positions, start_offset=start, end_offset=mid)
             for lo in range(0, batch.num_rows, max_rows):
                 yield batch.slice(lo, max_rows)
-            if stop is not None:
+            if stopped:
                 return
         if end > self.local.log_start_offset:
             yield from self.local.read_arrow(max(start, self.local.log_start_offset), end, max_rows=max_rows,
