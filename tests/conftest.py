@@ -130,3 +130,11 @@ def connect_server(tmp_path_factory):
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def remote(connect_server):
+    """A Spark Connect client session on the session's server, for one test module."""
+    session = connect_server.session()
+    yield session
+    session.stop()

@@ -5,29 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.committed import committed_keys
 from seglog.indexer.commit_log import CommitLog
-from seglog.indexer.log import Log
-from seglog.indexer.topics import load_topic
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def remote(connect_server):
-    session = connect_server.session()
-    yield session
-    session.stop()
-
-
-def _keys(root, topic):
-    meta = load_topic(root, topic)
-    ends = CommitLog(root, topic).end_offsets()
-    out = []
-    for p in range(meta.partitions):
-        if (root / f"{topic}-{p}").is_dir():
-            with Log.open(root / f"{topic}-{p}", meta.config, readonly=True) as log:
-                out += [r.key for r in log.read(0, ends.get(p, 0))]
-    return sorted(out)
 
 
 def test_idempotent_batch_writes_from_a_connect_client(remote, tmp_path):
@@ -41,7 +22,7 @@ def test_idempotent_batch_writes_from_a_connect_client(remote, tmp_path):
     write(0)
     write(0)                                                   # a re-run: skipped
     write(1, df.selectExpr("CAST(CONCAT('b', CAST(key AS STRING)) AS BINARY) AS key", "value"))
-    assert _keys(root, "ev") == sorted([str(i).encode() for i in range(60)] + [f"b{i}".encode() for i in range(60)])
+    assert committed_keys(root, "ev") == sorted([str(i).encode() for i in range(60)] + [f"b{i}".encode() for i in range(60)])
     assert CommitLog(root, "ev").last_batch("connect-app") == 1
     read = remote.read.format("seglog").option("topic", "ev").load(str(root))
     assert read.count() == 120
@@ -72,5 +53,5 @@ def test_foreach_batch_writes_each_micro_batch_once_from_a_connect_client(remote
          .writeStream.foreachBatch(write_batch).option("checkpointLocation", str(ckpt))
          .trigger(availableNow=True).start())
     q.awaitTermination()
-    assert _keys(root, "fb") == sorted(f"f{f}-{j}".encode() for f in range(3) for j in range(10))
+    assert committed_keys(root, "fb") == sorted(f"f{f}-{j}".encode() for f in range(3) for j in range(10))
     assert CommitLog(root, "fb").last_batch("fb-app") == 2

@@ -13,9 +13,9 @@ import time
 
 import pytest
 
+from tests.committed import committed_keys
 from seglog.errors import TimestampOutOfRangeError
 from seglog.indexer.commit_log import CommitLog
-from seglog.indexer.log import Log
 from seglog.indexer.topics import load_topic
 from seglog.sink import SegmentLogSink
 
@@ -24,24 +24,8 @@ pytestmark = pytest.mark.spark
 NOW_MS = int(time.time() * 1000)
 
 
-@pytest.fixture(scope="module")
-def remote(connect_server):
-    session = connect_server.session()
-    yield session
-    session.stop()
-
-
-def _keys(root, topic):
-    """Every committed key of `topic` (the Python core's read up to the commit log's ends)."""
-    meta = load_topic(root, topic)
-    ends = CommitLog(root, topic).end_offsets()
-    out = []
-    for p in range(meta.partitions):
-        if (root / f"{topic}-{p}").is_dir():
-            with Log.open(root / f"{topic}-{p}", meta.config, readonly=True) as log:
-                assert log.verify() == []
-                out += [r.key for r in log.read(0, ends.get(p, 0))]
-    return sorted(out)
+def _verified_keys(root, topic):
+    return committed_keys(root, topic, verify=True)
 
 
 def _json_files(src, first, count, rows, *, age_ms=lambda f, j: 0):
@@ -63,7 +47,7 @@ def test_foreach_batch_segment_log_sink_writes_each_micro_batch_once(remote, tmp
     q = (_stream(remote, src).writeStream.foreachBatch(SegmentLogSink(str(root), topic="fb", partitions=2))
          .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
     q.awaitTermination()
-    assert _keys(root, "fb") == sorted(f"f{f}-{j}".encode() for f in range(3) for j in range(10))
+    assert _verified_keys(root, "fb") == sorted(f"f{f}-{j}".encode() for f in range(3) for j in range(10))
     assert CommitLog(root, "fb").latest().writers == {q.id: 2}       # the query's id, found on the server
 
 
@@ -78,7 +62,7 @@ def test_two_checkpoints_into_one_topic_both_land(remote, tmp_path):
              .option("checkpointLocation", str(tmp_path / f"ckpt-{run}")).trigger(availableNow=True).start())
         q.awaitTermination()
         ids.append(q.id)
-    assert _keys(root, "both") == sorted(f"f{f}-{j}".encode() for f in (0, 1, 10, 11) for j in range(5))
+    assert _verified_keys(root, "both") == sorted(f"f{f}-{j}".encode() for f in (0, 1, 10, 11) for j in range(5))
     assert CommitLog(root, "both").latest().writers == {ids[0]: 1, ids[1]: 1}
 
 
@@ -90,8 +74,8 @@ def test_quarantine_from_a_connect_client(remote, tmp_path):
     q = (_stream(remote, src).writeStream.foreachBatch(SegmentLogSink(str(root), topic="ev", partitions=3, config=cfg))
          .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
     q.awaitTermination()
-    assert _keys(root, "late") == sorted(f"f{f}-{j}".encode() for f in range(2) for j in (0, 3))
-    assert _keys(root, "ev") == sorted(f"f{f}-{j}".encode() for f in range(2) for j in (1, 2, 4, 5))
+    assert _verified_keys(root, "late") == sorted(f"f{f}-{j}".encode() for f in range(2) for j in (0, 3))
+    assert _verified_keys(root, "ev") == sorted(f"f{f}-{j}".encode() for f in range(2) for j in (1, 2, 4, 5))
     assert load_topic(root, "late").partitions == 3                  # the source topic's count
 
 
@@ -108,7 +92,7 @@ def test_a_refused_batch_comes_back_typed_to_a_connect_client(remote, tmp_path):
         sink(df, 0)
     assert CommitLog(root, "ev").latest() is None
     sink(df.where("key = CAST('k0' AS BINARY)"), 0)
-    assert _keys(root, "ev") == [b"k0"]
+    assert _verified_keys(root, "ev") == [b"k0"]
 
 
 # ---------------------------------------------------------------- killed with the server, restarted
@@ -157,7 +141,7 @@ def test_foreach_batch_sink_killed_with_its_server_and_restarted_writes_every_ro
         return (w.trigger(availableNow=True) if available_now else w).start()
 
     root = _killed_and_restarted(tmp_path, start)
-    assert _keys(root, "out") == sorted(f"f{f}-{j}".encode() for f in range(FILES) for j in range(ROWS))
+    assert _verified_keys(root, "out") == sorted(f"f{f}-{j}".encode() for f in range(FILES) for j in range(ROWS))
     (writer,) = CommitLog(root, "out").latest().writers                 # one query, one writer, both runs
     assert CommitLog(root, "out").last_batch(writer) == FILES - 1
 
@@ -169,4 +153,4 @@ def test_write_stream_format_seglog_killed_with_its_server_and_restarted_writes_
         return (w.trigger(availableNow=True) if available_now else w).start(str(root))
 
     root = _killed_and_restarted(tmp_path, start)
-    assert _keys(root, "out") == sorted(f"f{f}-{j}".encode() for f in range(FILES) for j in range(ROWS))
+    assert _verified_keys(root, "out") == sorted(f"f{f}-{j}".encode() for f in range(FILES) for j in range(ROWS))

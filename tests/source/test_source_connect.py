@@ -46,13 +46,6 @@ def core_rows(root, topic, partitions, start_ts=None):
     return sorted(rows)
 
 
-@pytest.fixture(scope="module")
-def remote(connect_server):
-    session = connect_server.session()
-    yield session
-    session.stop()
-
-
 def test_batch_read_aggregates_and_filters(remote, tmp_path):
     root = tmp_path / "root"
     create_topic(root, "c", 3, CONFIG)
