@@ -1,7 +1,12 @@
-"""The remote tier's objects through `pyarrow.fs` (docs/tiered-storage.md §2): `file://` and `s3://`
-(`s3a://` taken as `s3://`, an endpoint override for MinIO or a loopback server). Keys are relative to
-the location's URI; one prefix per topic-partition, per segment `<base>.log`, `.index`, `.timeindex`
-and `<base>.manifest.json`.
+"""The remote tier's objects through `pyarrow.fs` (docs/tiered-storage.md §2): `file://`, `s3://` (`s3a://`
+taken as `s3://`), `gs://`, `abfs://`/`abfss://` (an endpoint override for MinIO, a loopback server,
+fake-gcs-server or Azurite) and `hdfs://`. Keys are relative to the location's URI; one prefix per
+topic-partition, per segment `<base>.log`, `.index`, `.timeindex` and `<base>.manifest.json`.
+
+Credentials are never recorded: each client takes them from the process's environment (S3: the AWS
+variables or default chain; GCS: Google's default credentials, anonymous for a plain-HTTP emulator
+endpoint; Azure: AZURE_STORAGE_ACCOUNT_KEY, else the Azure default credential; HDFS: the login user or a
+Kerberos ticket, through the Hadoop configuration libhdfs reads).
 
 Uploads stream in fixed chunks and hash as they go: memory stays flat with segment size.
 """
@@ -9,36 +14,118 @@ from __future__ import annotations
 
 import hashlib
 import os
-from urllib.parse import urlparse
+from urllib.parse import ParseResult, urlparse
 
 import pyarrow.fs as pafs
 
-from seglog.errors import StorageError
+from seglog.errors import RemoteTierUnavailableError, StorageError
 from seglog.indexer.names import partition_dir_name
 from seglog.indexer.remote.location import RemoteLocation
 
 CHUNK = 8 << 20            # bytes per upload write (one S3 multipart part's worth)
 MANIFEST_SUFFIX = ".manifest.json"
+AZURE_KEY_ENV = "AZURE_STORAGE_ACCOUNT_KEY"
+_AZURE_DEFAULT_DFS = ".dfs.core.windows.net"
 
 
 def segment_key(topic: str, partition: int, base: int, suffix: str) -> str:
     return f"{partition_dir_name(topic, partition)}/{base:020d}{suffix}"
 
 
-def _filesystem(location: RemoteLocation) -> tuple[pafs.FileSystem, str]:
-    parsed = urlparse(location.uri)
-    if parsed.scheme == "file":
-        return pafs.LocalFileSystem(), parsed.path.rstrip("/")
+def _client(location: RemoteLocation, name: str):
+    """pyarrow.fs's class `name`, or a RemoteTierUnavailableError when this pyarrow was built without it."""
+    cls = getattr(pafs, name, None)
+    if cls is None:
+        import pyarrow
+
+        raise RemoteTierUnavailableError(f"remote tier {location.uri}: scheme '{location.scheme}://' is reached "
+                                         f"through pyarrow.fs.{name}, which this pyarrow ({pyarrow.__version__}) "
+                                         f"was built without")
+    return cls
+
+
+def _endpoint(location: RemoteLocation) -> ParseResult | None:
+    return urlparse(location.endpoint) if location.endpoint else None
+
+
+def _s3(location: RemoteLocation, parsed: ParseResult) -> tuple[pafs.FileSystem, str]:
     kwargs = {}
     if location.region:
         kwargs["region"] = location.region
-    if location.endpoint:
-        ep = urlparse(location.endpoint)
+    ep = _endpoint(location)
+    if ep is not None:
         kwargs["endpoint_override"] = ep.netloc
         kwargs["scheme"] = ep.scheme
-    # Credentials from the environment or the default chain: never from the recorded location.
-    fs = pafs.S3FileSystem(**kwargs)
-    return fs, f"{parsed.netloc}{parsed.path}".rstrip("/")
+    return _client(location, "S3FileSystem")(**kwargs), f"{parsed.netloc}{parsed.path}"
+
+
+def _gcs(location: RemoteLocation, parsed: ParseResult) -> tuple[pafs.FileSystem, str]:
+    kwargs = {}
+    ep = _endpoint(location)
+    if ep is not None:
+        kwargs["endpoint_override"] = ep.netloc
+        kwargs["scheme"] = ep.scheme
+        # Google serves GCS over https only: a plain-HTTP endpoint is an emulator (fake-gcs-server), and no
+        # credential is sent over plain HTTP.
+        kwargs["anonymous"] = ep.scheme == "http"
+    return _client(location, "GcsFileSystem")(**kwargs), f"{parsed.netloc}{parsed.path}"
+
+
+def _azure(location: RemoteLocation, parsed: ParseResult) -> tuple[pafs.FileSystem, str]:
+    container, account = location.azure_container_and_account
+    kwargs = {"account_name": account}
+    if os.environ.get(AZURE_KEY_ENV):
+        kwargs["account_key"] = os.environ[AZURE_KEY_ENV]
+    ep = _endpoint(location)
+    host_suffix = parsed.netloc.partition("@")[2][len(account):]       # ".dfs.core.windows.net"
+    if ep is not None:          # an emulator (Azurite) or a private endpoint: both services at one authority
+        kwargs.update(blob_storage_authority=ep.netloc, dfs_storage_authority=ep.netloc,
+                      blob_storage_scheme=ep.scheme, dfs_storage_scheme=ep.scheme)
+    elif host_suffix != _AZURE_DEFAULT_DFS and host_suffix.startswith(".dfs."):
+        # another Azure cloud (.dfs.core.chinacloudapi.cn, ...): its blob service beside its dfs one
+        kwargs.update(dfs_storage_authority=host_suffix, blob_storage_authority=".blob." + host_suffix[len(".dfs."):])
+    return _client(location, "AzureFileSystem")(**kwargs), f"{container}{parsed.path}"
+
+
+def _hdfs_missing(exc: Exception) -> str:
+    """What a failed HadoopFileSystem set-up lacks, as a user can act on it."""
+    said = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "libjvm" in said:
+        what = "needs a JVM: set JAVA_HOME to a Java installation (pyarrow loads its libjvm.so)"
+    elif "libhdfs" in said:
+        what = ("needs Hadoop's native libhdfs.so: set ARROW_LIBHDFS_DIR to the folder holding it (or HADOOP_HOME, "
+                "whose lib/native holds it)")
+    else:
+        what = ("cannot connect to the namenode (with libhdfs, CLASSPATH must hold Hadoop's jars: "
+                "`hadoop classpath --glob`)")
+    return f"{what}; pyarrow said: {said}"
+
+
+def _hdfs(location: RemoteLocation, parsed: ParseResult) -> tuple[pafs.FileSystem, str]:
+    cls = _client(location, "HadoopFileSystem")
+    try:
+        fs = cls(parsed.hostname, parsed.port or 8020)
+    except OSError as exc:
+        raise RemoteTierUnavailableError(f"remote tier {location.uri}: scheme 'hdfs://' is reached through "
+                                         f"pyarrow's HadoopFileSystem, which {_hdfs_missing(exc)}") from None
+    return fs, parsed.path
+
+
+def _filesystem(location: RemoteLocation) -> tuple[pafs.FileSystem, str]:
+    """The location's pyarrow filesystem and the path its keys go under. Credentials come from the
+    environment (the module doc), never from the recorded location."""
+    parsed = urlparse(location.uri)
+    if parsed.scheme == "file":
+        return pafs.LocalFileSystem(), parsed.path.rstrip("/")
+    make = {"s3": _s3, "s3a": _s3, "gs": _gcs, "abfs": _azure, "abfss": _azure, "hdfs": _hdfs}[parsed.scheme]
+    try:
+        fs, base = make(location, parsed)
+    except RemoteTierUnavailableError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise RemoteTierUnavailableError(f"remote tier {location.uri}: pyarrow's client for '{parsed.scheme}://' "
+                                         f"cannot be set up: {type(exc).__name__}: {exc}") from None
+    return fs, base.rstrip("/")
 
 
 class RemoteStore:
@@ -47,6 +134,8 @@ class RemoteStore:
     def __init__(self, location: RemoteLocation):
         self.location = location
         self.fs, self.base = _filesystem(location)
+        # Object stores have no folders; a local or HDFS file needs its parent folder made first.
+        self._make_dirs = location.scheme in ("file", "hdfs")
 
     def path(self, key: str) -> str:
         return f"{self.base}/{key}"
@@ -58,7 +147,7 @@ class RemoteStore:
         """Copy a local file to `key`, streaming; returns its {"size", "sha256"} as copied."""
         digest, size = hashlib.sha256(), 0
         try:
-            if isinstance(self.fs, pafs.LocalFileSystem):
+            if self._make_dirs:
                 self.fs.create_dir(self.path(key).rpartition("/")[0], recursive=True)
             with open(local, "rb", buffering=0) as src, self.fs.open_output_stream(self.path(key)) as out:
                 while True:
@@ -76,7 +165,7 @@ class RemoteStore:
 
     def put_bytes(self, key: str, data: bytes) -> None:
         try:
-            if isinstance(self.fs, pafs.LocalFileSystem):
+            if self._make_dirs:
                 self.fs.create_dir(self.path(key).rpartition("/")[0], recursive=True)
             with self.fs.open_output_stream(self.path(key)) as out:
                 out.write(data)
