@@ -12,6 +12,7 @@ Uploads stream in fixed chunks and hash as they go: memory stays flat with segme
 """
 from __future__ import annotations
 
+import datetime
 import hashlib
 import os
 from urllib.parse import ParseResult, urlparse
@@ -25,6 +26,10 @@ from seglog.indexer.remote.location import RemoteLocation
 CHUNK = 8 << 20            # bytes per upload write (one S3 multipart part's worth)
 MANIFEST_SUFFIX = ".manifest.json"
 AZURE_KEY_ENV = "AZURE_STORAGE_ACCOUNT_KEY"
+# How long the GCS client retries an operation (transient errors, and obtaining credentials) before it
+# fails: its own default is 15 minutes, which would hold a tier pass that long where no credential or
+# network is there (measured: a list without credentials failed after the limit, not before).
+GCS_RETRY_LIMIT = datetime.timedelta(seconds=60)
 _AZURE_DEFAULT_DFS = ".dfs.core.windows.net"
 
 
@@ -60,7 +65,7 @@ def _s3(location: RemoteLocation, parsed: ParseResult) -> tuple[pafs.FileSystem,
 
 
 def _gcs(location: RemoteLocation, parsed: ParseResult) -> tuple[pafs.FileSystem, str]:
-    kwargs = {}
+    kwargs = {"retry_time_limit": GCS_RETRY_LIMIT}
     ep = _endpoint(location)
     if ep is not None:
         kwargs["endpoint_override"] = ep.netloc
