@@ -12,14 +12,16 @@ Uploads stream in fixed chunks and hash as they go: memory stays flat with segme
 """
 from __future__ import annotations
 
+import base64
 import datetime
 import hashlib
 import os
 from urllib.parse import ParseResult, urlparse
 
+import pyarrow
 import pyarrow.fs as pafs
 
-from seglog.errors import RemoteTierUnavailableError, StorageError
+from seglog.errors import ConfigError, RemoteTierUnavailableError, StorageError
 from seglog.indexer.names import partition_dir_name
 from seglog.indexer.remote.location import RemoteLocation
 
@@ -31,6 +33,17 @@ AZURE_KEY_ENV = "AZURE_STORAGE_ACCOUNT_KEY"
 # network is there (measured: a list without credentials failed after the limit, not before).
 GCS_RETRY_LIMIT = datetime.timedelta(seconds=60)
 _AZURE_DEFAULT_DFS = ".dfs.core.windows.net"
+
+
+# What a client raises for a failed operation: an OSError mostly, a bare ArrowException from some (the Azure
+# client's namespace probe when no credential can be had).
+_FAILURES = (OSError, pyarrow.ArrowException)
+_MISSING = ("does not exist", "NoSuchKey", "NOT_FOUND", "BlobNotFound")
+
+
+def _missing(exc: BaseException) -> bool:
+    """Whether a client's failure says the object is not there (each client words it its own way)."""
+    return isinstance(exc, FileNotFoundError) or any(m in str(exc) for m in _MISSING)
 
 
 def segment_key(topic: str, partition: int, base: int, suffix: str) -> str:
@@ -79,8 +92,15 @@ def _gcs(location: RemoteLocation, parsed: ParseResult) -> tuple[pafs.FileSystem
 def _azure(location: RemoteLocation, parsed: ParseResult) -> tuple[pafs.FileSystem, str]:
     container, account = location.azure_container_and_account
     kwargs = {"account_name": account}
-    if os.environ.get(AZURE_KEY_ENV):
-        kwargs["account_key"] = os.environ[AZURE_KEY_ENV]
+    key = os.environ.get(AZURE_KEY_ENV)
+    if key:
+        try:
+            base64.b64decode(key, validate=True)
+        except ValueError:
+            # pyarrow's client takes any text here and aborts the whole process when a read decodes it
+            raise ConfigError(f"remote tier {location.uri}: {AZURE_KEY_ENV} is not base64, as an Azure storage "
+                              f"account key is (copy it whole from the account's access keys)") from None
+        kwargs["account_key"] = key
     ep = _endpoint(location)
     host_suffix = parsed.netloc.partition("@")[2][len(account):]       # ".dfs.core.windows.net"
     if ep is not None:          # an emulator (Azurite) or a private endpoint: both services at one authority
@@ -125,9 +145,9 @@ def _filesystem(location: RemoteLocation) -> tuple[pafs.FileSystem, str]:
     make = {"s3": _s3, "s3a": _s3, "gs": _gcs, "abfs": _azure, "abfss": _azure, "hdfs": _hdfs}[parsed.scheme]
     try:
         fs, base = make(location, parsed)
-    except RemoteTierUnavailableError:
+    except (RemoteTierUnavailableError, ConfigError):
         raise
-    except (OSError, ValueError) as exc:
+    except (*_FAILURES, ValueError) as exc:
         raise RemoteTierUnavailableError(f"remote tier {location.uri}: pyarrow's client for '{parsed.scheme}://' "
                                          f"cannot be set up: {type(exc).__name__}: {exc}") from None
     return fs, base.rstrip("/")
@@ -164,7 +184,7 @@ class RemoteStore:
                     size += len(chunk)
         except FileNotFoundError:
             raise
-        except OSError as exc:
+        except _FAILURES as exc:
             raise self._fail("cannot write", key, exc) from exc
         return {"size": size, "sha256": digest.hexdigest()}
 
@@ -174,7 +194,7 @@ class RemoteStore:
                 self.fs.create_dir(self.path(key).rpartition("/")[0], recursive=True)
             with self.fs.open_output_stream(self.path(key)) as out:
                 out.write(data)
-        except OSError as exc:
+        except _FAILURES as exc:
             raise self._fail("cannot write", key, exc) from exc
 
     def read(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
@@ -184,31 +204,35 @@ class RemoteStore:
                 if length is None:
                     length = f.size() - offset
                 return f.read_at(length, offset) if length > 0 else b""
-        except FileNotFoundError:
-            raise
-        except OSError as exc:
-            if "does not exist" in str(exc) or "NoSuchKey" in str(exc) or "Path does not exist" in str(exc):
+        except _FAILURES as exc:
+            if _missing(exc):
                 raise FileNotFoundError(self.path(key)) from exc
             raise self._fail("cannot read", key, exc) from exc
 
     def size(self, key: str) -> int | None:
-        info = self.fs.get_file_info(self.path(key))
+        """`key`'s size, None when it is missing."""
+        try:
+            info = self.fs.get_file_info(self.path(key))
+        except _FAILURES as exc:
+            raise self._fail("cannot look up", key, exc) from exc
         return info.size if info.type == pafs.FileType.File else None
 
     def hash(self, key: str) -> dict | None:
-        """{"size", "sha256"} of `key` read back in chunks, or None when it is missing."""
-        try:
-            f = self.fs.open_input_stream(self.path(key))
-        except (FileNotFoundError, OSError):
-            return None
+        """{"size", "sha256"} of `key` read back in chunks, or None when it is missing (any other
+        failure is a StorageError: an object this process cannot reach is not a missing one)."""
         digest, size = hashlib.sha256(), 0
-        with f:
-            while True:
-                chunk = f.read(CHUNK)
-                if not chunk:
-                    break
-                digest.update(chunk)
-                size += len(chunk)
+        try:
+            with self.fs.open_input_stream(self.path(key)) as f:
+                while True:
+                    chunk = f.read(CHUNK)
+                    if not chunk:
+                        break
+                    digest.update(chunk)
+                    size += len(chunk)
+        except _FAILURES as exc:
+            if _missing(exc):
+                return None
+            raise self._fail("cannot read", key, exc) from exc
         return {"size": size, "sha256": digest.hexdigest()}
 
     def list(self, prefix: str) -> list[str]:
@@ -216,16 +240,14 @@ class RemoteStore:
         sel = pafs.FileSelector(self.path(prefix), allow_not_found=True, recursive=False)
         try:
             return sorted(i.base_name for i in self.fs.get_file_info(sel) if i.type == pafs.FileType.File)
-        except OSError as exc:
+        except _FAILURES as exc:
             raise self._fail("cannot list", prefix, exc) from exc
 
     def delete(self, key: str) -> None:
         """Delete `key`; an object already gone is fine (deletion is finished by the next pass)."""
         try:
             self.fs.delete_file(self.path(key))
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            if self.size(key) is None:
+        except _FAILURES as exc:
+            if _missing(exc) or self.size(key) is None:
                 return
             raise self._fail("cannot delete", key, exc) from exc

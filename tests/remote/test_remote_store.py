@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from seglog.errors import ConfigError
+from seglog.errors import ConfigError, StorageError
 from seglog.indexer.remote.location import RemoteLocation, load_location, location_path, parse_location, record_location
 from seglog.indexer.remote.store import RemoteStore
 
@@ -146,3 +146,26 @@ def test_hdfs_without_its_native_client_is_a_typed_error_naming_what_is_missing(
         assert "needs a JVM: set JAVA_HOME" in said and "libjvm" in said
     else:
         assert "needs Hadoop's native libhdfs.so: set ARROW_LIBHDFS_DIR" in said and "libhdfs" in said
+
+
+def test_an_object_this_process_cannot_reach_is_a_storage_error_never_a_missing_one(azurite_server, monkeypatch):
+    """A wrong credential (Azurite refuses the request) fails every operation by name, the URI and the key;
+    `hash` does not answer None (missing), which `verify --remote` would report as a lost object. A key
+    that is no account key at all is refused before any request."""
+    from tests.emulators import AZURITE_KEY
+
+    uri = azurite_server.make_container(f"c-{uuid.uuid4().hex[:12]}") + "/p"
+    location = parse_location({"uri": uri, "endpoint": azurite_server.endpoint}, "test")
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_KEY", "==" + AZURITE_KEY[:-2])     # not base64: refused by name
+    with pytest.raises(ConfigError, match="AZURE_STORAGE_ACCOUNT_KEY is not base64"):
+        RemoteStore(location)                  # (pyarrow's client would abort the process on its first read)
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_KEY", "A" + AZURITE_KEY[1:])       # base64, the wrong key
+    store = RemoteStore(location)
+    ops = {"list": lambda: store.list("t-0"), "size": lambda: store.size("t-0/x.log"),
+           "read": lambda: store.read("t-0/x.log"), "hash": lambda: store.hash("t-0/x.log"),
+           "write": lambda: store.put_bytes("t-0/x.log", b"x"), "delete": lambda: store.delete("t-0/x.log")}
+    for name, op in ops.items():
+        with pytest.raises(StorageError) as info:
+            op()
+        assert str(info.value).startswith(f"remote tier {uri}: cannot "), name
+        assert "t-0" in str(info.value), name
