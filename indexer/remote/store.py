@@ -54,8 +54,6 @@ def _client(location: RemoteLocation, name: str):
     """pyarrow.fs's class `name`, or a RemoteTierUnavailableError when this pyarrow was built without it."""
     cls = getattr(pafs, name, None)
     if cls is None:
-        import pyarrow
-
         raise RemoteTierUnavailableError(f"remote tier {location.uri}: scheme '{location.scheme}://' is reached "
                                          f"through pyarrow.fs.{name}, which this pyarrow ({pyarrow.__version__}) "
                                          f"was built without")
