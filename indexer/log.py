@@ -719,14 +719,9 @@ class Log:
         offset = int(offset)
         if offset >= self.log_end_offset:
             return
-        from seglog.indexer.remote.metadata import remote_end_of
+        from seglog.indexer.remote.metadata import refuse_below_remote_end
 
-        tiered_end = remote_end_of(self.path)
-        if tiered_end is not None and offset < tiered_end:
-            # A tiered segment is immutable (docs/tiered-storage.md §4): cutting below the remote end would
-            # let new records reuse offsets the remote tier holds. Refused; nothing is changed.
-            raise OffsetOutOfRangeError(f"{self.path}: cannot truncate to offset {offset}: offsets up to "
-                                        f"{tiered_end - 1} are tiered to the remote tier (docs/tiered-storage.md)")
+        refuse_below_remote_end(self.path, offset, f"truncate to offset {offset}")
         seg = None
         bases = self._segments.bases
         if offset >= self._log_start and bases:

@@ -85,6 +85,11 @@ class StorageError(SeglogError, OSError):
     """The filesystem refused what seglog needs (no space to reserve, no locks, no hard links)."""
 
 
+class RemoteTierUnavailableError(StorageError):
+    """The remote tier's scheme is supported, but this process cannot reach it: pyarrow here lacks that
+    filesystem, or its native client is missing (for hdfs://: a JVM, Hadoop's libhdfs, its CLASSPATH)."""
+
+
 class ConnectorJarError(SeglogError):
     """seglog's Spark connector jar (seglog/jars/seglog-spark.jar) is missing, or a Spark session runs
     another version of it than the installed seglog."""

@@ -1,7 +1,7 @@
 """The `format("seglog")` write's refusals as seglog's typed errors (seglog/errors.py).
 
 The connector jar names each refusal in its message, `seglog <ErrorName>: <detail>` (a record refused by a
-task: too large, timestamp out of range, a missing key, ...; a topic conflict) or `seglog write: <detail>`
+task: too large, timestamp out of range, a missing key, ...; a topic conflict; a roll back below the remote end) or `seglog write: <detail>`
 (a row or request the write cannot take: a partition out of range, null topics, a missing topic, no query
 to name the writer). The message reaches Python as text: inside a py4j error in classic PySpark, inside a
 SparkConnectGrpcException under Spark Connect, often wrapped in Spark's job failure. The first such line is
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from seglog.errors import (ConnectorJarError, InvalidRecordError, InvalidTopicError, MissingKeyError, PartitionLockedError,
-                           RecordTooLargeError, SeglogError, TimestampOutOfRangeError)
+from seglog.errors import (ConnectorJarError, InvalidRecordError, InvalidTopicError, MissingKeyError, OffsetOutOfRangeError,
+                           PartitionLockedError, RecordTooLargeError, SeglogError, TimestampOutOfRangeError)
 from seglog.sink.input_schema import SinkInputError, SinkSchemaError
 
 KINDS: dict[str, type[SeglogError]] = {
@@ -21,6 +21,7 @@ KINDS: dict[str, type[SeglogError]] = {
     "MissingKeyError": MissingKeyError,
     "InvalidRecordError": InvalidRecordError,
     "InvalidTopicError": InvalidTopicError,
+    "OffsetOutOfRangeError": OffsetOutOfRangeError,   # a roll back below the remote end (docs/tiered-storage.md §4)
 }
 _REFUSAL = re.compile(r"seglog (?:(?P<kind>[A-Za-z]+Error)|write): (?P<detail>[^\n]*)")
 _LOCKED = re.compile(r"LockedException: (?P<detail>[^\n]*is locked by another writer[^\n]*)")

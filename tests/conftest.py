@@ -119,6 +119,47 @@ def s3_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def gcs_server(tmp_path_factory):
+    """A real GCS server on loopback for the session (tests/emulators.py: fake-gcs-server), reached
+    anonymously over plain HTTP as the store reaches an emulator endpoint. Skips, naming the script that
+    installs it, where it is not installed (it is not part of scripts/setup-test.sh: a Go build of minutes)."""
+    from tests.emulators import GcsServer
+
+    if GcsServer.installed() is None:
+        pytest.skip(f"fake-gcs-server is not installed: `bash {GcsServer.script}` installs it")
+    server = GcsServer(tmp_path_factory.mktemp("gcs-server"))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def azurite_server(tmp_path_factory):
+    """A real Azure Storage blob server on loopback for the session (tests/emulators.py: Azurite); its
+    account key set in this process's environment as a user sets a real one. Skips, naming the script,
+    where it is not installed (scripts/setup-test.sh installs it when npm is there)."""
+    from tests.emulators import AzuriteServer
+
+    if AzuriteServer.installed() is None:
+        pytest.skip(f"Azurite is not installed: `bash {AzuriteServer.script}` installs it (needs npm)")
+    server = AzuriteServer(tmp_path_factory.mktemp("azurite"))
+    saved = {k: os.environ.get(k) for k in server.env()}
+    os.environ.update(server.env())
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture(scope="session")
 def connect_server(tmp_path_factory):
     """A real Spark Connect server for the session, with seglog's jar (tests/connect_server.py):
     ``.session()`` opens a client session, ``.url``. Stopped when the session ends, also after failures."""

@@ -8,7 +8,9 @@ and Cleaner decide, with no file work.
 - The dirty ratio is dirty bytes / (clean bytes + dirty bytes), both over whole segments.
 - A clean is due when the ratio exceeds `min.cleanable.dirty.ratio` (strictly, as Kafka), or when the first dirty
   segment's first timestamp is older than `max.compaction.lag.ms` (that lag forces a clean).
-- Groups: consecutive segments from the log start up to the end of the mapped dirty part, merged
+- What is tiered is immutable (docs/tiered-storage.md §4): below the partition's remote end nothing is
+  rewritten, mapped or counted; the plan starts there as if it were the log start.
+- Groups: consecutive segments from the log start (or the remote end) up to the end of the mapped dirty part, merged
   while their bytes stay within `segment.bytes` and their index entries within `segment.index.bytes`
   (Kafka's groupSegmentsBySize), and their offsets within int32 of the group's base.
 """
@@ -55,8 +57,10 @@ def first_dirty_offset(checkpoint: int | None, log_start: int, log_end: int) -> 
 
 
 def plan(facts: list[CleanFacts], config, *, checkpoint: int | None, log_start: int, now: int,
-         first_unstable: int | None = None) -> CleanPlan:
-    """What a clean of these segments would cover now, and whether one is due."""
+         first_unstable: int | None = None, tiered_end: int = 0) -> CleanPlan:
+    """What a clean of these segments would cover now, and whether one is due. `tiered_end`: the
+    partition's remote end (indexer/remote/metadata.py mutable_from), below which nothing is cleaned."""
+    log_start = max(log_start, tiered_end)     # tiered segments are neither clean nor dirty: immutable
     if not facts:
         return CleanPlan(log_start, log_start, 0, 0, False, "empty log")
     log_end = facts[-1].next_offset
@@ -86,13 +90,14 @@ def plan(facts: list[CleanFacts], config, *, checkpoint: int | None, log_start: 
                      f"dirty ratio {ratio:.3f} below min.cleanable.dirty.ratio")
 
 
-def groups(facts: list[CleanFacts], end: int, config) -> list[list[CleanFacts]]:
-    """Consecutive inactive segments with next offset <= `end`, in groups that each become one
-    cleaned segment: bytes within segment.bytes, index entries within segment.index.bytes (with room
-    for one entry per merged segment and the seal entry: a rewrite may index a little differently)."""
+def groups(facts: list[CleanFacts], end: int, config, tiered_end: int = 0) -> list[list[CleanFacts]]:
+    """Consecutive inactive segments with next offset <= `end`, none below `tiered_end` (tiered: never
+    rewritten), in groups that each become one cleaned segment: bytes within segment.bytes, index entries
+    within segment.index.bytes (with room for one entry per merged segment and the seal entry: a rewrite
+    may index a little differently)."""
     max_bytes = config["segment.bytes"]
     max_index = config["segment.index.bytes"]
-    segs = [f for f in facts[:-1] if f.next_offset <= end]
+    segs = [f for f in facts[:-1] if f.next_offset <= end and f.base >= tiered_end]
     out: list[list[CleanFacts]] = []
     for f in segs:
         if out:

@@ -10,7 +10,8 @@ same steps with the partition's lock already held.
 Invariants kept here:
 - The active segment, every inactive segment not yet sealed, and everything from the first uncleanable
   offset on (which is also at most the sink's committed end) are never read for rewriting, let alone
-  changed.
+  changed; nor is any segment below the partition's remote end (tiered: immutable, docs/tiered-storage.md
+  §4), even when the topic was switched to `compact` after it was tiered.
 - Surviving records keep their offsets; every cleaned segment keeps its group's first base and ends
   with its group's last batch, so segment bases and the next offset of each segment do not change.
 - The cleaner checkpoint names the partition before the first swap (so readers know offsets may
@@ -31,6 +32,7 @@ from seglog.indexer.codec.batch_layout import TRANSACTIONAL_FLAG_MASK
 from seglog.indexer.compaction.clean_batches import FilterContext, aborted_batches, filter_chunk, map_chunk
 from seglog.indexer.compaction.cleaner_checkpoint import cleaner_offset, set_cleaner_offset
 from seglog.indexer.names import CLEANED_SUFFIX
+from seglog.indexer.remote.metadata import mutable_from
 from seglog.indexer.compaction.offset_map import OffsetMapBuilder
 from seglog.indexer.codec.records import BATCH_HEADER_SIZE, CONTROL_FLAG_MASK, NO_TIMESTAMP, parse_header
 from seglog.indexer.segment import LogSegment, now_ms, read_checked
@@ -109,7 +111,7 @@ def current_plan(log, now: int | None = None) -> clean_plan.CleanPlan:
     """What a clean would cover now (`seglog describe`, the metrics)."""
     return clean_plan.plan(segment_facts(log), log.config, checkpoint=cleaner_offset(log.path),
                            log_start=log.log_start_offset, now=now_ms() if now is None else now,
-                           first_unstable=_first_unstable(log))
+                           first_unstable=_first_unstable(log), tiered_end=mutable_from(log.path))
 
 
 def _chunks_with_last(seg: LogSegment):
@@ -171,15 +173,18 @@ def _clean(log, now: int | None, dedupe_buffer_bytes: int, force: bool, gate: Sw
     if not log.readonly:
         log.flush()
     checkpoint = cleaner_offset(log.path)
+    # Read once, under the maintenance lock the tier job also takes: it cannot move during this clean.
+    tiered_end = mutable_from(log.path)
     try:
         facts = segment_facts(log)
         first_unstable = _first_unstable(log)
     except _GONE as exc:       # retention beside the plan (a view's segment went): the next clean plans again
-        result = CleanResult(clean_plan.plan([], cfg, checkpoint=checkpoint, log_start=log.log_start_offset, now=now))
+        result = CleanResult(clean_plan.plan([], cfg, checkpoint=checkpoint, log_start=log.log_start_offset, now=now,
+                                             tiered_end=tiered_end))
         result.given_up = f"a segment went while the clean was planned: {exc}"
         return result
     plan = clean_plan.plan(facts, cfg, checkpoint=checkpoint, log_start=log.log_start_offset, now=now,
-                           first_unstable=first_unstable)
+                           first_unstable=first_unstable, tiered_end=tiered_end)
     result = CleanResult(plan)
     if not plan.dirty_bytes or not (plan.due or force):
         return result
@@ -229,7 +234,7 @@ def _clean(log, now: int | None, dedupe_buffer_bytes: int, force: bool, gate: Sw
     # 2. Every group from the log start to the map's end, rewritten (no lock) and swapped in (the
     #    partition's lock, one group at a time). A group given up ends the clean: the checkpoint stays.
     clean_swap.remove_cleaned(log.path)
-    for group in clean_plan.groups(facts, latest.end, cfg):
+    for group in clean_plan.groups(facts, latest.end, cfg, tiered_end):
         guard = (latest.end, inodes[latest.end])
         result.given_up = _clean_group(log, group, ctx, fates, result, gate, inodes, guard)
         if result.given_up is not None:

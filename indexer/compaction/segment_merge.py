@@ -120,16 +120,16 @@ def plan(facts: list[MergeFacts], config, *, end: int, breaks: tuple[int, ...] =
 
 def segment_facts(log) -> list[MergeFacts]:
     """The plan's view of every inactive segment of `log`, sealed ones from their files alone."""
-    from seglog.indexer.remote.metadata import remote_end_of
+    from seglog.indexer.remote.metadata import mutable_from
 
     bases = log.segment_bases()
-    tiered_end = remote_end_of(log.path)     # a tiered segment is immutable (docs/tiered-storage.md §4)
+    tiered_end = mutable_from(log.path)      # a tiered segment is immutable (docs/tiered-storage.md §4)
     facts = []
     for i, base in enumerate(bases[:-1]):
         nxt = bases[i + 1]
         summary = sealed_summary(log.path, base, nxt)
         why = ""
-        if tiered_end is not None and base < tiered_end:
+        if base < tiered_end:
             why = "tiered (below the remote end)"
         elif summary is None:
             why = "not sealed"

@@ -18,19 +18,31 @@ from seglog.indexer.fsutil import atomic_write, make_dirs
 from seglog.indexer.names import META_DIR
 
 LOCATION_FILE = "remote.json"
-SCHEMES = ("file", "s3", "s3a")          # what indexer/remote/store.py reaches through pyarrow.fs
+# What indexer/remote/store.py reaches through pyarrow.fs, each URI in the form Hadoop's FileSystem takes (the
+# JVM reader reaches the same URI through it): s3a:// is taken as s3://; abfss:// is abfs:// over TLS.
+SCHEMES = ("file", "s3", "s3a", "gs", "abfs", "abfss", "hdfs")
 KEYS = ("uri", "endpoint", "region")
+_FORMS = {"file": "file:///abs/path", "s3": "s3://bucket/prefix", "s3a": "s3a://bucket/prefix",
+          "gs": "gs://bucket/prefix", "abfs": "abfs://container@account.dfs.core.windows.net/prefix",
+          "abfss": "abfss://container@account.dfs.core.windows.net/prefix", "hdfs": "hdfs://namenode:port/prefix"}
 
 
 @dataclass(frozen=True)
 class RemoteLocation:
-    uri: str                     # file:///abs/path or s3://bucket/prefix (s3a:// is taken as s3://)
-    endpoint: str | None = None  # an S3 endpoint override: http://host:port
+    uri: str                     # one of SCHEMES' forms (_FORMS); s3a:// is taken as s3://
+    endpoint: str | None = None  # an S3, GCS or Azure endpoint override: http(s)://host:port
     region: str | None = None
 
     @property
     def scheme(self) -> str:
         return urlparse(self.uri).scheme
+
+    @property
+    def azure_container_and_account(self) -> tuple[str, str]:
+        """abfs(s)://container@account.<host>/prefix: the container and the storage account."""
+        netloc = urlparse(self.uri).netloc
+        container, _, host = netloc.partition("@")
+        return container, host.split(".", 1)[0]
 
 
 def location_path(root: str | os.PathLike) -> Path:
@@ -47,16 +59,25 @@ def parse_location(raw: Any, where: str) -> RemoteLocation:
     uri = raw.get("uri")
     if not isinstance(uri, str) or not uri.strip():
         raise ConfigError(f"{where}: 'uri' = {uri!r} is required: the remote tier's URI "
-                          f"(file:///abs/path or s3://bucket/prefix)")
+                          f"({', '.join(_FORMS[s] for s in ('file', 's3', 'gs', 'abfs', 'hdfs'))})")
     uri = uri.strip().rstrip("/")
     parsed = urlparse(uri)
     if parsed.scheme not in SCHEMES:
         raise ConfigError(f"{where}: 'uri' = {uri!r}: scheme {parsed.scheme or '(none)'!r} is not supported; "
                           f"allowed: {', '.join(s + '://' for s in SCHEMES)}")
-    if parsed.scheme == "file" and (parsed.netloc or not parsed.path.startswith("/")):
+    scheme = parsed.scheme
+    if scheme == "file" and (parsed.netloc or not parsed.path.startswith("/")):
         raise ConfigError(f"{where}: 'uri' = {uri!r}: a file URI names an absolute path: file:///abs/path")
-    if parsed.scheme in ("s3", "s3a") and not parsed.netloc:
-        raise ConfigError(f"{where}: 'uri' = {uri!r}: an S3 URI names its bucket: s3://bucket/prefix")
+    if scheme in ("s3", "s3a", "gs") and not parsed.netloc:
+        raise ConfigError(f"{where}: 'uri' = {uri!r}: an {'S3' if scheme != 'gs' else 'GCS'} URI names its bucket: "
+                          f"{_FORMS[scheme]}")
+    if scheme in ("abfs", "abfss"):
+        container, at, host = parsed.netloc.partition("@")
+        if not (container and at and "." in host and host.split(".", 1)[0]):
+            raise ConfigError(f"{where}: 'uri' = {uri!r}: an Azure URI names its container and storage account, as "
+                              f"Hadoop's ABFS does: {_FORMS[scheme]}")
+    if scheme == "hdfs" and not parsed.hostname:
+        raise ConfigError(f"{where}: 'uri' = {uri!r}: an HDFS URI names its namenode: {_FORMS[scheme]}")
     out = {"uri": uri}
     for key in ("endpoint", "region"):
         value = raw.get(key)
@@ -65,6 +86,13 @@ def parse_location(raw: Any, where: str) -> RemoteLocation:
         out[key] = value.strip() if isinstance(value, str) else None
     if out["endpoint"] is not None and urlparse(out["endpoint"]).scheme not in ("http", "https"):
         raise ConfigError(f"{where}: 'endpoint' = {out['endpoint']!r}: expected http://host:port or https://host:port")
+    # endpoint: an S3, GCS or Azure endpoint override (MinIO, moto, fake-gcs-server, Azurite); region: S3's.
+    if scheme == "hdfs" and out["endpoint"] is not None:
+        raise ConfigError(f"{where}: 'endpoint' = {out['endpoint']!r} is not allowed with an hdfs:// URI: the URI "
+                          f"names the namenode")
+    if scheme in ("gs", "abfs", "abfss", "hdfs") and out["region"] is not None:
+        raise ConfigError(f"{where}: 'region' = {out['region']!r} is not allowed with a {scheme}:// URI: only S3 "
+                          f"locations have a region")
     return RemoteLocation(**out)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import crc32c as _crc32c
 
-from seglog.errors import CorruptRecordError
+from seglog.errors import CorruptRecordError, OffsetOutOfRangeError
 from seglog.indexer.fsutil import fsync_dir, make_dirs
 from seglog.indexer.names import META_DIR, partition_dir_name
 
@@ -85,7 +85,7 @@ class RemoteState:
 
 def remote_end_of(partition_dir: str | os.PathLike) -> int | None:
     """The remote end of the partition in `partition_dir` (its root is the parent), None when nothing
-    was ever tiered: what merge and clean must stay above (docs/tiered-storage.md §4)."""
+    was ever tiered (see mutable_from)."""
     from seglog.indexer.names import parse_partition_dir
 
     d = Path(partition_dir)
@@ -93,6 +93,25 @@ def remote_end_of(partition_dir: str | os.PathLike) -> int | None:
     if parsed is None or not metadata_path(d.parent, *parsed).exists():
         return None
     return read_state(d.parent, *parsed).end
+
+
+def mutable_from(partition_dir: str | os.PathLike) -> int:
+    """The first offset of the partition in `partition_dir` that merge, clean and truncation may change:
+    its remote end, 0 when nothing was ever tiered. The one home of the rule "what is tiered is immutable"
+    (docs/tiered-storage.md §4): a rewrite below it would make the local copy differ from the remote one,
+    a truncation below it would let new records reuse offsets the remote tier holds. The remote end is a
+    segment boundary (only whole sealed segments are copied, and nothing below it is merged or cleaned)."""
+    end = remote_end_of(partition_dir)
+    return 0 if end is None else end
+
+
+def refuse_below_remote_end(partition_dir: str | os.PathLike, offset: int, doing: str) -> None:
+    """Raise OffsetOutOfRangeError when `doing` (e.g. "truncate to offset 12") would change records at
+    `offset` below the partition's remote end; the caller has changed nothing yet."""
+    floor = mutable_from(partition_dir)
+    if offset < floor:
+        raise OffsetOutOfRangeError(f"{partition_dir}: cannot {doing}: offsets up to {floor - 1} are tiered to the "
+                                    f"remote tier, and what is tiered is immutable (docs/tiered-storage.md §4)")
 
 
 def encode(record: dict) -> bytes:

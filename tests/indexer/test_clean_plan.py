@@ -66,3 +66,18 @@ def test_groups_respect_segment_bytes_and_index_size():
     many = facts(10, 10, 10, 10, entries=30)          # 3 x 30 entries of 12 bytes pass 1024
     assert [len(g) for g in groups(many, 40, c)] == [2, 1]
     assert groups(f, 10, c) == [[f[0]]]               # only segments below the map's end
+
+
+def test_the_remote_end_is_the_plans_start_and_no_group_reaches_below_it():
+    """docs/tiered-storage.md §4: a topic tiered, then switched to compact: segments below the remote end
+    are neither clean nor dirty (no ratio counts them) and no cleaned group holds one."""
+    f = facts(100, 100, 100, 100, 10)
+    p = plan(f, cfg(), checkpoint=10, log_start=0, now=NOW, tiered_end=20)
+    assert (p.first_dirty, p.clean_bytes, p.dirty_bytes) == (20, 0, 200)     # the checkpoint below it: moved up
+    p = plan(f, cfg(), checkpoint=30, log_start=0, now=NOW, tiered_end=20)
+    assert (p.first_dirty, p.clean_bytes, p.dirty_bytes) == (30, 100, 100)   # clean bytes from the remote end only
+    assert not plan(f, cfg(), checkpoint=None, log_start=0, now=NOW, tiered_end=40).dirty_bytes   # all tiered
+    c = cfg(**{"segment_bytes": 1 << 20})
+    assert [[x.base for x in g] for g in groups(f, 40, c)] == [[0, 10, 20, 30]]
+    assert [[x.base for x in g] for g in groups(f, 40, c, 20)] == [[20, 30]]
+    assert groups(f, 40, c, 40) == []

@@ -1,23 +1,39 @@
 """The remote tier's store (indexer/remote/store.py) and location record (indexer/remote/location.py):
-the same answers through file:// and a real S3 server on loopback (moto's server mode)."""
+the same answers through file:// and real servers on loopback: S3 (moto's server mode), GCS
+(fake-gcs-server) and Azure Storage (Azurite); hdfs:// where no libhdfs is installed is a typed error
+naming what is missing."""
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
-from seglog.errors import ConfigError
+from seglog.errors import ConfigError, StorageError
 from seglog.indexer.remote.location import RemoteLocation, load_location, location_path, parse_location, record_location
 from seglog.indexer.remote.store import RemoteStore
 
+REPO = Path(__file__).resolve().parents[2]
 
-@pytest.fixture(params=["file", "s3"])
+
+@pytest.fixture(params=["file", "s3", "gs", "abfs"])
 def store(request, tmp_path):
     if request.param == "file":
         (tmp_path / "remote").mkdir()
         return RemoteStore(RemoteLocation(f"file://{tmp_path}/remote"))
+    if request.param == "gs":
+        server = request.getfixturevalue("gcs_server")
+        uri = server.make_bucket(f"b-{uuid.uuid4().hex[:12]}") + "/some/prefix"
+        return RemoteStore(parse_location({"uri": uri, "endpoint": server.endpoint}, "test"))
+    if request.param == "abfs":
+        server = request.getfixturevalue("azurite_server")
+        uri = server.make_container(f"c-{uuid.uuid4().hex[:12]}") + "/some/prefix"
+        return RemoteStore(parse_location({"uri": uri, "endpoint": server.endpoint}, "test"))
     server = request.getfixturevalue("s3_server")
     uri = server.make_bucket(f"b-{uuid.uuid4().hex[:12]}") + "/some/prefix"
     return RemoteStore(RemoteLocation(uri, endpoint=server.endpoint, region="us-east-1"))
@@ -46,9 +62,14 @@ def test_put_read_list_delete_round_trip(store, tmp_path):
 
 
 @pytest.mark.parametrize("raw,problem", [
-    ({}, "'uri'"), ({"uri": "gs://b/p"}, "scheme 'gs'"), ({"uri": "file://relative/p"}, "absolute path"),
+    ({}, "'uri'"), ({"uri": "ftp://b/p"}, "scheme 'ftp'"), ({"uri": "file://relative/p"}, "absolute path"),
     ({"uri": "s3:///p"}, "bucket"), ({"uri": "s3://b", "endpoint": "127.0.0.1:9000"}, "'endpoint'"),
     ({"uri": "s3://b", "bucket": "x"}, "unknown key 'bucket'"), ({"uri": "s3://b", "region": 5}, "'region'"),
+    ({"uri": "gs:///p"}, "GCS URI names its bucket"), ({"uri": "gs://b", "region": "eu"}, "only S3 locations"),
+    ({"uri": "abfs://acct.dfs.core.windows.net/p"}, "container and storage account"),
+    ({"uri": "abfss://c@/p"}, "container and storage account"),
+    ({"uri": "hdfs:///p"}, "names its namenode"),
+    ({"uri": "hdfs://nn:8020/p", "endpoint": "http://nn:9870"}, "the URI names the namenode"),
 ])
 def test_bad_locations_are_refused_by_name(raw, problem):
     with pytest.raises(ConfigError, match=problem):
@@ -67,3 +88,84 @@ def test_the_location_is_recorded_once_and_never_silently_changed(tmp_path):
     with pytest.raises(ConfigError, match="orphaned"):
         record_location(tmp_path, moved)
     assert json.loads(location_path(tmp_path).read_text())["uri"] == "s3a://bucket/prefix"
+
+
+@pytest.mark.parametrize("uri,key_path", [
+    ("gs://bucket/pre/fix", "bucket/pre/fix/t-0/x"),
+    ("abfs://cont@acct.dfs.core.windows.net/pre", "cont/pre/t-0/x"),
+    ("abfss://cont@acct.dfs.core.windows.net", "cont/t-0/x"),
+])
+def test_gcs_and_azure_locations_name_their_bucket_or_container(uri, key_path):
+    """The store's keys go under the bucket (GCS) or the container (Azure: the account is the filesystem's
+    root, as in pyarrow's AzureFileSystem); nothing is reached until an object is."""
+    loc = parse_location({"uri": uri}, "remote")
+    assert loc.uri == uri and RemoteStore(loc).path("t-0/x") == key_path
+    if loc.scheme.startswith("abfs"):
+        assert loc.azure_container_and_account == ("cont", "acct")
+
+
+HDFS_PROBE = """
+import sys
+from seglog.errors import RemoteTierUnavailableError
+from seglog.indexer.remote.location import parse_location
+from seglog.indexer.remote.store import RemoteStore
+try:
+    RemoteStore(parse_location({"uri": "hdfs://127.0.0.1:1/seglog"}, "remote"))
+except RemoteTierUnavailableError as exc:
+    print(exc)
+    sys.exit(0)
+sys.exit(3)
+"""
+
+
+def _java_home() -> str | None:
+    import shutil
+
+    java = shutil.which("java")
+    return str(Path(java).resolve().parents[1]) if java else None
+
+
+@pytest.mark.parametrize("jvm", ["no JAVA_HOME", "JAVA_HOME without libhdfs"])
+def test_hdfs_without_its_native_client_is_a_typed_error_naming_what_is_missing(jvm):
+    """pyarrow reaches hdfs:// through libhdfs and a JVM; where they are missing (as here: no Hadoop
+    installation) the store names the scheme and what to install or set. A fresh process each time: pyarrow
+    loads libjvm into the process that asks."""
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "ARROW_LIBHDFS_DIR", "HADOOP_HOME")}
+    if jvm != "no JAVA_HOME":
+        home = _java_home()
+        if home is None or not list(Path(home).glob("lib/server/libjvm.so")):
+            pytest.skip("no JDK with lib/server/libjvm.so beside `java` on PATH")
+        env["JAVA_HOME"] = home
+    proc = subprocess.run([sys.executable, "-c", HDFS_PROBE], env=env, capture_output=True, text=True, timeout=120,
+                          cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    said = proc.stdout.strip()
+    assert said.startswith("remote tier hdfs://127.0.0.1:1/seglog: scheme 'hdfs://' is reached through pyarrow's "
+                           "HadoopFileSystem, which needs")
+    if jvm == "no JAVA_HOME":
+        assert "needs a JVM: set JAVA_HOME" in said and "libjvm" in said
+    else:
+        assert "needs Hadoop's native libhdfs.so: set ARROW_LIBHDFS_DIR" in said and "libhdfs" in said
+
+
+def test_an_object_this_process_cannot_reach_is_a_storage_error_never_a_missing_one(azurite_server, monkeypatch):
+    """A wrong credential (Azurite refuses the request) fails every operation by name, the URI and the key;
+    `hash` does not answer None (missing), which `verify --remote` would report as a lost object. A key
+    that is no account key at all is refused before any request."""
+    from tests.emulators import AZURITE_KEY
+
+    uri = azurite_server.make_container(f"c-{uuid.uuid4().hex[:12]}") + "/p"
+    location = parse_location({"uri": uri, "endpoint": azurite_server.endpoint}, "test")
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_KEY", "==" + AZURITE_KEY[:-2])     # not base64: refused by name
+    with pytest.raises(ConfigError, match="AZURE_STORAGE_ACCOUNT_KEY is not base64"):
+        RemoteStore(location)                  # (pyarrow's client would abort the process on its first read)
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_KEY", "A" + AZURITE_KEY[1:])       # base64, the wrong key
+    store = RemoteStore(location)
+    ops = {"list": lambda: store.list("t-0"), "size": lambda: store.size("t-0/x.log"),
+           "read": lambda: store.read("t-0/x.log"), "hash": lambda: store.hash("t-0/x.log"),
+           "write": lambda: store.put_bytes("t-0/x.log", b"x"), "delete": lambda: store.delete("t-0/x.log")}
+    for name, op in ops.items():
+        with pytest.raises(StorageError) as info:
+            op()
+        assert str(info.value).startswith(f"remote tier {uri}: cannot "), name
+        assert "t-0" in str(info.value), name

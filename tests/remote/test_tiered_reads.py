@@ -1,5 +1,6 @@
 """Reads across both tiers (indexer/remote/tiered_log.py, docs/tiered-storage.md §6): the same records,
-offsets and timestamp lookups after tiering as before, through file:// and the loopback S3 server;
+offsets and timestamp lookups after tiering as before, through file:// and the loopback S3, GCS
+(fake-gcs-server) and Azure (Azurite) servers;
 `verify_remote` against the manifests."""
 from __future__ import annotations
 
@@ -39,11 +40,17 @@ def snapshot(log, lookups):
             [log.offset_for_timestamp(ts) for ts in lookups])
 
 
-@pytest.fixture(params=["file", "s3"])
+@pytest.fixture(params=["file", "s3", "gs", "abfs"])
 def location(request, tmp_path):
     if request.param == "file":
         (tmp_path / "remote").mkdir()
         return RemoteLocation(f"file://{tmp_path}/remote")
+    if request.param == "gs":          # fake-gcs-server on loopback (skips where it is not installed)
+        server = request.getfixturevalue("gcs_server")
+        return RemoteLocation(server.make_bucket(f"r-{uuid.uuid4().hex[:10]}") + "/x", endpoint=server.endpoint)
+    if request.param == "abfs":        # Azurite on loopback
+        server = request.getfixturevalue("azurite_server")
+        return RemoteLocation(server.make_container(f"r-{uuid.uuid4().hex[:10]}") + "/x", endpoint=server.endpoint)
     server = request.getfixturevalue("s3_server")
     return RemoteLocation(server.make_bucket(f"r-{uuid.uuid4().hex[:10]}") + "/x", endpoint=server.endpoint,
                           region="us-east-1")

@@ -34,6 +34,9 @@ import org.apache.kafka.common.record.FileLogInputStream.FileChannelRecordBatch;
  *   not preallocated to {@code segment.index.bytes} trimmed to its entries (the core's _truncate_entries);</li>
  * <li>the folder is fsynced, the intent removed, the folder fsynced again.</li>
  * </ol>
+ * A committed end below the partition's remote end is refused before anything is done
+ * ({@link TieredOffsetsException}): what is tiered is immutable (docs/tiered-storage.md §4), as the core's
+ * {@code Log.truncate_to} refuses it.
  * A committed end is always a batch boundary (commits are made at log ends); a batch straddling it is
  * reported, never rewritten here. Indexes whose last entries do not match the cut log are left to the core:
  * the intent stays, and the error says to run {@code seglog recover}.
@@ -63,6 +66,7 @@ public final class CommittedEndRollBack {
     }
 
     private static Result cut(Path root, Path dir, String topic, int partition, long committed, int indexBytes) throws IOException {
+        refuseBelowRemoteEnd(dir, root, topic, partition, committed);
         finishIntent(root, dir, topic, partition, indexBytes);
         refuseUnrecovered(dir);
         List<Long> swaps = new ArrayList<>();
@@ -216,6 +220,19 @@ public final class CommittedEndRollBack {
         FileSync.directory(dir);
         Files.delete(dir.resolve(INTENT));
         FileSync.directory(dir);
+    }
+
+    /**
+     * The remote end is at most the log end (only sealed segments are copied), so a committed end below it means a
+     * cut (or a restart) that would remove tiered offsets: refused first, before an intent is finished or written.
+     */
+    private static void refuseBelowRemoteEnd(Path dir, Path root, String topic, int partition, long committed) {
+        long floor = RemoteSegmentLog.mutableFrom(root, topic, partition);
+        if (committed < floor) {
+            throw new TieredOffsetsException(dir + ": cannot roll partition " + topic + "-" + partition
+                    + " back to its committed end " + committed + ": offsets up to " + (floor - 1) + " are tiered to the "
+                    + "remote tier, and what is tiered is immutable (docs/tiered-storage.md §4); nothing was changed");
+        }
     }
 
     /** Traces only the core's writable open finishes: refused, named. */

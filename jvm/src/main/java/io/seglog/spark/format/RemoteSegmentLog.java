@@ -76,6 +76,15 @@ public final class RemoteSegmentLog {
         return read(path(root, topic, partition));
     }
 
+    /**
+     * The first offset of the partition that anything may change: its remote end, 0 when nothing was ever tiered
+     * (the Python side's {@code mutable_from}, indexer/remote/metadata.py). What is tiered is immutable
+     * (docs/tiered-storage.md §4): a cut below it would let new records reuse offsets the remote tier holds.
+     */
+    public static long mutableFrom(Path root, String topic, int partition) {
+        return Math.max(0, read(root, topic, partition).end());
+    }
+
     public static State read(Path file) {
         State state = new State();
         byte[] data;

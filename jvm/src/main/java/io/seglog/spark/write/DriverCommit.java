@@ -207,6 +207,9 @@ final class DriverCommit {
         for (int p = 0; p < meta.partitions(); p++) {
             try (FileLock lock = FileLock.partition(root, meta.name(), p).acquire(lockTimeoutMs)) {
                 CommittedEndRollBack.rollBack(root, meta.name(), p, ends.getOrDefault(p, 0L), indexBytes);
+            } catch (io.seglog.spark.format.TieredOffsetsException e) {
+                // named as the core names it (sink/write_errors.py maps it to OffsetOutOfRangeError)
+                throw new SeglogWriteException("seglog OffsetOutOfRangeError: " + e.getMessage(), e);
             }
         }
     }
