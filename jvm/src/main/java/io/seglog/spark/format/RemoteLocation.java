@@ -15,12 +15,13 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 /**
  * Where a root's remote tier is (docs/tiered-storage.md §1): {@code <root>/_seglog/remote.json}, recorded by
  * the sidecar, read here with the Python side's rules (indexer/remote/location.py): version 1, a
- * {@code file:///abs/path} or {@code s3://}/{@code s3a://bucket/prefix} URI, an optional http(s) endpoint and
- * region. Never credentials: those come from each process's Hadoop configuration and environment.
+ * {@code file:///abs/path}, {@code s3://}/{@code s3a://bucket/prefix}, {@code gs://bucket/prefix},
+ * {@code abfs(s)://container@account.../prefix} or {@code hdfs://namenode:port/prefix} URI, an optional http(s)
+ * endpoint and region (applied to S3 locations only). Never credentials: those come from each process's Hadoop configuration and environment.
  */
 public record RemoteLocation(String uri, String endpoint, String region) {
     public static final String FILE = "remote.json";
-    private static final Set<String> SCHEMES = Set.of("file", "s3", "s3a");
+    private static final Set<String> SCHEMES = Set.of("file", "s3", "s3a", "gs", "abfs", "abfss", "hdfs");
     private static final Set<String> KEYS = Set.of("version", "uri", "endpoint", "region");
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -59,13 +60,15 @@ public record RemoteLocation(String uri, String endpoint, String region) {
         String scheme = parsed.getScheme() == null ? "" : parsed.getScheme();
         if (!SCHEMES.contains(scheme)) {
             throw new TopicConfigException(file + ": 'uri' = '" + uri + "': scheme '" + scheme + "' is not supported; "
-                + "allowed: file://, s3://, s3a://");
+                + "allowed: file://, s3://, s3a://, gs://, abfs://, abfss://, hdfs://");
         }
         if (scheme.equals("file") && (parsed.getAuthority() != null || parsed.getPath() == null || !parsed.getPath().startsWith("/"))) {
             throw new TopicConfigException(file + ": 'uri' = '" + uri + "': a file URI names an absolute path: file:///abs/path");
         }
         if (!scheme.equals("file") && (parsed.getAuthority() == null || parsed.getAuthority().isEmpty())) {
-            throw new TopicConfigException(file + ": 'uri' = '" + uri + "': an S3 URI names its bucket: s3://bucket/prefix");
+            throw new TopicConfigException(file + ": 'uri' = '" + uri + "': a " + scheme + ":// URI names its "
+                + (scheme.startsWith("abfs") ? "container and account: " + scheme + "://container@account.dfs.core.windows.net/prefix"
+                   : scheme.equals("hdfs") ? "namenode: hdfs://namenode:port/prefix" : "bucket: " + scheme + "://bucket/prefix"));
         }
         String endpoint = text(raw, "endpoint", file, false);
         if (endpoint != null && !(endpoint.startsWith("http://") || endpoint.startsWith("https://"))) {
@@ -87,8 +90,11 @@ public record RemoteLocation(String uri, String endpoint, String region) {
         return v.asText().strip();
     }
 
+    /** An S3 location (s3://, s3a://): the recorded endpoint and region apply (RemoteTier.configure). A gs://,
+     *  abfs(s):// or hdfs:// location is reached with the session's Hadoop configuration alone, through the
+     *  connector the user adds for that scheme (gcs-connector, hadoop-azure, HDFS's client in Spark's Hadoop). */
     public boolean isS3() {
-        return !uri.startsWith("file:");
+        return uri.startsWith("s3://") || uri.startsWith("s3a://");
     }
 
     /** The URI Hadoop's FileSystem reads: {@code s3://} is S3A's {@code s3a://} (Hadoop maps no {@code s3} scheme). */

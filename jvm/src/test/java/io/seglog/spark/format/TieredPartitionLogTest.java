@@ -385,6 +385,27 @@ class TieredPartitionLogTest {
         assertTrue(e.getMessage().contains("t-0.meta: line 1 is damaged"), e.getMessage());
     }
 
+    /** gs://, abfs(s):// and hdfs:// locations are read through Hadoop's FileSystem for the scheme (the user's
+     *  connector); none of S3's settings apply; without the connector, a typed error naming the tier, never a
+     *  log without those records. */
+    @Test
+    void otherHadoopSchemesAreReachedThroughTheirConnector() throws IOException {
+        Path root = tiered();
+        for (String uri : new String[] {"gs://bucket/x", "abfss://c@acct.dfs.core.windows.net/x", "hdfs://nn:8020/x"}) {
+            Files.writeString(RemoteLocation.path(root), "{\"version\": 1, \"uri\": \"" + uri + "\"}");
+            RemoteLocation loc = RemoteLocation.load(root);
+            assertFalse(loc.isS3(), uri);
+            assertEquals(uri + "/t-0/00000000000000000100.log", loc.objectUri("t", 0, 100, ".log"));
+            assertTrue(RemoteTier.configure(loc, new org.apache.hadoop.conf.Configuration(false)).getValByRegex("fs\\.s3a.*").isEmpty());
+        }
+        Files.writeString(RemoteLocation.path(root), "{\"version\": 1, \"uri\": \"gs://bucket/x\"}");
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            assertEquals(0, log.logStartOffset());
+            RemoteTierNotReadableException e = assertThrows(RemoteTierNotReadableException.class, () -> offsets(log, 0, 200));
+            assertTrue(e.getMessage().contains("gs://bucket/x cannot be reached through Hadoop's FileSystem"), e.getMessage());
+        }
+    }
+
     @Test
     void theRecordedLocationIsCheckedAndMappedToS3a() throws IOException {
         Path root = tmp.resolve("root");
@@ -399,8 +420,8 @@ class TieredPartitionLogTest {
         org.apache.hadoop.conf.Configuration mine = new org.apache.hadoop.conf.Configuration(false);
         mine.set("fs.s3a.bucket.b.endpoint", "http://elsewhere:1");        // the user's own setting wins
         assertEquals("http://elsewhere:1", RemoteTier.configure(loc, mine).get("fs.s3a.bucket.b.endpoint"));
-        for (String bad : new String[] {"{\"version\": 2, \"uri\": \"file:///x\"}", "{\"version\": 1, \"uri\": \"gs://b\"}",
-                                        "{\"version\": 1, \"uri\": \"file://host/x\"}", "{\"version\": 1, \"uri\": \"s3://b\", \"key\": 1}"}) {
+        for (String bad : new String[] {"{\"version\": 2, \"uri\": \"file:///x\"}", "{\"version\": 1, \"uri\": \"ftp://b/x\"}",
+                                        "{\"version\": 1, \"uri\": \"gs:///x\"}", "{\"version\": 1, \"uri\": \"file://host/x\"}", "{\"version\": 1, \"uri\": \"s3://b\", \"key\": 1}"}) {
             Files.writeString(RemoteLocation.path(root), bad);
             TopicConfigException e = assertThrows(TopicConfigException.class, () -> RemoteLocation.load(root), bad);
             assertTrue(e.getMessage().contains("remote.json"), e.getMessage());
