@@ -122,6 +122,11 @@ def summary_markdown(results: Path) -> str:
             d = tr["replay_remote_over_plain_download"]
             rows.append(f"| replay of the remote tier vs the server's floor | {rs['remote']['median_s']:.2f} s | a plain "
                         f"download of the same .log objects {rs['plain_download']['median_s']:.2f} s | x{_span(d)} | | |")
+        if "parallel_download" in rs:
+            d, f = tr["replay_remote_over_parallel_download"], tr["parallel_download_over_local"]
+            rows.append(f"| replay of the remote tier vs the server's best floor | {rs['remote']['median_s']:.2f} s | the "
+                        f"same objects in parallel 4 MiB ranged GETs {rs['parallel_download']['median_s']:.2f} s "
+                        f"(x{_span(f)} the local replay) | x{_span(d)} | | |")
         r = tr["tier_pass_over_plain_upload"]
         rows.append(f"| tier job copy (objects, manifests, records, local retention) | {cs['tier_pass']['median_s']:.2f} s "
                     f"| plain upload of the same files {cs['plain_upload']['median_s']:.2f} s | x{_span(r)} | <= 2 "

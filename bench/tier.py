@@ -5,7 +5,9 @@ server mode, as the tests run it), in one session:
   loopback server; only the active segment local) against the same records all on the local tier; a `noop`
   write, so every row reaches the JVM. The reader keeps fetched byte ranges in an executor-side cache, so each
   remote round reads a freshly tiered copy (its own prefix: nothing cached); ratio = remote / local time. A
-  third case downloads the same .log objects plainly: the server's own floor for any remote replay;
+  third and a fourth case download the same .log objects plainly (one after another; in parallel ranged
+  GETs): the server's own floor for any remote replay. Each round's objects are removed after it, so every
+  round meets the server in the same state;
 - copy: the sidecar's tier pass (`tier_partition`: objects streamed and hashed, manifests, metadata records,
   local retention) against a plain upload of the same segment files to the same server (pyarrow.fs, the
   client the tier job uses); ratio = tier pass / plain upload time;
@@ -85,6 +87,14 @@ def plain_upload(folder: Path, location, prefix: str) -> None:
                     dst.write(chunk)
 
 
+def _drop(location) -> None:
+    """Removes a round's objects from the server: every round meets a server holding the same (small) state."""
+    from seglog.indexer.remote.store import RemoteStore
+
+    store = RemoteStore(location)
+    store.fs.delete_dir_contents(store.path(""), missing_dir_ok=True)
+
+
 def _location(server, bucket: str):
     from seglog.indexer.remote.location import RemoteLocation
 
@@ -142,13 +152,16 @@ def run(quick: bool = False) -> dict:
             tier(root, loc)
             took = time.perf_counter() - t0
             shutil.rmtree(root)
+            _drop(loc)
             return took
 
         def upload_case() -> float:
             loc = _location(server, bucket)
             t0 = time.perf_counter()
             plain_upload(source / f"{TOPIC}-0", loc, "plain")
-            return time.perf_counter() - t0
+            took = time.perf_counter() - t0
+            _drop(loc)
+            return took
 
         copy_times = method.interleaved({"tier_pass": tier_case, "plain_upload": upload_case}, rounds, warmup=1)
 
@@ -162,21 +175,29 @@ def run(quick: bool = False) -> dict:
             (spark.read.format("seglog").option("topic", TOPIC).load(str(root))
              .write.format("noop").mode("overwrite").save())
 
-        last_remote: list[Path] = []
+        last_remote: list[tuple[Path, object]] = []
 
         def remote_case() -> float:
             n[0] += 1
             root = work / f"remote-{n[0]}"
-            last_remote[:] = [root]
             shutil.copytree(source, root)
-            tier(root, _location(server, bucket))
+            loc = _location(server, bucket)
+            tier(root, loc)
             t0 = time.perf_counter()
             noop(root)
-            return time.perf_counter() - t0
+            took = time.perf_counter() - t0
+            for old_root, old_loc in last_remote:        # the last copy stays for the row count below
+                shutil.rmtree(old_root)
+                _drop(old_loc)
+            last_remote[:] = [(root, loc)]
+            return took
 
-        def download_case() -> float:
-            """The floor of any remote replay: the same tiered .log objects downloaded plainly (pyarrow.fs,
-            1 MiB reads, as the reader fetches its ranges), from a freshly tiered copy."""
+        def download(parallel: bool) -> float:
+            """The floor of any remote replay: the same tiered .log objects downloaded plainly, from a freshly
+            tiered copy (pyarrow.fs): one after another in 1 MiB reads, or in 4 MiB ranges 8 at a time (S3's
+            guidance for throughput: parallel ranged GETs)."""
+            from concurrent.futures import ThreadPoolExecutor
+
             from seglog.indexer.remote.store import RemoteStore
 
             n[0] += 1
@@ -186,21 +207,33 @@ def run(quick: bool = False) -> dict:
             tier(root, loc)
             store = RemoteStore(loc)
             keys = [f"{TOPIC}-0/{name}" for name in store.list(f"{TOPIC}-0") if name.endswith(".log")]
+            sizes = {key: store.size(key) for key in keys}
             t0 = time.perf_counter()
-            for key in keys:
-                with store.fs.open_input_stream(store.path(key)) as f:
-                    while f.read(1 << 20):
-                        pass
+            if parallel:
+                def get(job):
+                    key, lo = job
+                    with store.fs.open_input_file(store.path(key)) as f:
+                        f.read_at(min(4 << 20, sizes[key] - lo), lo)
+
+                with ThreadPoolExecutor(8) as pool:
+                    list(pool.map(get, [(k, lo) for k in keys for lo in range(0, sizes[k], 4 << 20)]))
+            else:
+                for key in keys:
+                    with store.fs.open_input_stream(store.path(key)) as f:
+                        while f.read(1 << 20):
+                            pass
             took = time.perf_counter() - t0
             shutil.rmtree(root)
+            _drop(loc)
             return took
 
         count = spark.read.format("seglog").option("topic", TOPIC).load(str(local_root)).count()
         if count != rows:
             raise RuntimeError(f"bench tier: the local log reads {count} rows, not {rows}")
         replay_times = method.interleaved({"remote": remote_case, "local": lambda: noop(local_root),
-                                           "plain_download": download_case}, rounds, warmup=1)
-        probe = last_remote[0]
+                                           "plain_download": lambda: download(False),
+                                           "parallel_download": lambda: download(True)}, rounds, warmup=1)
+        probe = last_remote[0][0]
         remote_count = spark.read.format("seglog").option("topic", TOPIC).load(str(probe)).count()
         if remote_count != rows:
             raise RuntimeError(f"bench tier: the tiered log reads {remote_count} rows, not {rows}")
@@ -226,6 +259,8 @@ def run(quick: bool = False) -> dict:
                       "replay reads a freshly tiered copy (own prefix, nothing in the reader's cache)",
             "replay_remote_over_local": method.ratio(replay_times["remote"], replay_times["local"]),
             "replay_remote_over_plain_download": method.ratio(replay_times["remote"], replay_times["plain_download"]),
+            "replay_remote_over_parallel_download": method.ratio(replay_times["remote"], replay_times["parallel_download"]),
+            "parallel_download_over_local": method.ratio(replay_times["parallel_download"], replay_times["local"]),
             "replay_seconds": {k: method.summary(v) for k, v in replay_times.items()},
             "tier_pass_over_plain_upload": method.ratio(copy_times["tier_pass"], copy_times["plain_upload"]),
             "copy_seconds": {k: method.summary(v) for k, v in copy_times.items()},
