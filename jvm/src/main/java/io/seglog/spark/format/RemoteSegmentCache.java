@@ -89,13 +89,13 @@ public final class RemoteSegmentCache {
         }
     }
 
+    /** An index object, read whole in one GET of the manifest's size (no HEAD: the SHA-256 below judges the
+     *  bytes, and an object that ends sooner is reported as shorter than its manifest). */
     private static byte[] fetchWhole(RemoteTier tier, String objectUri, RemoteSegmentLog.FileFacts facts) {
         FileSystem fs = tier.fileSystem();
         org.apache.hadoop.fs.Path p = new org.apache.hadoop.fs.Path(objectUri);
-        long length = status(fs, p, objectUri).getLen();
-        if (length != facts.size()) throw sizeMismatch(objectUri, length, facts.size());
-        byte[] bytes = new byte[Math.toIntExact(length)];
-        try (FSDataInputStream in = fs.open(p)) {
+        byte[] bytes = new byte[Math.toIntExact(facts.size())];
+        try (FSDataInputStream in = openKnownLength(fs, p, objectUri, facts.size(), "whole-file")) {
             in.readFully(0, bytes);
         } catch (FileNotFoundException e) {
             throw gone(objectUri, e);
@@ -112,6 +112,22 @@ public final class RemoteSegmentCache {
                 + ": the object was changed or damaged after it was tiered");
         }
         return bytes;
+    }
+
+    /** Opens an object whose length is known (Hadoop's standard openFile options: S3A then sends no HEAD). */
+    private static FSDataInputStream openKnownLength(FileSystem fs, org.apache.hadoop.fs.Path p, String objectUri,
+                                                     long length, String policy) throws IOException {
+        try {
+            return fs.openFile(p).opt("fs.option.openfile.length", length).opt("fs.option.openfile.read.policy", policy)
+                .build().get();
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable cause = e.getCause() != null ? e.getCause() : e;
+            if (cause instanceof IOException io) throw io;
+            throw new IOException(cause);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while opening " + objectUri, e);
+        }
     }
 
     private static FileStatus status(FileSystem fs, org.apache.hadoop.fs.Path p, String objectUri) {
@@ -213,8 +229,8 @@ public final class RemoteSegmentCache {
      *  next ones arrive, fetched in parallel (a few ranged GETs at a time: fs.s3a.vectored.active.ranged.reads). */
     static final int READ_AHEAD = 4;
 
-    private static int setting(RemoteTier tier, String key, int otherwise, int min) {
-        int v = tier.fileSystem().getConf().getInt(key, otherwise);
+    private static int setting(org.apache.hadoop.conf.Configuration conf, String key, int otherwise, int min) {
+        int v = conf.getInt(key, otherwise);
         if (v < min) throw new IllegalArgumentException(key + " = " + v + ": must be at least " + min);
         return v;
     }
@@ -261,7 +277,8 @@ public final class RemoteSegmentCache {
 
         CachedLog(RemoteTier tier, org.apache.hadoop.fs.Path remote, String objectUri, Path file, long size, String key) {
             this.key = key;
-            long max = tier.fileSystem().getConf().getLong(CACHE_MAX_KEY, CACHE_MAX);
+            org.apache.hadoop.conf.Configuration conf = tier.sessionConf();
+            long max = conf.getLong(CACHE_MAX_KEY, CACHE_MAX);
             if (max < 0) throw new IllegalArgumentException(CACHE_MAX_KEY + " = " + max + ": must be at least 0");
             this.cacheMax = max;
             this.tier = tier;
@@ -269,8 +286,8 @@ public final class RemoteSegmentCache {
             this.objectUri = objectUri;
             this.file = file;
             this.size = size;
-            this.chunk = setting(tier, CHUNK_KEY, CHUNK, 1024);
-            this.readAhead = setting(tier, READ_AHEAD_KEY, READ_AHEAD, 0);
+            this.chunk = setting(conf, CHUNK_KEY, CHUNK, 1024);
+            this.readAhead = setting(conf, READ_AHEAD_KEY, READ_AHEAD, 0);
         }
 
         /** Makes bytes [from, to) (clipped to the size) present in the local copy. */
@@ -278,10 +295,10 @@ public final class RemoteSegmentCache {
             to = Math.min(to, size);
             if (from >= to) return;
             int last = (int) ((to - 1) / chunk);
+            readAhead(last + 1);                 // first: the chunks after these arrive while these are fetched
             for (int c = (int) (from / chunk); c <= last; c++) {
                 if (claim(c, true)) fetchClaimed(c, true);
             }
-            readAhead(last + 1);
         }
 
         /** True when the caller must fetch chunk c (now marked fetching); false when it is present. A walk

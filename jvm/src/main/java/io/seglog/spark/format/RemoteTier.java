@@ -16,8 +16,8 @@ import org.apache.hadoop.fs.FileSystem;
  * sets them for it already; a loopback endpoint is addressed path-style. Credentials are the
  * configuration's and the environment's, never recorded.
  *
- * <p>One FileSystem per location and JVM (S3A's clients are costly to build): the first configuration
- * that reaches a location in this JVM is the one its reads use.
+ * <p>One FileSystem per filesystem (scheme and authority: an S3 bucket) and JVM (S3A's clients are costly to
+ * build): the first configuration that reaches it in this JVM is the one its reads use.
  */
 public final class RemoteTier {
     private static final Map<String, FileSystem> FILESYSTEMS = new ConcurrentHashMap<>();
@@ -28,6 +28,12 @@ public final class RemoteTier {
     public RemoteTier(RemoteLocation location, java.util.function.Supplier<Configuration> conf) {
         this.location = location;
         this.conf = conf;
+    }
+
+    /** The session's Hadoop configuration as this read was given it (seglog's own read settings are taken from it:
+     *  the shared FileSystem's configuration is the first reader's). */
+    public Configuration sessionConf() {
+        return conf.get();
     }
 
     /** The Hadoop configuration for this location: the session's, with the recorded endpoint and region for its bucket. */
@@ -51,15 +57,17 @@ public final class RemoteTier {
 
     /** The location's FileSystem; a scheme this process has no FileSystem for is a {@link RemoteTierNotReadableException}. */
     public FileSystem fileSystem() {
-        String key = location.hadoopUri() + "|" + location.endpoint() + "|" + location.region();
+        // One per filesystem, not per prefix (as Hadoop's own cache keys by scheme and authority): roots tiered to
+        // prefixes of one bucket share its client.
+        URI at = URI.create(location.hadoopUri());
+        String key = at.getScheme() + "://" + at.getAuthority() + "|" + location.endpoint() + "|" + location.region();
         FileSystem fs = FILESYSTEMS.get(key);
         if (fs != null) return fs;
         synchronized (FILESYSTEMS) {
             fs = FILESYSTEMS.get(key);
             if (fs == null) {
-                URI uri = URI.create(location.hadoopUri());
                 try {
-                    fs = FileSystem.newInstance(uri, configure(location, conf.get()));
+                    fs = FileSystem.newInstance(at, configure(location, conf.get()));
                 } catch (IOException | RuntimeException | LinkageError e) {
                     throw new RemoteTierNotReadableException("the remote tier " + location.uri() + " cannot be reached "
                         + "through Hadoop's FileSystem: " + e
