@@ -68,7 +68,7 @@ final class SeglogColumnarPartitionReader implements PartitionReader<ColumnarBat
             inDecoded = true;
             at = 0;
         } else {
-            kafka = b.iterator();
+            kafka = records.batchRecords();
         }
         return true;
     }
