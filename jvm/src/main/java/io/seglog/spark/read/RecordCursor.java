@@ -206,6 +206,17 @@ final class RecordCursor implements AutoCloseable {
         return new CheckedRecords(inMemory(b).iterator(), log.segment(segment).where(), b.position());
     }
 
+    /** The bytes of the batch {@link #inMemory} returned last stay until {@link #releaseHeldBytes} (a columnar batch
+     *  points into them: BatchBytesVector). */
+    void holdBatchBytes() {
+        buffer.hold();
+    }
+
+    /** What {@link #holdBatchBytes} held may be read into again, but the current batch's bytes. */
+    void releaseHeldBytes() {
+        buffer.releaseAllButCurrent();
+    }
+
     /** The walk's buffer: the batch {@link #inMemory} returned last starts at its position 0. */
     byte[] bufferBytes() {
         return buffer.array();

@@ -98,6 +98,17 @@ final class TaskRecords implements AutoCloseable {
         return cursor.recordsOf(drawn);
     }
 
+    /** The batch {@link #nextBatch} returned keeps its bytes until {@link #releaseHeldBytes}: vectors point into them. */
+    void holdBatchBytes() {
+        cursor.holdBatchBytes();
+    }
+
+    /** The columnar batch pointing into held bytes was consumed: they may be read into again (but the current batch's;
+     *  a slice's cursor once closed holds nothing any more). */
+    void releaseHeldBytes() {
+        if (cursor != null) cursor.releaseHeldBytes();
+    }
+
     /** The buffer the batch {@link #nextBatch} returned was read into (from its position 0). */
     byte[] batchBytes() {
         return cursor.bufferBytes();
