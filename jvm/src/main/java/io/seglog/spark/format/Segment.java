@@ -372,7 +372,9 @@ public final class Segment implements Closeable {
      * first batch must start at {@code expectedBase} (position 0: the segment's base) or end at
      * {@code expectedLast} (an index entry's key), whichever is given. In a segment that may have gaps
      * ({@link #dense} false) "dense" weakens to "above": the first batch at or above the base, each
-     * next one above the previous last offset (the Python core's check, indexer/segment.py).
+     * next one above the previous last offset (the Python core's check, indexer/segment.py). A read's
+     * {@code checkCrcs=false} ({@link #checkingCrcs}) drops the CRC alone: every other check here stays, and a v2
+     * batch's header is held to what its 61 bytes must say ({@link #checkStructure}).
      *
      * <p>The walk ends at the file's end only on a whole batch. Kafka's iterator takes a batch that
      * runs past the end (a lost tail, a damaged length field) for the end of the file: here that is
