@@ -53,6 +53,9 @@ KNOWN_OPTIONS = {
     "maxrowsperbatch": "maxRowsPerBatch",
     "filterpushdown": "filterPushdown",
     "maxrecordsperpartition": "maxRecordsPerPartition",
+    # Kafka's consumer check.crcs (docs/spec.md §8): accepted and checked as the jar's; this reader's walk
+    # always checks CRCs (false only allows skipping them, as in Kafka).
+    "checkcrcs": "checkCrcs",
     # Spark's Kafka source passes consumer settings with a `kafka.` prefix; this is the one seglog
     # honours (both spellings accepted). Default: the Kafka consumer's (and so Spark's) read_uncommitted.
     "isolation.level": "isolation.level",
@@ -125,6 +128,8 @@ class SourceOptions:
     isolation_level: str = DEFAULT_ISOLATION_LEVEL
     # maxRecordsPerPartition (Spark's Kafka source): no task holds more offsets; None: no such limit.
     max_records_per_partition: int | None = None
+    # checkCrcs (Kafka's check.crcs): the jar's reader skips CRCs when false; this reader checks them always.
+    check_crcs: bool = True
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -383,6 +388,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         filter_pushdown=_parse_bool("filterPushdown", opts.get("filterpushdown"), True),
         isolation_level=isolation,
         max_records_per_partition=max_records,
+        check_crcs=_parse_bool("checkCrcs", opts.get("checkcrcs"), True),
     )
 
 

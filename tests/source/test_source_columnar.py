@@ -141,7 +141,9 @@ def test_pushed_aggregates_equal_a_brute_force_count(spark, corpus_copy, data):
     # a count alone, or with offsets, walks headers only on a dense log; timestamps decode: draw which
     picked = data.draw(st.sampled_from([(0,), (0, 1, 2), (0, 1, 2, 3, 4), (0, 4)]), label="aggregates")
 
-    df = read(spark, out / name, topic=exp["topic"], **{"kafka.isolation.level": iso})
+    # Kafka's check.crcs: without CRC checks a count reads batch headers, and must answer exactly the same
+    crcs = data.draw(st.sampled_from(["true", "false"]), label="checkCrcs")
+    df = read(spark, out / name, topic=exp["topic"], checkCrcs=crcs, **{"kafka.isolation.level": iso})
     if lo is not None:
         df = df.where(F.col("offset") >= lo)
     if hi is not None:
@@ -158,7 +160,7 @@ def test_pushed_aggregates_equal_a_brute_force_count(spark, corpus_copy, data):
     got = [tuple(r)[len(group):] for r in agg.collect()]
     want = brute(records, lo, hi, ts_lo, ts_hi)
     want = tuple(want[i] for i in picked)
-    assert got == ([want] if want[0] or not group else []), (name, iso, lo, hi, ts_lo, ts_hi, group, picked)
+    assert got == ([want] if want[0] or not group else []), (name, iso, crcs, lo, hi, ts_lo, ts_hi, group, picked)
 
 
 @pytest.mark.parametrize("case", ["torn-tail-sealed", "flipped-length", "log-cut-below-index", "torn-tail-active",
@@ -178,3 +180,27 @@ def test_a_pushed_count_reports_what_its_walk_judges(spark, tmp_path, case):
         df.count()
     with pytest.raises(Exception, match="corrupt|torn|lost|past the end|offset"):
         df.agg(F.max("timestamp")).collect()      # a timestamp aggregate too
+
+
+@pytest.mark.parametrize("case", ["torn-tail-sealed", "flipped-length", "log-cut-below-index", "torn-tail-active",
+                                  "empty-sealed-log", "flipped-base-offset", "flipped-leader-epoch"])
+def test_without_crc_checks_damaged_structure_is_still_reported(spark, tmp_path, case):
+    """checkCrcs=false (Kafka's check.crcs) skips the CRC only: a torn tail, a damaged length, offset or leader
+    epoch, lost records are reported by a read and by the pushed count (which then reads only batch headers)."""
+    shutil.copytree(CORPUS / case, tmp_path / case)
+    df = read(spark, tmp_path / case, topic="t", checkCrcs="false")
+    with pytest.raises(Exception, match="corrupt|torn|lost|past the end|offset|epoch"):
+        df.select("value").collect()
+    with pytest.raises(Exception, match="corrupt|torn|lost|past the end|offset|epoch"):
+        df.count()
+
+
+def test_without_crc_checks_a_flipped_body_byte_is_counted_from_the_headers(spark, tmp_path):
+    """The one damage only a CRC shows (a flipped bit inside a batch's records): the default reports it (above);
+    checkCrcs=false counts the committed records from the batch headers, as Kafka's consumer with check.crcs=false
+    would read them."""
+    shutil.copytree(CORPUS / "flipped-body-byte", tmp_path / "c")
+    exp = json.loads((CORPUS / "flipped-body-byte" / "expected.json").read_text())
+    df = read(spark, tmp_path / "c", topic="t", checkCrcs="false")
+    assert "LocalTableScan" in plan(df.groupBy().count())
+    assert df.count() == exp["committed_end"]

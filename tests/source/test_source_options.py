@@ -21,6 +21,11 @@ def test_defaults_read_everything_committed():
     assert o.max_bytes_per_task == DEFAULT_MAX_BYTES_PER_TASK and o.min_partitions is None
 
 
+def test_check_crcs_is_kafkas_check_crcs_default_true():
+    assert opts().check_crcs is True
+    assert opts(checkCrcs="False").check_crcs is False
+
+
 def test_keys_are_case_insensitive_and_topic_list():
     o = parse_options({"PATH": "/r", "Topic": "a, b,a", "includeHeaders": "TRUE", "FailOnDataLoss": "false"})
     assert o.topics == ("a", "b")
@@ -112,6 +117,7 @@ def test_strategy():
     ("includeHeaders", "1", "'true' or 'false'"),
     ("minPartitions", "0", "minPartitions"),
     ("maxBytesPerTask", "lots", "maxBytesPerTask"),
+    ("checkCrcs", "sometimes", "'true' or 'false'"),
 ])
 def test_bad_values_name_option_and_what_is_allowed(key, value, needle):
     with pytest.raises(ConfigError) as e:

@@ -17,9 +17,36 @@ import org.apache.kafka.common.record.RecordBatch;
  */
 public final class BatchBuffer {
     private ByteBuffer buf = ByteBuffer.allocate(1 << 16);
+    // Arrays a caller still points into (hold): never loaded into until released; spare ones are reused.
+    private final java.util.List<ByteBuffer> held = new java.util.ArrayList<>();
+    private final java.util.ArrayDeque<ByteBuffer> spare = new java.util.ArrayDeque<>();
+    private boolean currentHeld;
+
+    /**
+     * The bytes last loaded stay as they are until {@link #releaseAllButCurrent}: the next load reads into another
+     * array (a spare one, else a new one). For a columnar batch whose vectors point into the batches' bytes
+     * (read.BatchBytesVector) rather than copy them.
+     */
+    public void hold() {
+        if (!currentHeld) {
+            held.add(buf);
+            currentHeld = true;
+        }
+    }
+
+    /** The arrays held so far may be loaded into again, but the current one (its batch may still be in use). */
+    public void releaseAllButCurrent() {
+        for (ByteBuffer b : held) if (b != buf) spare.add(b);
+        held.clear();
+        if (currentHeld) held.add(buf);
+    }
 
     /** The v2 batch of {@code size} bytes at {@code position}, read into this buffer (not checked yet). */
     RecordBatch load(FileChannel channel, int position, int size) {
+        if (currentHeld) {
+            buf = spare.isEmpty() ? ByteBuffer.allocate(Math.max(size, buf.capacity())) : spare.poll();
+            currentHeld = false;
+        }
         if (buf.capacity() < size) buf = ByteBuffer.allocate(Math.max(size, buf.capacity() * 2));
         buf.clear().limit(size);
         try {

@@ -79,6 +79,14 @@ public final class Segment implements Closeable {
         return OPENS.sum();
     }
 
+    /** Record batches read whole in this JVM (to check a CRC or to decode records): what a header-only walk
+     *  ({@link Batches#checkingCrcs} false) must not grow but at the range's ends (tests hold the pushed count to it). */
+    private static final java.util.concurrent.atomic.LongAdder BODIES_READ = new java.util.concurrent.atomic.LongAdder();
+
+    public static long batchBodiesRead() {
+        return BODIES_READ.sum();
+    }
+
     /**
      * Opens the segment's three files. The {@code .log} first: retention renames it first (the core's
      * rename_deleted), so an index missing after it is a deletion when the {@code .log} name is gone too
@@ -383,6 +391,13 @@ public final class Segment implements Closeable {
         }
     }
 
+    /** A dense log's batch whose record count is not its offsets' span, in the words every reader uses (every offset
+     *  of a batch is a record on a dense log: docs/format.md). */
+    public static String denseCountDisagrees(RecordBatch b) {
+        return "it holds " + b.countOrNull() + " records but its offsets " + b.baseOffset() + " to " + b.lastOffset()
+            + " are dense: its header is damaged";
+    }
+
     /**
      * Batches from a file position, each checked: its CRC (Kafka's {@code ensureValid}), and offsets
      * dense from the previous batch (the CRC leaves the base offset and length out: docs/format.md), and
@@ -391,7 +406,9 @@ public final class Segment implements Closeable {
      * first batch must start at {@code expectedBase} (position 0: the segment's base) or end at
      * {@code expectedLast} (an index entry's key), whichever is given. In a segment that may have gaps
      * ({@link #dense} false) "dense" weakens to "above": the first batch at or above the base, each
-     * next one above the previous last offset (the Python core's check, indexer/segment.py).
+     * next one above the previous last offset (the Python core's check, indexer/segment.py). A read's
+     * {@code checkCrcs=false} ({@link #checkingCrcs}) drops the CRC alone: every other check here stays, and a v2
+     * batch's header is held to what its 61 bytes must say ({@link #checkStructure}).
      *
      * <p>The walk ends at the file's end only on a whole batch. Kafka's iterator takes a batch that
      * runs past the end (a lost tail, a damaged length field) for the end of the file: here that is
@@ -417,6 +434,8 @@ public final class Segment implements Closeable {
         private BatchBuffer into;           // readInto: each batch is read into it and checked there
         private long metPastBound = -1;     // the first offset of the batch that ended the walk at the bound
         private RecordBatch inMemory;       // the last batch drawn, as read into `into` (null: not read so)
+        private boolean checkCrcs = true;   // false: Kafka's check.crcs=false, structure only, bodies read on demand
+        private FileChannelRecordBatch drawn;   // the last batch drawn (its body is read by inMemory() when asked)
 
         Batches(int pos, long expectedBase, long expectedLast, long bound) {
             this.it = pos >= size ? java.util.Collections.emptyIterator() : records.batchesFrom(pos).iterator();
@@ -443,9 +462,36 @@ public final class Segment implements Closeable {
             return this;
         }
 
+        /**
+         * Kafka's consumer setting {@code check.crcs}: with false, the walk checks each batch's structure but not
+         * its CRC ({@link #checkStructure}), and reads a batch's body only when {@link #inMemory} asks for it, so a
+         * walk that only counts reads the 61-byte headers. Invariant: every check but the CRC still runs, so a
+         * damaged length, offset or header is reported as with the CRC; only a flipped byte the structure cannot
+         * show (a key's or value's bytes, a count on a compacted log) goes unseen, as in Kafka.
+         */
+        public Batches checkingCrcs(boolean check) {
+            this.checkCrcs = check;
+            return this;
+        }
+
         /** The batch drawn last as read into the {@link #readInto} buffer (its records, every codec); null when it
-         *  was not read so (no buffer given, or a batch older than magic 2). */
+         *  was not read so (no buffer given, or a batch older than magic 2). Without CRC checks the body is read here,
+         *  on first ask. */
         public RecordBatch inMemory() {
+            if (inMemory == null && !checkCrcs && into != null && drawn != null && drawn.magic() == RecordBatch.MAGIC_VALUE_V2) {
+                FileChannelRecordBatch b = drawn;
+                try {
+                    // its records are framed as they are decoded: DirectBatch parses exactly or leaves the batch to
+                    // Kafka's iterator, whose framing errors read.CheckedRecords reports naming the batch
+                    inMemory = into.load(records.channel(), b.position(), b.sizeInBytes());
+                    BODIES_READ.increment();
+                } catch (org.apache.kafka.common.KafkaException e) {
+                    if (fill != null) throw new RemoteObjectException(where + ": a corrupt batch at position " + b.position()
+                        + ": " + e.getMessage(), e);
+                    throw new CorruptLogException(logPath + ": a corrupt batch at position " + b.position() + ": "
+                        + e.getMessage(), e);
+                }
+            }
             return inMemory;
         }
 
@@ -487,44 +533,59 @@ public final class Segment implements Closeable {
             } catch (org.apache.kafka.common.KafkaException e) {
                 return fault("a corrupt batch at position " + end + ": " + e.getMessage(), e);
             }
-            if (first) {
-                if (expectedBase >= 0 && (dense ? b.baseOffset() != expectedBase : b.baseOffset() < expectedBase)) {
+            // the header is read here (Kafka loads it on first ask): bytes that are no batch header are a corrupt batch
+            int epoch;
+            try {
+                if (first) {
+                    if (expectedBase >= 0 && (dense ? b.baseOffset() != expectedBase : b.baseOffset() < expectedBase)) {
+                        return fault("the batch at position " + b.position() + " starts at offset " + b.baseOffset()
+                            + ", expected " + expectedBase + (dense ? "" : " or above"), null);
+                    }
+                    if (expectedLast >= 0 && b.lastOffset() != expectedLast) {
+                        return fault("the batch at position " + b.position() + " ends at offset " + b.lastOffset()
+                            + ", but the offset index says " + expectedLast, null);
+                    }
+                } else if (dense ? b.baseOffset() != prevLast + 1 : b.baseOffset() <= prevLast) {
                     return fault("the batch at position " + b.position() + " starts at offset " + b.baseOffset()
-                        + ", expected " + expectedBase + (dense ? "" : " or above"), null);
+                        + ", expected " + (prevLast + 1) + (dense ? "" : " or above"), null);
                 }
-                if (expectedLast >= 0 && b.lastOffset() != expectedLast) {
-                    return fault("the batch at position " + b.position() + " ends at offset " + b.lastOffset()
-                        + ", but the offset index says " + expectedLast, null);
+                if (b.baseOffset() >= bound) {     // past the bound (a gap across it): not judged
+                    metPastBound = b.baseOffset();
+                    done = true;
+                    return false;
                 }
-            } else if (dense ? b.baseOffset() != prevLast + 1 : b.baseOffset() <= prevLast) {
-                return fault("the batch at position " + b.position() + " starts at offset " + b.baseOffset()
-                    + ", expected " + (prevLast + 1) + (dense ? "" : " or above"), null);
-            }
-            if (b.baseOffset() >= bound) {     // past the bound (a gap across it): not judged
-                metPastBound = b.baseOffset();
-                done = true;
-                return false;
-            }
-            // Leader epochs, in the core's words (indexer/codec/records.py walk_batches). Not in an estimate's walk
-            // (the core's load_state does not judge them either): a read reports them.
-            int epoch = b.partitionLeaderEpoch();
-            if (!tolerateTornTail && epoch < minEpoch) {
-                return fault("batch at position " + b.position() + " (offset " + b.baseOffset() + "): partition leader "
-                    + "epoch " + epoch + " below the previous batch's " + minEpoch + " (epochs never decrease)", null);
-            }
-            if (!tolerateTornTail && epoch > maxLeaderEpoch) {
-                return fault("batch at position " + b.position() + " (offset " + b.baseOffset() + "): partition leader "
-                    + "epoch " + epoch + " above " + maxLeaderEpoch + ", the largest this partition can hold", null);
+                // Leader epochs, in the core's words (indexer/codec/records.py walk_batches). Not in an estimate's walk
+                // (the core's load_state does not judge them either): a read reports them.
+                epoch = b.partitionLeaderEpoch();
+                if (!tolerateTornTail && epoch < minEpoch) {
+                    return fault("batch at position " + b.position() + " (offset " + b.baseOffset() + "): partition leader "
+                        + "epoch " + epoch + " below the previous batch's " + minEpoch + " (epochs never decrease)", null);
+                }
+                if (!tolerateTornTail && epoch > maxLeaderEpoch) {
+                    return fault("batch at position " + b.position() + " (offset " + b.baseOffset() + "): partition leader "
+                        + "epoch " + epoch + " above " + maxLeaderEpoch + ", the largest this partition can hold", null);
+                }
+                String bad = checkCrcs || b.magic() < RecordBatch.MAGIC_VALUE_V2 ? null : checkStructure(b);
+                if (bad != null) return fault("a corrupt batch at position " + b.position() + " (offset " + b.baseOffset()
+                    + "): " + bad, null);
+            } catch (org.apache.kafka.common.KafkaException | IllegalArgumentException e) {   // the latter: a codec id
+                return fault("a corrupt batch at position " + b.position() + ": " + e.getMessage(), e);
             }
             try {
                 // the same check either way (Kafka's ensureValid of the batch in memory); a v2 batch read into the
-                // walk's own buffer saves Kafka's new buffer per batch
-                if (into != null && b.magic() == RecordBatch.MAGIC_VALUE_V2) {
+                // walk's own buffer saves Kafka's new buffer per batch. Without CRC checks a v2 body waits for
+                // inMemory() (a legacy batch is still checked whole: its CRC is its only check)
+                inMemory = null;
+                drawn = b;
+                if (!checkCrcs && b.magic() == RecordBatch.MAGIC_VALUE_V2) {
+                    // structure checked above
+                } else if (into != null && b.magic() == RecordBatch.MAGIC_VALUE_V2) {
+                    BODIES_READ.increment();
                     RecordBatch loaded = into.load(records.channel(), b.position(), b.sizeInBytes());
                     loaded.ensureValid();
                     inMemory = loaded;
                 } else {
-                    inMemory = null;
+                    BODIES_READ.increment();
                     b.ensureValid();
                 }
             } catch (org.apache.kafka.common.KafkaException e) {
@@ -536,6 +597,30 @@ public final class Segment implements Closeable {
             end = b.position() + b.sizeInBytes();
             next = b;
             return true;
+        }
+
+        /**
+         * A v2 batch's header without its CRC (checkCrcs false), from its 61 bytes alone: the checks of Kafka's
+         * {@code ensureValid} but the checksum (a size that holds the header, magic 2), a last offset delta that
+         * is not negative, a known codec, and a record count that fits the offsets (on a dense log, fills them:
+         * every offset of a batch is a record there). The offsets' chaining, the leader epochs and the bound are
+         * the walk's checks. Null when sound, else what is wrong.
+         */
+        private String checkStructure(FileChannelRecordBatch b) {
+            if (b.sizeInBytes() < HEADER) return "its length " + b.sizeInBytes() + " is below a batch header's " + HEADER + " bytes";
+            if (b.magic() != RecordBatch.MAGIC_VALUE_V2) return "magic " + b.magic() + ", expected " + RecordBatch.MAGIC_VALUE_V2;
+            long span = b.lastOffset() - b.baseOffset() + 1;
+            if (span < 1) return "its last offset delta " + (span - 1) + " is negative";
+            try {
+                b.compressionType();
+            } catch (IllegalArgumentException e) {
+                return "an unknown compression codec (" + e.getMessage() + ")";
+            }
+            Integer n = b.countOrNull();
+            if (n == null || n < 0 || n > span) return "its record count " + n + " does not fit its offsets " + b.baseOffset()
+                + " to " + b.lastOffset();
+            if (dense && n != span) return denseCountDisagrees(b);
+            return null;
         }
 
         /** What the bytes after the last whole batch are, in the core's words (indexer/codec/records.py walk_batches). */

@@ -14,7 +14,9 @@ import org.apache.kafka.common.record.TimestampType;
  *
  * <p>Invariant: {@link #decode} accepts a batch only if its bytes parse exactly as the count of records its header
  * declares, each record exactly its declared length; anything else is left to Kafka's iterator, which reports it as
- * a read did before this decoder existed (the caller falls back to it). The batch's CRC was checked when it was read.
+ * a read did before this decoder existed (the caller falls back to it). The batch's CRC was checked when it was read, or
+ * with checkCrcs=false not (this exact parse, or Kafka's iterator behind read.CheckedRecords, then reports a damaged
+ * record length as a corrupt batch).
  */
 final class DirectBatch {
     private static final int RECORDS_COUNT_OFFSET = 57;

@@ -2,6 +2,7 @@ package io.seglog.spark.read;
 
 import java.io.Serializable;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -25,6 +26,7 @@ import org.apache.spark.unsafe.types.UTF8String;
 
 import io.seglog.spark.format.CorruptLogException;
 import io.seglog.spark.format.PartitionLog;
+import io.seglog.spark.format.Segment;
 
 /**
  * A pushed-down aggregate (SupportsPushDownAggregates): COUNT(*) (or COUNT of a column that is never null),
@@ -34,12 +36,14 @@ import io.seglog.spark.format.PartitionLog;
  * so it is exact wherever a read is: control batches and aborted transactions are not counted
  * (read_committed), an open transaction ends the count, a compacted topic's gaps are not counted.
  *
- * What it reads: every batch it walks is checked whole (its CRC, as a read checks it: a flipped byte is
- * reported by every reader, docs/spec.md §11). On a dense log with neither timestamp aggregates nor a row filter the
- * count is then arithmetic on offsets (every offset of a data batch is a record there; each batch's record
- * count must agree, else the batch is reported), no record decoded. Otherwise a batch wholly
- * inside the range whose every record passes takes its count and largest timestamp from its header; the
- * rest (a range's two ends, a row filter, MIN(timestamp), a compacted topic's offsets) are decoded.
+ * What it reads: by default every batch it walks is checked whole (its CRC, as a read checks it: a flipped byte
+ * is reported by every reader, docs/spec.md §11). With checkCrcs=false (Kafka's check.crcs) the walk reads the
+ * 61-byte headers only, each checked for structure as a read checks it ({@code Segment.Batches#checkingCrcs}), and
+ * reads the body of just the batches it decodes. On a dense log with neither timestamp aggregates nor a row filter
+ * the count is arithmetic on offsets (every offset of a data batch is a record there; each batch's record count must
+ * agree, else the batch is reported), no record decoded. Otherwise a batch wholly inside the range whose every
+ * record passes takes its count and largest timestamp from its header; the rest (a range's two ends, a row filter,
+ * MIN(timestamp), a compacted topic's offsets) are decoded.
  */
 final class PushedAggregate implements Serializable {
     /** Each aggregate, named as its output column (so a plan shows what was pushed: RelationV2[partition, COUNT(*)]). */
@@ -209,8 +213,7 @@ final class PushedAggregate implements Serializable {
                     Integer n = b.countOrNull();
                     if (n == null || n != b.lastOffset() - b.baseOffset() + 1) {
                         throw new CorruptLogException(slice + ": the batch at offset " + b.baseOffset() + " (position "
-                            + b.position() + ") holds " + n + " records but its offsets " + b.baseOffset() + " to "
-                            + b.lastOffset() + " are dense: its header is damaged");
+                            + b.position() + "): " + Segment.denseCountDisagrees(b));
                     }
                     t.count += to - from;
                     t.minOffset = Math.min(t.minOffset, from);
@@ -228,7 +231,8 @@ final class PushedAggregate implements Serializable {
                     t.maxTimestamp = Math.max(t.maxTimestamp, b.maxTimestamp());
                     continue;
                 }
-                for (Record r : b) {
+                for (Iterator<Record> rs = cursor.recordsOf(b); rs.hasNext(); ) {
+                    Record r = rs.next();
                     long off = r.offset();
                     if (off < from || off >= to) continue;
                     if (filtering && !bounds.keeps(off, r.timestamp())) continue;

@@ -43,7 +43,8 @@ public final class ReadOptions implements Serializable {
             "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
             "startingOffsetsByTimestampStrategy", "failOnDataLoss", "includeHeaders", "minPartitions",
             "maxBytesPerTask", "maxRowsPerBatch", "filterPushdown", "isolation.level", "kafka.isolation.level",
-            "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "columnarReads", "maxRecordsPerPartition"}) {
+            "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "columnarReads", "maxRecordsPerPartition",
+            "checkCrcs"}) {
             KNOWN.put(k.toLowerCase(Locale.ROOT), k);
         }
     }
@@ -80,6 +81,13 @@ public final class ReadOptions implements Serializable {
     /** Columnar batches to Spark (the default); false gives rows, record by record (the reference path). */
     public final boolean columnarReads;
     public final boolean filterPushdown;
+    /**
+     * Kafka's consumer setting check.crcs, by name and meaning: "Automatically check the CRC32 of the records
+     * consumed ... may be disabled in cases seeking extreme performance". True (the default): every batch read is
+     * checked whole, so a flipped byte is reported by every reader (docs/spec.md §11). False: every structural check
+     * stays (Segment.Batches#checkingCrcs), the CRC is skipped, and a pushed count reads only batch headers.
+     */
+    public final boolean checkCrcs;
     public final boolean readCommitted;
     /** At most this many offsets per task (Spark's maxRecordsPerPartition); 0: no such limit. */
     public final long maxRecordsPerPartition;
@@ -159,6 +167,7 @@ public final class ReadOptions implements Serializable {
         failOnDataLoss = parseBool("failOnDataLoss", o.get("failondataloss"), true);
         includeHeaders = parseBool("includeHeaders", o.get("includeheaders"), false);
         filterPushdown = parseBool("filterPushdown", o.get("filterpushdown"), true);
+        checkCrcs = parseBool("checkCrcs", o.get("checkcrcs"), true);
         readCommitted = parseIsolation(o).equals(READ_COMMITTED);
         maxRecordsPerPartition = o.containsKey("maxrecordsperpartition")
             ? parseLong("maxRecordsPerPartition", o.get("maxrecordsperpartition"), 1, Long.MAX_VALUE, "an integer >= 1") : 0;

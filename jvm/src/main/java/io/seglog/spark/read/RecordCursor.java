@@ -89,7 +89,7 @@ final class RecordCursor implements AutoCloseable {
                 + ": the partition folder is gone; offsets " + position + " to " + (slice.end - 1) + " cannot be read");
         }
         log.requireStartWithinEnd();
-        fates = opts.readCommitted ? new TransactionFates(log, slice.bound) : null;
+        fates = opts.readCommitted ? new TransactionFates(log, slice.bound, opts.checkCrcs) : null;
         long logStart = log.logStartOffset();
         if (position < logStart) {
             if (opts.failOnDataLoss) {
@@ -164,7 +164,7 @@ final class RecordCursor implements AutoCloseable {
                 return false;
             }
             timestampType = b.timestampType();
-            records = inMemory(b).iterator();
+            records = recordsOf(b);
         }
     }
 
@@ -198,6 +198,23 @@ final class RecordCursor implements AutoCloseable {
     RecordBatch inMemory(FileChannelRecordBatch b) {
         RecordBatch m = batches.inMemory();
         return m != null ? m : b;
+    }
+
+    /** The records of {@code b} (the batch just drawn), a record that does not parse reported naming the segment
+     *  and the batch's position ({@link CheckedRecords}). */
+    Iterator<Record> recordsOf(FileChannelRecordBatch b) {
+        return new CheckedRecords(inMemory(b).iterator(), log.segment(segment).where(), b.position());
+    }
+
+    /** The bytes of the batch {@link #inMemory} returned last stay until {@link #releaseHeldBytes} (a columnar batch
+     *  points into them: BatchBytesVector). */
+    void holdBatchBytes() {
+        buffer.hold();
+    }
+
+    /** What {@link #holdBatchBytes} held may be read into again, but the current batch's bytes. */
+    void releaseHeldBytes() {
+        buffer.releaseAllButCurrent();
     }
 
     /** The walk's buffer: the batch {@link #inMemory} returned last starts at its position 0. */
@@ -289,7 +306,7 @@ final class RecordCursor implements AutoCloseable {
             throw new CorruptLogException(seg.where() + ": the .log is empty but offsets " + seg.base + " to "
                 + (log.base(segment + 1) - 1) + " belonged to it: those records are lost");
         }
-        batches = seg.batchesHolding(Math.max(position, seg.base), slice.bound).readInto(buffer);
+        batches = seg.batchesHolding(Math.max(position, seg.base), slice.bound).readInto(buffer).checkingCrcs(opts.checkCrcs);
         prefetchNext();
         return true;
     }

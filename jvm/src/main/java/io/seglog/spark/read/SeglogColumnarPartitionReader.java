@@ -16,7 +16,8 @@ import org.apache.spark.sql.vectorized.ColumnarBatch;
  * of the batch. Either way a record is returned when its offset is in [batchFrom, the slice's end) and the pushed
  * filters keep it: the rule {@link TaskRecords#next} applies to the row output. A count reads no column: each
  * batch is only its row count. The batch returned is reused: Spark consumes it before asking for the next
- * (PartitionReader's contract).
+ * (PartitionReader's contract); its key and value vectors point into the record batches' bytes
+ * ({@link BatchBytesVector}), which are held until then.
  */
 final class SeglogColumnarPartitionReader implements PartitionReader<ColumnarBatch> {
     private final TaskRecords records;
@@ -45,6 +46,9 @@ final class SeglogColumnarPartitionReader implements PartitionReader<ColumnarBat
 
     @Override
     public boolean next() {
+        // Spark consumed the last batch (PartitionReader's contract): the bytes its key and value vectors pointed into
+        // may be read into again
+        records.releaseHeldBytes();
         shaper.reset();
         int rows = 0;
         while (rows < maxRows) {
@@ -60,6 +64,7 @@ final class SeglogColumnarPartitionReader implements PartitionReader<ColumnarBat
     private boolean take() {
         RecordBatch b = records.nextBatch();
         if (b == null) return false;
+        records.holdBatchBytes();        // key and value vectors point into the batch's bytes (BatchBytesVector)
         if (records.slice != shaping) {
             shaping = records.slice;
             shaper.partition(shaping.topic, shaping.partition);
@@ -68,7 +73,7 @@ final class SeglogColumnarPartitionReader implements PartitionReader<ColumnarBat
             inDecoded = true;
             at = 0;
         } else {
-            kafka = b.iterator();
+            kafka = records.batchRecords();
         }
         return true;
     }

@@ -1,5 +1,7 @@
 package io.seglog.spark.read;
 
+import java.util.Iterator;
+
 import org.apache.kafka.common.record.FileLogInputStream.FileChannelRecordBatch;
 import org.apache.kafka.common.record.Record;
 import org.apache.kafka.common.record.RecordBatch;
@@ -27,6 +29,7 @@ final class TaskRecords implements AutoCloseable {
     long batchFrom;
     long batchEnd;
     TimestampType batchTimestampType;
+    private FileChannelRecordBatch drawn;   // the batch nextBatch() returned, as the walk drew it
 
     private final java.util.function.Supplier<org.apache.hadoop.conf.Configuration> hadoopConf;
 
@@ -72,7 +75,7 @@ final class TaskRecords implements AutoCloseable {
             if (cursor == null) {
                 if (next >= slices.length) return null;
                 slice = slices[next++];
-                cursor = new RecordCursor(opts, slice);
+                cursor = new RecordCursor(opts, slice, hadoopConf);
             }
             FileChannelRecordBatch b = cursor.nextBatch();
             if (b == null) {
@@ -84,8 +87,26 @@ final class TaskRecords implements AutoCloseable {
             batchFrom = cursor.batchFrom;
             batchEnd = slice.end;
             batchTimestampType = b.timestampType();
+            drawn = b;
             return cursor.inMemory(b);
         }
+    }
+
+    /** The records of the batch {@link #nextBatch} returned, a record that does not parse reported as corruption
+     *  naming the segment and the position ({@link CheckedRecords}). */
+    Iterator<Record> batchRecords() {
+        return cursor.recordsOf(drawn);
+    }
+
+    /** The batch {@link #nextBatch} returned keeps its bytes until {@link #releaseHeldBytes}: vectors point into them. */
+    void holdBatchBytes() {
+        cursor.holdBatchBytes();
+    }
+
+    /** The columnar batch pointing into held bytes was consumed: they may be read into again (but the current batch's;
+     *  a slice's cursor once closed holds nothing any more). */
+    void releaseHeldBytes() {
+        if (cursor != null) cursor.releaseHeldBytes();
     }
 
     /** The buffer the batch {@link #nextBatch} returned was read into (from its position 0). */

@@ -37,6 +37,8 @@ final class TransactionFates {
     private static final LongAdder BATCHES_READ = new LongAdder();
 
     private PartitionLog log;
+    /** Kafka's check.crcs (the read's checkCrcs): false walks the batch headers only, decoding just the markers. */
+    private final boolean checkCrcs;
     private long bound;
     private final Map<Long, TreeMap<Long, Boolean>> markers = new HashMap<>();   // pid -> offset -> committed
     // Invariant: every control marker with an offset in [markersFrom, markersTo) is in `markers`; -1 before any.
@@ -50,15 +52,16 @@ final class TransactionFates {
     private long decidedFrom = -1;
     private long decidedTo = -1;
 
-    /** An executor's, for one read of {@code log} below {@code bound}. */
-    TransactionFates(PartitionLog log, long bound) {
+    /** An executor's, for one read of {@code log} below {@code bound}, checking CRCs or not (the read's checkCrcs). */
+    TransactionFates(PartitionLog log, long bound, boolean checkCrcs) {
         this.log = log;
         this.bound = bound;
+        this.checkCrcs = checkCrcs;
     }
 
     /** A stream's, for one partition: given a log at each {@link #lastStableOffset}. */
     TransactionFates() {
-        this(null, -1);
+        this(null, -1, true);
     }
 
     static long batchesRead() {
@@ -98,7 +101,7 @@ final class TransactionFates {
         long seen = scanFrom;                // the offset after the last batch read
         for (int i = log.segmentIndexFor(scanFrom); i < log.segmentCount() && log.base(i) < end; i++) {
             Segment seg = log.segment(i);
-            Segment.Batches it = seg.batchesHolding(Math.max(scanFrom, seg.base), end);
+            Segment.Batches it = seg.batchesHolding(Math.max(scanFrom, seg.base), end).checkingCrcs(checkCrcs);
             while (it.hasNext()) {
                 FileChannelRecordBatch b = it.next();
                 BATCHES_READ.increment();
@@ -166,7 +169,7 @@ final class TransactionFates {
                     return false;
                 }
                 Segment seg = log.segment(segment);
-                walk = seg.batchesHolding(Math.max(markersTo, seg.base), bound);
+                walk = seg.batchesHolding(Math.max(markersTo, seg.base), bound).checkingCrcs(checkCrcs);
             }
             while (walk.hasNext()) {
                 FileChannelRecordBatch b = walk.next();
@@ -174,7 +177,8 @@ final class TransactionFates {
                 if (b.lastOffset() < markersTo) continue;
                 markersTo = b.lastOffset() + 1;
                 if (!b.isControlBatch()) continue;
-                for (Record r : b) {
+                for (Iterator<Record> rs = new CheckedRecords(b.iterator(), log.segment(segment).where(), b.position()); rs.hasNext(); ) {
+                    Record r = rs.next();
                     boolean commit = ControlRecordType.parse(r.key()) == ControlRecordType.COMMIT;
                     markers.computeIfAbsent(b.producerId(), k -> new TreeMap<>()).put(b.baseOffset(), commit);
                     return true;

@@ -9,29 +9,34 @@ import org.apache.kafka.common.record.TimestampType;
 import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 /**
  * Records appended to column vectors of the (pruned) read schema: the columnar twin of {@link RowShaper},
  * with the same column mapping ({@link RowShaper#columnIds}) and the same values (held equal by
- * VectorShaperTest and the conformance corpus). A key, a value or a header value is copied once, from the
- * record batch's buffer (Kafka's record slices it) straight into the vector's byte store: no array per record.
+ * VectorShaperTest and the conformance corpus). A key or a value is not copied: its vector points into the record
+ * batch's buffer ({@link BatchBytesVector}; Kafka's record slices it, a decompressed record has its own); a header
+ * value is copied once into the vector's byte store.
  *
  * Invariant: the vectors never hold more than the capacity given (maxRowsPerBatch rows), and are reused
  * batch after batch ({@link #reset}), so a task's memory is flat whatever the log holds.
  */
 final class VectorShaper {
     private final int[] columns;
-    private final OnHeapColumnVector[] vectors;
+    private final ColumnVector[] vectors;      // BatchBytesVector for key and value, OnHeapColumnVector for the rest
     private final ColumnarBatch batch;
-    private byte[] scratch = new byte[256];   // for a buffer without a heap array (a direct one): rare
     private byte[] topic;
     private String topicName;
     private int partition;
 
     VectorShaper(StructType readSchema, int capacity) {
         columns = RowShaper.columnIds(readSchema);
-        vectors = OnHeapColumnVector.allocateColumns(capacity, readSchema);
+        vectors = new ColumnVector[columns.length];
+        for (int i = 0; i < columns.length; i++) {
+            vectors[i] = columns[i] == RowShaper.KEY || columns[i] == RowShaper.VALUE ? new BatchBytesVector(capacity)
+                : new OnHeapColumnVector(capacity, readSchema.fields()[i].dataType());
+        }
         batch = new ColumnarBatch(vectors);
     }
 
@@ -43,15 +48,20 @@ final class VectorShaper {
 
     /** Empties the vectors for the next batch (their storage is kept). */
     void reset() {
-        for (WritableColumnVector v : vectors) v.reset();
+        for (ColumnVector v : vectors) {
+            if (v instanceof BatchBytesVector) ((BatchBytesVector) v).reset(); else ((WritableColumnVector) v).reset();
+        }
     }
 
     void append(Record r, TimestampType type) {
         for (int i = 0; i < columns.length; i++) {
-            WritableColumnVector v = vectors[i];
             switch (columns[i]) {
-                case RowShaper.KEY: bytes(v, r.hasKey() ? r.key() : null); break;
-                case RowShaper.VALUE: bytes(v, r.hasValue() ? r.value() : null); break;
+                case RowShaper.KEY: bytes((BatchBytesVector) vectors[i], r.hasKey() ? r.key() : null); continue;
+                case RowShaper.VALUE: bytes((BatchBytesVector) vectors[i], r.hasValue() ? r.value() : null); continue;
+                default: break;
+            }
+            WritableColumnVector v = (WritableColumnVector) vectors[i];
+            switch (columns[i]) {
                 case RowShaper.TOPIC: v.appendByteArray(topic, 0, topic.length); break;
                 case RowShaper.PARTITION: v.appendInt(partition); break;
                 case RowShaper.OFFSET: v.appendLong(r.offset()); break;
@@ -76,14 +86,21 @@ final class VectorShaper {
     void appendDirect(DirectBatch d, int i, long offset, long timestamp) {
         byte[] b = d.bytes();
         for (int c = 0; c < columns.length; c++) {
-            WritableColumnVector v = vectors[c];
             switch (columns[c]) {
-                case RowShaper.KEY:
-                    if (d.keyLen[i] < 0) v.appendNull(); else v.appendByteArray(b, d.keyPos[i], d.keyLen[i]);
-                    break;
-                case RowShaper.VALUE:
-                    if (d.valueLen[i] < 0) v.appendNull(); else v.appendByteArray(b, d.valuePos[i], d.valueLen[i]);
-                    break;
+                case RowShaper.KEY: {
+                    BatchBytesVector k = (BatchBytesVector) vectors[c];
+                    if (d.keyLen[i] < 0) k.appendNull(); else k.append(b, d.keyPos[i], d.keyLen[i]);
+                    continue;
+                }
+                case RowShaper.VALUE: {
+                    BatchBytesVector v = (BatchBytesVector) vectors[c];
+                    if (d.valueLen[i] < 0) v.appendNull(); else v.append(b, d.valuePos[i], d.valueLen[i]);
+                    continue;
+                }
+                default: break;
+            }
+            WritableColumnVector v = (WritableColumnVector) vectors[c];
+            switch (columns[c]) {
                 case RowShaper.TOPIC: v.appendByteArray(topic, 0, topic.length); break;
                 case RowShaper.PARTITION: v.appendInt(partition); break;
                 case RowShaper.OFFSET: v.appendLong(offset); break;
@@ -104,16 +121,17 @@ final class VectorShaper {
         batch.close();
     }
 
-    private void bytes(WritableColumnVector v, ByteBuffer b) {
+    /** A key or a value by reference: the batch buffer's array (held by the reader), or a copy of its own when the
+     *  buffer has no heap array (a direct one: rare). */
+    private static void bytes(BatchBytesVector v, ByteBuffer b) {
         if (b == null) {
             v.appendNull();
         } else if (b.hasArray()) {
-            v.appendByteArray(b.array(), b.arrayOffset() + b.position(), b.remaining());
+            v.append(b.array(), b.arrayOffset() + b.position(), b.remaining());
         } else {
-            int n = b.remaining();
-            if (scratch.length < n) scratch = new byte[Math.max(n, scratch.length * 2)];
-            b.duplicate().get(scratch, 0, n);
-            v.appendByteArray(scratch, 0, n);
+            byte[] own = new byte[b.remaining()];
+            b.duplicate().get(own);
+            v.append(own, 0, own.length);
         }
     }
 
