@@ -101,9 +101,11 @@ def _ts_literal(ms: int):
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
 
 
-def seglog_df(spark, root: Path, start_ms: int | None = None, where_ms: int | None = None, columnar: bool = True):
+def seglog_df(spark, root: Path, start_ms: int | None = None, where_ms: int | None = None, columnar: bool = True,
+              check_crcs: bool = True):
     from pyspark.sql import functions as F
-    r = spark.read.format("seglog").option("topic", sb.TOPIC).option("columnarReads", str(columnar).lower())
+    r = (spark.read.format("seglog").option("topic", sb.TOPIC).option("columnarReads", str(columnar).lower())
+         .option("checkCrcs", str(check_crcs).lower()))
     if start_ms is not None:
         r = r.option("startingTimestamp", str(start_ms))
     df = r.load(str(root))
@@ -203,6 +205,11 @@ def run(quick: bool = False, work: Path | None = None, n_rounds: int | None = No
             "delta_sum_length_full": lambda: sum_len(delta_df(spark, delta)),
             "seglog_count_narrow_where": lambda: seglog_df(spark, log, where_ms=t_narrow).count(),
             "seglog_count_narrow_startingTimestamp": lambda: seglog_df(spark, log, start_ms=t_narrow).count(),
+            # Kafka's check.crcs=false: counts from batch headers (docs/spec.md §11); not the default
+            "seglog_count_full_nocrc": lambda: seglog_df(spark, log, check_crcs=False).count(),
+            "seglog_count_narrow_startingTimestamp_nocrc":
+                lambda: seglog_df(spark, log, start_ms=t_narrow, check_crcs=False).count(),
+            "seglog_sum_length_full_nocrc": lambda: sum_len(seglog_df(spark, log, check_crcs=False)),
             "delta_count_narrow_where": lambda: delta_df(spark, delta, t_narrow).count(),
             "seglog_first_row": lambda: first_row(seglog_df(spark, log, start_ms=t_narrow)),
             "seglog_first_row_10x_segments": lambda: first_row(seglog_df(spark, log10, start_ms=t_narrow)),
@@ -218,6 +225,8 @@ def run(quick: bool = False, work: Path | None = None, n_rounds: int | None = No
         assert seglog_df(spark, log, where_ms=t_narrow).count() == narrow_rows
         assert delta_df(spark, delta, t_narrow).count() == narrow_rows
         assert seglog_df(spark, log).count() == rows == delta_df(spark, delta).count()
+        assert seglog_df(spark, log, check_crcs=False).count() == rows
+        assert seglog_df(spark, log, start_ms=t_narrow, check_crcs=False).count() == narrow_rows
         assert sum_len(seglog_df(spark, log)) == sum_len(seglog_df(spark, log, columnar=False)) == sum_len(delta_df(spark, delta))
         runs = rounds(cases, n_rounds)
 
@@ -237,6 +246,10 @@ def run(quick: bool = False, work: Path | None = None, n_rounds: int | None = No
                 "count_narrow_where_over_delta": ratio(runs, "seglog_count_narrow_where", "delta_count_narrow_where"),
                 "count_narrow_startingTimestamp_over_delta": ratio(runs, "seglog_count_narrow_startingTimestamp",
                                                                    "delta_count_narrow_where"),
+                "count_full_nocrc_over_delta": ratio(runs, "seglog_count_full_nocrc", "delta_count_full"),
+                "count_narrow_startingTimestamp_nocrc_over_delta": ratio(runs, "seglog_count_narrow_startingTimestamp_nocrc",
+                                                                         "delta_count_narrow_where"),
+                "sum_length_full_nocrc_over_delta": ratio(runs, "seglog_sum_length_full_nocrc", "delta_sum_length_full"),
                 "first_row_over_delta": ratio(runs, "seglog_first_row", "delta_first_row"),
                 "first_row_10x_segments_over_1x": ratio(runs, "seglog_first_row_10x_segments", "seglog_first_row"),
                 "plan_10x_segments_over_1x": ratio(runs, "seglog_plan_10x_segments", "seglog_plan"),

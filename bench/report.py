@@ -154,9 +154,13 @@ def summary_markdown(results: Path) -> str:
         for key, what, target in (("count_full", "count() of the whole topic (pushed down)", 0.05),
                                   ("sum_length_full", "sum(length(value)) of the whole topic (columnar)", 0.3),
                                   ("count_narrow_where", "count() of the last 1% (where timestamp >= T, pushed down)", 0.1),
-                                  ("count_narrow_startingTimestamp", "count() of the last 1% (startingTimestamp)", 0.1)):
+                                  ("count_narrow_startingTimestamp", "count() of the last 1% (startingTimestamp)", 0.1),
+                                  ("count_full_nocrc", "count() of the whole topic, checkCrcs=false (headers only)", 0.05),
+                                  ("count_narrow_startingTimestamp_nocrc",
+                                   "count() of the last 1% (startingTimestamp), checkCrcs=false", 0.1),
+                                  ("sum_length_full_nocrc", "sum(length(value)), checkCrcs=false", 0.3)):
             if f"{key}_over_delta" in r:
-                delta = m.get(f"delta_{key}", m.get("delta_count_narrow_where"))
+                delta = m.get(f"delta_{key.removesuffix('_nocrc')}", m.get("delta_count_narrow_where"))
                 rows.append(f"| {what} | {m['seglog_' + key]:.2f} s | Delta {delta:.2f} s | "
                             f"{spread(r[key + '_over_delta'])} | <= {target} | "
                             f"{_ok(r[key + '_over_delta']['median'], target, False)} |")
