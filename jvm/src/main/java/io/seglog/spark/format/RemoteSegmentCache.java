@@ -44,7 +44,7 @@ public final class RemoteSegmentCache {
     /** Bytes per ranged read of a remote .log, unless the Hadoop configuration's {@value #CHUNK_KEY} says: large
      *  enough that a request's cost is small beside its bytes (S3's guidance: ranged GETs of 8-16 MB), small
      *  enough that a seek into a segment fetches little it does not read. */
-    public static final int CHUNK = 4 << 20;
+    public static final int CHUNK = 8 << 20;
     public static final String CHUNK_KEY = "seglog.remote.read.chunk.bytes";
     public static final String READ_AHEAD_KEY = "seglog.remote.read.ahead.chunks";
     private static final Map<String, Path> INDEXES = new ConcurrentHashMap<>();
@@ -227,7 +227,7 @@ public final class RemoteSegmentCache {
 
     /** Chunks fetched ahead of a walk, per log: a walk reads forward, so while it checks and decodes one chunk the
      *  next ones arrive, fetched in parallel (a few ranged GETs at a time: fs.s3a.vectored.active.ranged.reads). */
-    static final int READ_AHEAD = 4;
+    static final int READ_AHEAD = 2;
 
     private static int setting(org.apache.hadoop.conf.Configuration conf, String key, int otherwise, int min) {
         int v = conf.getInt(key, otherwise);
@@ -237,6 +237,13 @@ public final class RemoteSegmentCache {
     /** Daemon threads for read-ahead (a few per JVM: each serves one log's stream at a time). */
     private static final java.util.concurrent.ExecutorService AHEAD = java.util.concurrent.Executors.newFixedThreadPool(4, r -> {
         Thread t = new Thread(r, "seglog-remote-read-ahead");
+        t.setDaemon(true);
+        return t;
+    });
+
+    /** Daemon threads for the objects' length checks (a HEAD each, beside the first GETs). */
+    private static final java.util.concurrent.ExecutorService CHECKS = java.util.concurrent.Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "seglog-remote-length-check");
         t.setDaemon(true);
         return t;
     });
@@ -269,7 +276,8 @@ public final class RemoteSegmentCache {
         private final Object streamLock = new Object();
         private FSDataInputStream in;                    // guarded by streamLock
         private FileChannel writer;                      // guarded by this (opened on first store)
-        private boolean lengthChecked;                   // guarded by streamLock
+        private volatile java.util.concurrent.CompletableFuture<Void> lengthCheck;   // started with the stream
+        private volatile boolean lengthChecked;          // the object's length is the manifest's
         private int aheadFrom;                           // guarded by this: the read-ahead window [aheadFrom, aheadTo)
         private int aheadTo;                             // guarded by this
         private boolean aheadRunning;                    // guarded by this: one read-ahead fetcher per log
@@ -299,6 +307,7 @@ public final class RemoteSegmentCache {
             for (int c = (int) (from / chunk); c <= last; c++) {
                 if (claim(c, true)) fetchClaimed(c, true);
             }
+            requireLength();
         }
 
         /** True when the caller must fetch chunk c (now marked fetching); false when it is present. A walk
@@ -506,29 +515,34 @@ public final class RemoteSegmentCache {
             in = null;
         }
 
-        /** The object's stream, opened once (its length checked against the manifest first: shorter or longer is
-         *  reported naming it, never fewer rows), read on in order by a forward walk. */
+        /** The object's stream, opened once with the manifest's length (no HEAD before the first GET); the object's
+         *  real length is asked for beside the first reads ({@link #lengthCheck}), and no walk uses the bytes before
+         *  it agrees ({@link #requireLength}): shorter or longer is reported naming the object, never fewer rows. */
         private FSDataInputStream stream() throws IOException {
             if (in != null) return in;
             FileSystem fs = tier.fileSystem();
-            FileStatus status = status(fs, remote, objectUri);
-            if (!lengthChecked) {
-                if (status.getLen() != size) throw sizeMismatch(objectUri, status.getLen(), size);
-                lengthChecked = true;
+            if (lengthCheck == null) {
+                lengthCheck = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                    long length = status(fs, remote, objectUri).getLen();
+                    if (length != size) throw sizeMismatch(objectUri, length, size);
+                }, CHECKS);
             }
-            try {
-                // the status known: no second HEAD; ranged reads, most of them vectored (Hadoop's standard openFile options)
-                in = fs.openFile(remote).withFileStatus(status).opt("fs.option.openfile.read.policy", "vector, random")
-                    .build().get();
-            } catch (java.util.concurrent.ExecutionException e) {
-                Throwable cause = e.getCause() != null ? e.getCause() : e;
-                if (cause instanceof IOException io) throw io;
-                throw new IOException(cause);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IOException("interrupted while opening " + objectUri, e);
-            }
+            in = openKnownLength(fs, remote, objectUri, size, "vector, random");
             return in;
+        }
+
+        /** Waits for the object's length check (started with its stream); its failure is the walk's. */
+        private void requireLength() {
+            if (lengthChecked) return;
+            java.util.concurrent.CompletableFuture<Void> check = lengthCheck;
+            if (check == null) return;              // nothing fetched yet: nothing to judge
+            try {
+                check.join();
+            } catch (java.util.concurrent.CompletionException e) {
+                if (e.getCause() instanceof RuntimeException re) throw re;
+                throw new StorageException("cannot check the length of " + objectUri + ": " + e.getCause(), e.getCause());
+            }
+            lengthChecked = true;
         }
 
         private void fetch(int c) {
@@ -541,6 +555,7 @@ public final class RemoteSegmentCache {
                 } catch (FileNotFoundException e) {
                     throw gone(objectUri, e);
                 } catch (EOFException e) {
+                    requireLength();                   // the object's own length says it best, when it disagrees
                     throw new RemoteObjectException(objectUri + ": the object ends before position " + (from + len)
                         + " though its manifest records " + size + " bytes: records of the segment are lost", e);
                 } catch (IOException e) {

@@ -155,17 +155,63 @@ final class PushedAggregate implements Serializable {
                 for (PartitionLog l : logs) l.close();
             }
         });
-        Map<List<Object>, Totals> groups = new LinkedHashMap<>();
+        // The partitions' walks run side by side (each its own cursor and files); their answers are taken in
+        // range order, so groups come out as a sequential walk would make them.
+        // A walk runs under the caller's session (a tiered root is read with its Hadoop configuration).
+        List<java.util.concurrent.Future<Totals>> parts = new ArrayList<>(ranges.size());
+        scala.Option<org.apache.spark.sql.SparkSession> caller = org.apache.spark.sql.SparkSession.getActiveSession();
         for (PartitionRange r : ranges) {
-            List<Object> key = new ArrayList<>();
-            for (String g : groupBy) key.add(g.equals("topic") ? r.topic : (Object) r.partition);
-            Totals t = totals(opts, bounds, new Slice(r.topic, r.partition, r.start, r.end, r.bound), r.log.dense);
-            if (t.count > 0) groups.computeIfAbsent(key, k -> new Totals()).add(t);
+            Slice slice = new Slice(r.topic, r.partition, r.start, r.end, r.bound);
+            boolean dense = r.log.dense;
+            parts.add(WALKERS.submit(() -> {
+                if (caller.isDefined()) org.apache.spark.sql.SparkSession.setActiveSession(caller.get());
+                else org.apache.spark.sql.SparkSession.clearActiveSession();
+                try {
+                    return totals(opts, bounds, slice, dense);
+                } finally {
+                    org.apache.spark.sql.SparkSession.clearActiveSession();
+                }
+            }));
+        }
+        Map<List<Object>, Totals> groups = new LinkedHashMap<>();
+        try {
+            for (int i = 0; i < ranges.size(); i++) {
+                PartitionRange r = ranges.get(i);
+                List<Object> key = new ArrayList<>();
+                for (String g : groupBy) key.add(g.equals("topic") ? r.topic : (Object) r.partition);
+                Totals t = answer(parts.get(i));
+                if (t.count > 0) groups.computeIfAbsent(key, k -> new Totals()).add(t);
+            }
+        } finally {
+            for (java.util.concurrent.Future<Totals> f : parts) f.cancel(true);
         }
         if (groupBy.isEmpty() && groups.isEmpty()) groups.put(List.of(), new Totals());
         List<InternalRow> out = new ArrayList<>();
         for (Map.Entry<List<Object>, Totals> e : groups.entrySet()) out.add(row(e.getKey(), e.getValue()));
         return out.toArray(new InternalRow[0]);
+    }
+
+    /** Driver threads for the partitions' walks: one per core (the walk reads and checks bytes: CPU-bound). */
+    private static final java.util.concurrent.ExecutorService WALKERS = java.util.concurrent.Executors.newFixedThreadPool(
+        Math.max(1, Runtime.getRuntime().availableProcessors()), r -> {
+            Thread t = new Thread(r, "seglog-pushed-aggregate");
+            t.setDaemon(true);
+            return t;
+        });
+
+    /** A walk's answer; its failure is rethrown as it was raised (a typed seglog error naming the partition). */
+    private static Totals answer(java.util.concurrent.Future<Totals> f) {
+        try {
+            return f.get();
+        } catch (java.util.concurrent.ExecutionException e) {
+            Throwable c = e.getCause();
+            if (c instanceof RuntimeException re) throw re;
+            if (c instanceof Error err) throw err;
+            throw new IllegalStateException(c);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while aggregating", e);
+        }
     }
 
     private InternalRow row(List<Object> key, Totals t) {

@@ -311,10 +311,14 @@ final class RecordCursor implements AutoCloseable {
         return true;
     }
 
-    /** The slice's next segment, when tiered, starts arriving while this one is read (no stall at each segment). */
+    /** Tiered segments of the slice ahead of this one start arriving while it is read (no stall at each segment;
+     *  each fetches at most its read-ahead window ahead of a walk). */
+    private static final int SEGMENTS_AHEAD = 2;
+
     private void prefetchNext() {
-        int next = segment + 1;
-        if (next < log.segmentCount() && log.base(next) < slice.end) log.segment(next).prefetch(log.base(next));
+        for (int next = segment + 1; next <= segment + SEGMENTS_AHEAD && next < log.segmentCount() && log.base(next) < slice.end; next++) {
+            log.segment(next).prefetch(log.base(next));
+        }
     }
 
     private void closeLog() {
