@@ -103,7 +103,12 @@ def s3_server(tmp_path_factory):
     (children inherit them). Stopped by its pid when the session ends, also after failures."""
     from tests.s3_server import S3Server
 
-    server = S3Server(tmp_path_factory.mktemp("s3-server"))
+    yield from _serving(S3Server(tmp_path_factory.mktemp("s3-server")))
+
+
+def _serving(server):
+    """Starts a loopback server with its clients' environment set in this process (children inherit it), yields
+    it, then stops it by its pid and restores the environment, also after failures."""
     saved = {k: os.environ.get(k) for k in server.env()}
     os.environ.update(server.env())
     try:
@@ -127,12 +132,7 @@ def gcs_server(tmp_path_factory):
 
     if GcsServer.installed() is None:
         pytest.skip(f"fake-gcs-server is not installed: `bash {GcsServer.script}` installs it")
-    server = GcsServer(tmp_path_factory.mktemp("gcs-server"))
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
+    yield from _serving(GcsServer(tmp_path_factory.mktemp("gcs-server")))
 
 
 @pytest.fixture(scope="session")
@@ -144,19 +144,7 @@ def azurite_server(tmp_path_factory):
 
     if AzuriteServer.installed() is None:
         pytest.skip(f"Azurite is not installed: `bash {AzuriteServer.script}` installs it (needs npm)")
-    server = AzuriteServer(tmp_path_factory.mktemp("azurite"))
-    saved = {k: os.environ.get(k) for k in server.env()}
-    os.environ.update(server.env())
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    yield from _serving(AzuriteServer(tmp_path_factory.mktemp("azurite")))
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,11 @@
-"""Real GCS and Azure Storage servers on loopback for tests of the Python side's gs:// and abfs:// remote
-tiers (docs/tiered-storage.md §1): fake-gcs-server (scripts/fake-gcs-server.sh) and Azurite's blob service
-(scripts/azurite.sh), each started as a subprocess on a free port and stopped by its pid.
+"""Real object storage servers on loopback for tests of the remote tier (docs/tiered-storage.md §1): the
+one way they start and stop (``LoopbackServer``), and GCS and Azure Storage for the Python side's gs:// and
+abfs:// tiers: fake-gcs-server (scripts/fake-gcs-server.sh) and Azurite's blob service (scripts/azurite.sh).
+The S3 server (moto) is tests/s3_server.py. Each is a subprocess on a free port, stopped by its pid.
 
 - ``GcsServer(workdir)`` / ``AzuriteServer(workdir)``: ``start()`` waits (bounded) until the server answers;
-  ``stop()`` sends SIGTERM, then SIGKILL if it does not exit. ``.endpoint`` is ``http://127.0.0.1:<port>``.
+  ``stop()`` sends SIGTERM, then SIGKILL if it does not exit. ``.endpoint`` is ``http://127.0.0.1:<port>``;
+  ``env()`` what its clients need in their environment (the server runs with it too).
 - ``installed()``: the server's executable, or None (the tests using it skip, naming the script).
 - ``make_bucket(name)`` / ``make_container(name)``: a fresh bucket or container, made through pyarrow.fs as
   the store reaches the server; returns the location's URI.
@@ -31,19 +33,19 @@ def _cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "seglog"
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-class _Server:
+class LoopbackServer:
     name = ""
     script = ""
 
     def __init__(self, workdir: Path):
         self.workdir = Path(workdir)
-        self.port = _free_port()
+        self.port = free_port()
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -57,6 +59,10 @@ class _Server:
     def command(self, exe: str) -> list[str]:
         raise NotImplementedError
 
+    @staticmethod
+    def env() -> dict[str, str]:
+        return {}
+
     def start(self) -> None:
         exe = self.installed()
         if exe is None:
@@ -64,7 +70,8 @@ class _Server:
         self.workdir.mkdir(parents=True, exist_ok=True)
         log_path = self.workdir / f"{self.name}.log"
         with open(log_path, "wb") as log:
-            self.proc = subprocess.Popen(self.command(exe), stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir)
+            self.proc = subprocess.Popen(self.command(exe), stdout=log, stderr=subprocess.STDOUT, cwd=self.workdir,
+                                         env={**os.environ, **self.env()})
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -91,7 +98,7 @@ class _Server:
             self.proc.wait(10)
 
 
-class GcsServer(_Server):
+class GcsServer(LoopbackServer):
     name = "fake-gcs-server"
     script = "scripts/fake-gcs-server.sh"
 
@@ -114,7 +121,7 @@ class GcsServer(_Server):
         return f"gs://{name}"
 
 
-class AzuriteServer(_Server):
+class AzuriteServer(LoopbackServer):
     name = "azurite-blob"
     script = "scripts/azurite.sh"
 
