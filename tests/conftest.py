@@ -126,24 +126,24 @@ def _serving(server):
 @pytest.fixture(scope="session")
 def gcs_server(tmp_path_factory):
     """A real GCS server on loopback for the session (tests/emulators.py: fake-gcs-server), reached
-    anonymously over plain HTTP as the store reaches an emulator endpoint. Skips, naming the script that
-    installs it, where it is not installed (it is not part of scripts/setup-test.sh: a Go build of minutes)."""
+    anonymously over plain HTTP as the store reaches an emulator endpoint. Fails, naming the script that
+    installs it (scripts/setup-test.sh runs it), where it is not installed."""
     from tests.emulators import GcsServer
 
     if GcsServer.installed() is None:
-        pytest.skip(f"fake-gcs-server is not installed: `bash {GcsServer.script}` installs it")
+        pytest.fail(f"fake-gcs-server is not installed: `bash {GcsServer.script}` (run by scripts/setup-test.sh) installs it")
     yield from _serving(GcsServer(tmp_path_factory.mktemp("gcs-server")))
 
 
 @pytest.fixture(scope="session")
 def azurite_server(tmp_path_factory):
     """A real Azure Storage blob server on loopback for the session (tests/emulators.py: Azurite); its
-    account key set in this process's environment as a user sets a real one. Skips, naming the script,
-    where it is not installed (scripts/setup-test.sh installs it when npm is there)."""
+    account key set in this process's environment as a user sets a real one. Fails, naming the script,
+    where it is not installed (scripts/setup-test.sh runs it)."""
     from tests.emulators import AzuriteServer
 
     if AzuriteServer.installed() is None:
-        pytest.skip(f"Azurite is not installed: `bash {AzuriteServer.script}` installs it (needs npm)")
+        pytest.fail(f"Azurite is not installed: `bash {AzuriteServer.script}` (run by scripts/setup-test.sh) installs it")
     yield from _serving(AzuriteServer(tmp_path_factory.mktemp("azurite")))
 
 

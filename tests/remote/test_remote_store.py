@@ -134,7 +134,7 @@ def test_hdfs_without_its_native_client_is_a_typed_error_naming_what_is_missing(
     if jvm != "no JAVA_HOME":
         home = _java_home()
         if home is None or not list(Path(home).glob("lib/server/libjvm.so")):
-            pytest.skip("no JDK with lib/server/libjvm.so beside `java` on PATH")
+            pytest.fail("no JDK with lib/server/libjvm.so beside `java` on PATH (seglog's tests need Java 17+)")
         env["JAVA_HOME"] = home
     proc = subprocess.run([sys.executable, "-c", HDFS_PROBE], env=env, capture_output=True, text=True, timeout=120,
                           cwd=REPO)
