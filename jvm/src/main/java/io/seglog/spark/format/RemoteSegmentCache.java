@@ -452,9 +452,10 @@ public final class RemoteSegmentCache {
         /** Writes a fetched chunk into the local copy (positional writes: safe beside other threads'). */
         private void store(int c, ByteBuffer bytes) {
             long from = (long) c * chunk;
-            if (bytes.remaining() != chunkLength(c)) {
+            int len = chunkLength(c);
+            if (bytes.remaining() != len) {
                 throw new RemoteObjectException(objectUri + ": a read at position " + from + " returned " + bytes.remaining()
-                    + " bytes, not " + chunkLength(c) + ": the object is shorter than its manifest records");
+                    + " bytes, not " + len + ": the object is shorter than its manifest records");
             }
             try {
                 FileChannel w;
@@ -462,16 +463,15 @@ public final class RemoteSegmentCache {
                     if (writer == null) writer = FileChannel.open(file, StandardOpenOption.WRITE);
                     w = writer;
                 }
-                while (bytes.hasRemaining()) w.write(bytes, from + (chunkLength(c) - bytes.remaining()));
+                while (bytes.hasRemaining()) w.write(bytes, from + (len - bytes.remaining()));
             } catch (IOException e) {
                 throw new StorageException("cannot write the local copy " + file + " of " + objectUri + ": " + e, e);
             }
-            FETCHED.add(chunkLength(c));
+            FETCHED.add(len);
             synchronized (this) {
-                cached += chunkLength(c);
+                cached += len;
             }
-            CACHED.addAndGet(chunkLength(c));
-            if (CACHED.get() > cacheMax) evictPast(cacheMax);
+            if (CACHED.addAndGet(len) > cacheMax) evictPast(cacheMax);
         }
 
         /** Makes the batch starting at {@code pos} present: its length prefix, then the whole batch (at least a

@@ -58,6 +58,15 @@ class TieredPartitionLogTest {
         return root;
     }
 
+    /** A session's Hadoop configuration with seglog's remote read settings {@code key, value, ...} set. */
+    private static java.util.function.Supplier<org.apache.hadoop.conf.Configuration> settings(Object... kv) {
+        return () -> {
+            org.apache.hadoop.conf.Configuration c = new org.apache.hadoop.conf.Configuration();
+            for (int i = 0; i < kv.length; i += 2) c.set((String) kv[i], String.valueOf(kv[i + 1]));
+            return c;
+        };
+    }
+
     static String line(String json) {
         CRC32C c = new CRC32C();
         byte[] body = json.getBytes(StandardCharsets.UTF_8);
@@ -144,12 +153,7 @@ class TieredPartitionLogTest {
         Path root = tiered();
         long logs = Files.size(tmp.resolve("remote/t-0/00000000000000000000.log"))
             + Files.size(tmp.resolve("remote/t-0/00000000000000000100.log"));
-        java.util.function.Supplier<org.apache.hadoop.conf.Configuration> conf = () -> {
-            org.apache.hadoop.conf.Configuration c = new org.apache.hadoop.conf.Configuration();
-            c.setInt(RemoteSegmentCache.CHUNK_KEY, 1024);
-            c.setInt(RemoteSegmentCache.READ_AHEAD_KEY, 3);
-            return c;
-        };
+        java.util.function.Supplier<org.apache.hadoop.conf.Configuration> conf = settings(RemoteSegmentCache.CHUNK_KEY, 1024, RemoteSegmentCache.READ_AHEAD_KEY, 3);
         long before = RemoteSegmentCache.fetchedBytes();
         List<Long> want = new ArrayList<>();
         for (long o = 0; o < 200; o++) want.add(o);
@@ -177,11 +181,8 @@ class TieredPartitionLogTest {
     void localCopiesPastTheBoundAreDeletedWhenNoReaderHoldsThem() throws IOException {
         Path root = tiered();
         long seg0 = Files.size(tmp.resolve("remote/t-0/00000000000000000000.log"));
-        java.util.function.Supplier<org.apache.hadoop.conf.Configuration> conf = () -> {
-            org.apache.hadoop.conf.Configuration c = new org.apache.hadoop.conf.Configuration();
-            c.setLong(RemoteSegmentCache.CACHE_MAX_KEY, seg0);       // room for about one segment's copy
-            return c;
-        };
+        // room for about one segment's copy
+        java.util.function.Supplier<org.apache.hadoop.conf.Configuration> conf = settings(RemoteSegmentCache.CACHE_MAX_KEY, seg0);
         List<Long> want = new ArrayList<>();
         for (long o = 0; o < 200; o++) want.add(o);
         long evictedBefore = RemoteSegmentCache.evictions();
@@ -202,11 +203,7 @@ class TieredPartitionLogTest {
     @Test
     void aBadReadSettingIsRefusedByName() throws IOException {
         Path root = tiered();
-        java.util.function.Supplier<org.apache.hadoop.conf.Configuration> conf = () -> {
-            org.apache.hadoop.conf.Configuration c = new org.apache.hadoop.conf.Configuration();
-            c.setInt(RemoteSegmentCache.CHUNK_KEY, 10);
-            return c;
-        };
+        java.util.function.Supplier<org.apache.hadoop.conf.Configuration> conf = settings(RemoteSegmentCache.CHUNK_KEY, 10);
         try (PartitionLog log = PartitionLog.open(root, "t", 0, 200, OffsetGaps.at(root), SegmentListings.NONE, conf)) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> offsets(log, 0, 200));
             assertTrue(e.getMessage().contains(RemoteSegmentCache.CHUNK_KEY + " = 10"), e.getMessage());
