@@ -190,3 +190,42 @@ def test_remote_retention_moves_the_log_start_and_failondataloss_judges_as_today
     assert got == list(range(start, 300))
     with pytest.raises(Exception, match=f"offsets 0 to {start - 1} are no longer in the log"):
         stream_offsets(spark, root, tmp_path / "out2", tmp_path / "cp2", startingOffsets='{"t": {"0": 0}}')
+
+
+def test_the_hadoop_configuration_is_shipped_once_until_it_changes(spark, tmp_path):
+    """A read of a tiered root ships the session's Hadoop configuration to executors (RemoteConf): reads, and a
+    stream's triggers, reuse its broadcast while every entry is the same (a stream's session is a clone with
+    entries of its own: one broadcast for all its triggers); a changed entry is shipped with the next read,
+    and a setting the read rejects is rejected at once, never masked by a reused broadcast."""
+    root = tmp_path / "root"
+    cfg = build(root)
+    before = rows(spark, root)                                         # the log before tiering: the reference
+    (tmp_path / "remote").mkdir()
+    tier(root, cfg, RemoteLocation(f"file://{tmp_path}/remote"))
+    shipped = spark._jvm.io.seglog.spark.read.RemoteConf
+    assert rows(spark, root) == before
+    n = shipped.broadcasts()
+    for columnar in ("true", "false"):
+        assert rows(spark, root, columnar) == before
+    got, batches = stream_offsets(spark, root, tmp_path / "out", tmp_path / "cp", startingOffsets="earliest",
+                                  maxOffsetsPerTrigger=70)
+    assert got == list(range(300)) and batches >= 300 // 70
+    assert shipped.broadcasts() <= n + 1                                # every trigger of the stream: one at most
+    n = shipped.broadcasts()
+    assert rows(spark, root) == before and shipped.broadcasts() == n    # the batch reads' one is kept beside it
+    key = "seglog.remote.read.chunk.bytes"
+    other = tmp_path / "other"                          # objects this JVM has not read: their settings are read anew
+    build(other)
+    (tmp_path / "remote2").mkdir()
+    tier(other, cfg, RemoteLocation(f"file://{tmp_path}/remote2"))
+    try:
+        spark.conf.set(key, "100")                                      # below its minimum: the read names it
+        with pytest.raises(Exception, match=key):
+            spark.read.format("seglog").option("topic", "t").load(str(other)).collect()
+        spark.conf.set(key, str(64 << 10))                              # a valid change: a new broadcast, same rows
+        assert rows(spark, other) == before
+        assert shipped.broadcasts() > n
+    finally:
+        spark.conf.unset(key)
+    n = shipped.broadcasts()
+    assert rows(spark, root) == before and shipped.broadcasts() == n    # back to the first entries: kept, reused

@@ -24,6 +24,7 @@ public final class RemoteTier {
 
     public final RemoteLocation location;
     private final java.util.function.Supplier<Configuration> conf;
+    private Configuration sessionConf;                      // guarded by this: conf's value, taken once per tier
 
     public RemoteTier(RemoteLocation location, java.util.function.Supplier<Configuration> conf) {
         this.location = location;
@@ -32,8 +33,10 @@ public final class RemoteTier {
 
     /** The session's Hadoop configuration as this read was given it (seglog's own read settings are taken from it:
      *  the shared FileSystem's configuration is the first reader's). */
-    public Configuration sessionConf() {
-        return conf.get();
+    public synchronized Configuration sessionConf() {
+        // once per tier (a read's): on the driver each get() copies the session's whole configuration
+        if (sessionConf == null) sessionConf = conf.get();
+        return sessionConf;
     }
 
     /** The Hadoop configuration for this location: the session's, with the recorded endpoint and region for its bucket. */
@@ -67,7 +70,7 @@ public final class RemoteTier {
             fs = FILESYSTEMS.get(key);
             if (fs == null) {
                 try {
-                    fs = FileSystem.newInstance(at, configure(location, conf.get()));
+                    fs = FileSystem.newInstance(at, configure(location, sessionConf()));
                 } catch (IOException | RuntimeException | LinkageError e) {
                     throw new RemoteTierNotReadableException("the remote tier " + location.uri() + " cannot be reached "
                         + "through Hadoop's FileSystem: " + e
