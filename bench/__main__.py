@@ -18,7 +18,7 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 README = HERE.parent / "README.md"
 PARTS = ("storage", "sidecar", "open", "sink", "replay", "stream", "trigger", "compaction", "cleaner_vs_kafka",
-         "clean_lock", "write", "tier")
+         "clean_lock", "write", "tier", "reader_memory")
 
 
 def _machine() -> dict:

@@ -15,7 +15,9 @@ Cases (a `noop` write: every row reaches the JVM, none the driver):
 - issue 28: `count()` and `sum(length(value))` of the whole log, `count()` of the last 1% (by `where` and by
   `startingTimestamp`) and of the whole topic's pushed aggregate, each against Delta's same query;
 - time to first row (`limit(1).collect()` from the last 1%) on the log and on the 10x-segments log, and Delta's;
-- planning: the JVM planner alone (`Planner.plan`, on the driver through py4j) on both logs.
+- planning: the JVM planner alone (`Planner.plan`, on the driver through py4j) on both logs;
+- the floor: `spark.sql("SELECT 1").collect()`, the cheapest query PySpark runs (no table, no Spark job), so
+  that a count target can be read against what any query costs in the same session.
 
 Targets: narrow <= 0.5x Delta; full <= 1.0x Delta; time to first row and planning flat at 10x segments.
 """
@@ -216,6 +218,8 @@ def run(quick: bool = False, work: Path | None = None, n_rounds: int | None = No
             "delta_first_row": lambda: first_row(delta_df(spark, delta, t_narrow)),
             "seglog_plan": lambda: jvm_plan(spark, log, t_narrow),
             "seglog_plan_10x_segments": lambda: jvm_plan(spark, log10, t_narrow),
+            # the floor: the cheapest query PySpark runs (no table, no job), in the same session
+            "spark_floor_select_1": lambda: spark.sql("SELECT 1 AS one").collect(),
         }
         # Warm-up: every case (JVM code paths, Delta's log, the page cache), twice.
         for _ in range(2):
@@ -253,6 +257,12 @@ def run(quick: bool = False, work: Path | None = None, n_rounds: int | None = No
                 "first_row_over_delta": ratio(runs, "seglog_first_row", "delta_first_row"),
                 "first_row_10x_segments_over_1x": ratio(runs, "seglog_first_row_10x_segments", "seglog_first_row"),
                 "plan_10x_segments_over_1x": ratio(runs, "seglog_plan_10x_segments", "seglog_plan"),
+                # a count target below this ratio is below the cost of any query in this session
+                "spark_floor_over_delta_count_full": ratio(runs, "spark_floor_select_1", "delta_count_full"),
+                "spark_floor_over_delta_count_narrow": ratio(runs, "spark_floor_select_1", "delta_count_narrow_where"),
+                "count_full_nocrc_over_spark_floor": ratio(runs, "seglog_count_full_nocrc", "spark_floor_select_1"),
+                "count_narrow_startingTimestamp_over_spark_floor": ratio(runs, "seglog_count_narrow_startingTimestamp",
+                                                                         "spark_floor_select_1"),
             },
         }
         r = results["ratios"]
@@ -266,6 +276,7 @@ def run(quick: bool = False, work: Path | None = None, n_rounds: int | None = No
             "issue28_count_full": r["count_full_over_delta"]["median"] <= 0.05,
             "issue28_sum_length_full": r["sum_length_full_over_delta"]["median"] <= 0.3,
             "issue28_count_narrow_where": r["count_narrow_where_over_delta"]["median"] <= 0.1,
+            "issue28_count_narrow_startingTimestamp": r["count_narrow_startingTimestamp_over_delta"]["median"] <= 0.1,
         }
         results["load"] = {"before": load_before, "after": os.getloadavg(), "cpus": os.cpu_count()}
         return results

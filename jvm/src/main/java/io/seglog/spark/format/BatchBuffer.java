@@ -14,9 +14,32 @@ import org.apache.kafka.common.record.RecordBatch;
  * Kafka's file batch allocates a new buffer per batch it loads. The batch returned is valid until the next load:
  * its records' keys and values are slices of this buffer, so a caller copies what it keeps before it draws the next
  * batch (the readers shape each record before they advance).
+ *
+ * <p>A walk that only checks and counts batches (pushed aggregates) reads into a direct buffer ({@link #direct}):
+ * a heap buffer's read goes through the JDK's own direct buffer and is copied again, and a count with CRC checks
+ * reads every byte of its range. Such a buffer has no {@link #array}.
  */
 public final class BatchBuffer {
-    private ByteBuffer buf = ByteBuffer.allocate(1 << 16);
+    private final boolean direct;
+    private ByteBuffer buf;
+
+    public BatchBuffer() {
+        this(false);
+    }
+
+    private BatchBuffer(boolean direct) {
+        this.direct = direct;
+        this.buf = allocate(1 << 16);
+    }
+
+    /** A buffer outside the heap, for walks that read no record's bytes into Spark's rows or vectors. */
+    public static BatchBuffer direct() {
+        return new BatchBuffer(true);
+    }
+
+    private ByteBuffer allocate(int capacity) {
+        return direct ? ByteBuffer.allocateDirect(capacity) : ByteBuffer.allocate(capacity);
+    }
     // Arrays a caller still points into (hold): never loaded into until released; spare ones are reused.
     private final java.util.List<ByteBuffer> held = new java.util.ArrayList<>();
     private final java.util.ArrayDeque<ByteBuffer> spare = new java.util.ArrayDeque<>();
@@ -44,10 +67,10 @@ public final class BatchBuffer {
     /** The v2 batch of {@code size} bytes at {@code position}, read into this buffer (not checked yet). */
     RecordBatch load(FileChannel channel, int position, int size) {
         if (currentHeld) {
-            buf = spare.isEmpty() ? ByteBuffer.allocate(Math.max(size, buf.capacity())) : spare.poll();
+            buf = spare.isEmpty() ? allocate(Math.max(size, buf.capacity())) : spare.poll();
             currentHeld = false;
         }
-        if (buf.capacity() < size) buf = ByteBuffer.allocate(Math.max(size, buf.capacity() * 2));
+        if (buf.capacity() < size) buf = allocate(Math.max(size, buf.capacity() * 2));
         buf.clear().limit(size);
         try {
             while (buf.hasRemaining()) {
@@ -71,6 +94,7 @@ public final class BatchBuffer {
 
     /** The buffer's bytes (the batch last loaded starts at 0). */
     public byte[] array() {
+        if (direct) throw new IllegalStateException("a direct batch buffer has no array");
         return buf.array();
     }
 }

@@ -250,7 +250,7 @@ final class PushedAggregate implements Serializable {
         boolean filtering = bounds.needsRowFilter();
         boolean timestamps = wants(Kind.MIN_TIMESTAMP) || wants(Kind.MAX_TIMESTAMP);
         boolean arithmetic = dense && !filtering && !timestamps;
-        try (RecordCursor cursor = new RecordCursor(opts, slice)) {
+        try (RecordCursor cursor = RecordCursor.forAggregates(opts, slice)) {
             FileChannelRecordBatch b;
             while ((b = cursor.nextBatch()) != null) {
                 long from = Math.max(cursor.batchFrom, b.baseOffset());

@@ -53,7 +53,7 @@ final class RecordCursor implements AutoCloseable {
     private Segment.Batches batches;
     private long segmentLast = -1;    // the last offset of the last batch drawn from the current segment
     private Iterator<Record> records = Collections.emptyIterator();
-    private final BatchBuffer buffer = new BatchBuffer();   // every batch of the walk is read into it, in turn
+    private final BatchBuffer buffer;   // every batch of the walk is read into it, in turn
     private TransactionFates fates;
     private boolean finished;
     private int reopens;
@@ -72,6 +72,18 @@ final class RecordCursor implements AutoCloseable {
 
     /** {@code hadoopConf}: what reaches the root's remote tier (the one shipped to executors). */
     RecordCursor(ReadOptions opts, Slice slice, java.util.function.Supplier<org.apache.hadoop.conf.Configuration> hadoopConf) {
+        this(opts, slice, hadoopConf, new BatchBuffer());
+    }
+
+    /** A walk whose batches are checked and counted, never shaped into rows or vectors (pushed aggregates): they are
+     *  read outside the heap ({@link BatchBuffer#direct}), and {@link #bufferBytes} is not available. */
+    static RecordCursor forAggregates(ReadOptions opts, Slice slice) {
+        return new RecordCursor(opts, slice, RemoteConf.SESSION, BatchBuffer.direct());
+    }
+
+    private RecordCursor(ReadOptions opts, Slice slice, java.util.function.Supplier<org.apache.hadoop.conf.Configuration> hadoopConf,
+                         BatchBuffer buffer) {
+        this.buffer = buffer;
         this.hadoopConf = hadoopConf;
         this.opts = opts;
         this.slice = slice;
