@@ -164,6 +164,10 @@ def summary_markdown(results: Path) -> str:
                 rows.append(f"| {what} | {m['seglog_' + key]:.2f} s | Delta {delta:.2f} s | "
                             f"{spread(r[key + '_over_delta'])} | <= {target} | "
                             f"{_ok(r[key + '_over_delta']['median'], target, False)} |")
+        if "spark_floor_over_delta_count_full" in r:
+            rows.append(f"| the floor: `SELECT 1` (no table, no Spark job), same session | {m['spark_floor_select_1']:.3f} s | "
+                        f"Delta count() {m['delta_count_full']:.2f} s | {spread(r['spark_floor_over_delta_count_full'])} | | "
+                        f"a count target below it is below any query |")
         rows.append(f"| time to first row, 10x segments | {m['seglog_first_row']:.2f} s -> "
                     f"{m['seglog_first_row_10x_segments']:.2f} s | Delta {m['delta_first_row']:.2f} s | "
                     f"x{spread(r['first_row_10x_segments_over_1x'])} | flat | "
@@ -171,6 +175,17 @@ def summary_markdown(results: Path) -> str:
         rows.append(f"| planning, 10x segments | {m['seglog_plan'] * 1e3:.0f} ms -> {m['seglog_plan_10x_segments'] * 1e3:.0f} ms "
                     f"| | x{spread(r['plan_10x_segments_over_1x'])} | flat | |")
         meta.append(f"replay ({rp['rows']:,} rows) {rp['_meta']['load_avg'][0]:.1f}")
+    rm = _load(results, "reader_memory")
+    if rm:
+        def rss(case, k="rss_mb"):
+            return rm[f"{k}_{case}_over_x1"]["median"]
+        worst = max(rss(c, k) for c in ("x10", "x100", "x10_rows_x10") for k in ("rss_mb", "heap_mb"))
+        x1 = sorted(rm["figures"]["x1"]["rss_mb"])[len(rm["figures"]["x1"]["rss_mb"]) // 2]
+        rows.append(f"| reader peak memory: record batches x10 / x100, maxRowsPerBatch x10 (full replay) | "
+                    f"RSS x{rss('x10'):.2f} / x{rss('x100'):.2f} / x{rss('x10_rows_x10'):.2f}; heap x{rss('x10', 'heap_mb'):.2f} / "
+                    f"x{rss('x100', 'heap_mb'):.2f} / x{rss('x10_rows_x10', 'heap_mb'):.2f} | {x1:.0f} MB peak RSS at x1 | | flat | "
+                    f"{_ok(worst, 1.2, False)} |")
+        meta.append(f"reader_memory {rm['_meta']['load_avg'][0]:.1f}")
     st = _load(results, "stream")
     if st:
         r, m = st["ratios"], st["median_seconds"]
