@@ -229,3 +229,30 @@ def test_the_hadoop_configuration_is_shipped_once_until_it_changes(spark, tmp_pa
         spark.conf.unset(key)
     n = shipped.broadcasts()
     assert rows(spark, root) == before and shipped.broadcasts() == n    # back to the first entries: kept, reused
+
+
+def test_a_spark_connect_client_reads_both_tiers_with_its_own_settings(remote, tmp_path):
+    """Through a real Spark Connect server: a client's read of a tiered root crosses both tiers as the log read
+    before tiering (whole, and from a timestamp), and the client's own session settings are the ones its read
+    uses (a remote read setting the reader rejects comes back to the client, naming it)."""
+    root = tmp_path / "root"
+    cfg = build(root)
+    before = rows(remote, root)
+    (tmp_path / "remote").mkdir()
+    local_start = tier(root, cfg, RemoteLocation(f"file://{tmp_path}/remote"))
+    assert rows(remote, root) == before and local_start > 0
+    since = T0 + 40_000
+    assert rows(remote, root, startingTimestamp=since) == [r for r in before if r[0] >= min(
+        o for o, ts, *_ in before if ts >= since)]
+    other = tmp_path / "other"                          # objects the server has not read yet
+    build(other)
+    (tmp_path / "remote2").mkdir()
+    tier(other, cfg, RemoteLocation(f"file://{tmp_path}/remote2"))
+    key = "seglog.remote.read.chunk.bytes"
+    remote.conf.set(key, "100")
+    try:
+        with pytest.raises(Exception, match=key):
+            remote.read.format("seglog").option("topic", "t").load(str(other)).collect()
+    finally:
+        remote.conf.unset(key)
+    assert rows(remote, other) == before
