@@ -28,6 +28,7 @@ from seglog.indexer import retention
 from seglog.indexer.locks import maintenance_lock
 from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, partition_dir_name, segment_file
 from seglog.indexer.remote import metadata
+from seglog.indexer.remote.location import record_location
 from seglog.indexer.remote.metadata import RemoteSegment, RemoteState
 from seglog.indexer.remote.store import MANIFEST_SUFFIX, RemoteStore, segment_key
 from seglog.indexer.segment import now_ms, sealed_summary
@@ -159,6 +160,11 @@ def tier_partition(root: str | os.PathLike, topic: str, partition: int, cfg, sto
     if not cfg.tiered:
         raise ConfigError(f"topic {topic}: remote.storage.enable is false: nothing to tier")
     root = Path(root)
+    # Invariant: a segment is recorded as tiered only under a root that records where it went (readers find
+    # the remote tier there, with no option of their own). The sidecar records it at start-up, but a root
+    # made after that start, or a pass run by other means, would tier segments no reader can find. Another
+    # URI recorded already is a ConfigError here, before anything changes.
+    record_location(root, store.location)
     ppath = root / partition_dir_name(topic, partition)
     now = now_ms() if now is None else now
     result = TierResult()

@@ -15,7 +15,7 @@ from seglog.compactor.config import parse_config
 from seglog.compactor.jobs import Jobs
 from seglog.compactor.metrics import Metrics
 from seglog.conf import validate_topic_config
-from seglog.errors import CorruptRecordError
+from seglog.errors import ConfigError, CorruptRecordError
 from seglog.indexer import Log, Record
 from seglog.indexer.compaction.segment_merge import merge_partition
 from seglog.indexer.remote import metadata
@@ -81,6 +81,31 @@ def test_sealed_segments_are_copied_whole_then_recorded_and_a_second_pass_does_n
     before = metadata.metadata_path(root, "t", 0).read_bytes()
     assert tier_partition(root, "t", 0, cfg, store).summary() == {}
     assert metadata.metadata_path(root, "t", 0).read_bytes() == before
+
+
+def test_a_pass_records_where_it_tiers_before_it_records_a_segment(tmp_path):
+    """A root made after the sidecar started (or tiered by other means) records no remote tier: the pass records
+    it before any segment, so readers find it; a root that records another URI is refused before anything
+    changes (segments tiered there would be orphaned)."""
+    root = tmp_path / "root"
+    cfg = validate_topic_config(fill(root, 30))
+    store = store_at(tmp_path)
+    assert load_location(root) is None
+    assert tier_partition(root, "t", 0, cfg, store).copied
+    assert load_location(root) == store.location
+    other = tmp_path / "other"
+    cfg = validate_topic_config(fill(other, 30))
+    (tmp_path / "elsewhere").mkdir()
+    elsewhere = RemoteLocation(f"file://{tmp_path}/elsewhere")
+    from seglog.indexer.remote.location import record_location
+    record_location(other, elsewhere)
+    (tmp_path / "remote2").mkdir()
+    store2 = RemoteStore(RemoteLocation(f"file://{tmp_path}/remote2"))
+    before = local_bases(other)
+    with pytest.raises(ConfigError, match="elsewhere"):
+        tier_partition(other, "t", 0, cfg, store2)
+    assert load_location(other) == elsewhere and local_bases(other) == before
+    assert not metadata.metadata_path(other, "t", 0).exists() and objects(store2) == []   # nothing changed
 
 
 def test_a_crash_between_the_objects_and_the_record_leaves_unrecorded_objects_the_next_pass_sweeps(tmp_path):
