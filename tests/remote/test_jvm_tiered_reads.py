@@ -132,9 +132,9 @@ def test_a_stream_crosses_the_tiers(spark, tmp_path):
     assert got == list(range(end)) and batches >= 2
 
 
-def file_location(tmp_path):
-    (tmp_path / "remote").mkdir()
-    return RemoteLocation(f"file://{tmp_path}/remote")
+def file_location(tmp_path, name="remote"):
+    (tmp_path / name).mkdir()
+    return RemoteLocation(f"file://{tmp_path}/{name}")
 
 
 @pytest.mark.parametrize("damage", ["flip", "cut", "remove", "index"])
@@ -200,8 +200,7 @@ def test_the_hadoop_configuration_is_shipped_once_until_it_changes(spark, tmp_pa
     root = tmp_path / "root"
     cfg = build(root)
     before = rows(spark, root)                                         # the log before tiering: the reference
-    (tmp_path / "remote").mkdir()
-    tier(root, cfg, RemoteLocation(f"file://{tmp_path}/remote"))
+    tier(root, cfg, file_location(tmp_path))
     shipped = spark._jvm.io.seglog.spark.read.RemoteConf
     assert rows(spark, root) == before
     n = shipped.broadcasts()
@@ -216,8 +215,7 @@ def test_the_hadoop_configuration_is_shipped_once_until_it_changes(spark, tmp_pa
     key = "seglog.remote.read.chunk.bytes"
     other = tmp_path / "other"                          # objects this JVM has not read: their settings are read anew
     build(other)
-    (tmp_path / "remote2").mkdir()
-    tier(other, cfg, RemoteLocation(f"file://{tmp_path}/remote2"))
+    tier(other, cfg, file_location(tmp_path, "remote2"))
     try:
         spark.conf.set(key, "100")                                      # below its minimum: the read names it
         with pytest.raises(Exception, match=key):
@@ -238,16 +236,14 @@ def test_a_spark_connect_client_reads_both_tiers_with_its_own_settings(remote, t
     root = tmp_path / "root"
     cfg = build(root)
     before = rows(remote, root)
-    (tmp_path / "remote").mkdir()
-    local_start = tier(root, cfg, RemoteLocation(f"file://{tmp_path}/remote"))
+    local_start = tier(root, cfg, file_location(tmp_path))
     assert rows(remote, root) == before and local_start > 0
     since = T0 + 40_000
     assert rows(remote, root, startingTimestamp=since) == [r for r in before if r[0] >= min(
         o for o, ts, *_ in before if ts >= since)]
     other = tmp_path / "other"                          # objects the server has not read yet
     build(other)
-    (tmp_path / "remote2").mkdir()
-    tier(other, cfg, RemoteLocation(f"file://{tmp_path}/remote2"))
+    tier(other, cfg, file_location(tmp_path, "remote2"))
     key = "seglog.remote.read.chunk.bytes"
     remote.conf.set(key, "100")
     try:

@@ -19,7 +19,7 @@ from seglog.errors import ConfigError, CorruptRecordError
 from seglog.indexer import Log, Record
 from seglog.indexer.compaction.segment_merge import merge_partition
 from seglog.indexer.remote import metadata
-from seglog.indexer.remote.location import RemoteLocation, load_location
+from seglog.indexer.remote.location import RemoteLocation, load_location, record_location
 from seglog.indexer.remote.store import RemoteStore
 from seglog.indexer.remote.tier import tier_partition
 from seglog.indexer.topics import create_topic
@@ -97,7 +97,6 @@ def test_a_pass_records_where_it_tiers_before_it_records_a_segment(tmp_path):
     cfg = validate_topic_config(fill(other, 30))
     (tmp_path / "elsewhere").mkdir()
     elsewhere = RemoteLocation(f"file://{tmp_path}/elsewhere")
-    from seglog.indexer.remote.location import record_location
     record_location(other, elsewhere)
     (tmp_path / "remote2").mkdir()
     store2 = RemoteStore(RemoteLocation(f"file://{tmp_path}/remote2"))

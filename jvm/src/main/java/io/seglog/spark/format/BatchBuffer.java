@@ -22,6 +22,10 @@ import org.apache.kafka.common.record.RecordBatch;
 public final class BatchBuffer {
     private final boolean direct;
     private ByteBuffer buf;
+    // Arrays a caller still points into (hold): never loaded into until released; spare ones are reused.
+    private final java.util.List<ByteBuffer> held = new java.util.ArrayList<>();
+    private final java.util.ArrayDeque<ByteBuffer> spare = new java.util.ArrayDeque<>();
+    private boolean currentHeld;
 
     public BatchBuffer() {
         this(false);
@@ -40,10 +44,6 @@ public final class BatchBuffer {
     private ByteBuffer allocate(int capacity) {
         return direct ? ByteBuffer.allocateDirect(capacity) : ByteBuffer.allocate(capacity);
     }
-    // Arrays a caller still points into (hold): never loaded into until released; spare ones are reused.
-    private final java.util.List<ByteBuffer> held = new java.util.ArrayList<>();
-    private final java.util.ArrayDeque<ByteBuffer> spare = new java.util.ArrayDeque<>();
-    private boolean currentHeld;
 
     /**
      * The bytes last loaded stay as they are until {@link #releaseAllButCurrent}: the next load reads into another

@@ -32,13 +32,16 @@ public final class RemoteConf implements Serializable, Supplier<Configuration> {
 
     private final Broadcast<SerializableConfiguration> shipped;
 
-    /** The last configuration shipped: its context, its entries, its broadcast. */
-    private record Shipped(org.apache.spark.SparkContext context, Map<String, String> entries,
-                           Broadcast<SerializableConfiguration> broadcast) {
-    }
-
     static final int KEPT = 8;
-    private static final java.util.LinkedList<Shipped> RECENT = new java.util.LinkedList<>();   // guarded by RemoteConf.class, newest first
+    /** Broadcasts by (SparkContext, entries), least recently used first (access order), at most KEPT: a dropped one
+     *  is removed by Spark's cleaner once no read holds it. Guarded by RemoteConf.class. */
+    private static final Map<java.util.List<Object>, Broadcast<SerializableConfiguration>> RECENT =
+        new java.util.LinkedHashMap<>(16, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<java.util.List<Object>, Broadcast<SerializableConfiguration>> eldest) {
+                return size() > KEPT;
+            }
+        };
     private static final java.util.concurrent.atomic.LongAdder BROADCASTS = new java.util.concurrent.atomic.LongAdder();
 
     /** Broadcasts of a configuration made in this JVM (tests: a read with an unchanged configuration makes none). */
@@ -65,23 +68,12 @@ public final class RemoteConf implements Serializable, Supplier<Configuration> {
         org.apache.spark.SparkContext context = session.sparkContext();
         synchronized (RemoteConf.class) {
             // Invariant: a read ships exactly its session's configuration; a changed entry, or another context, is a new broadcast.
-            RECENT.removeIf(s -> s.context.isStopped());
-            Shipped found = null;
-            for (Shipped s : RECENT) {
-                if (s.context == context && s.entries.equals(entries)) {
-                    found = s;
-                    break;
-                }
-            }
-            if (found == null) {
-                JavaSparkContext jsc = JavaSparkContext.fromSparkContext(context);
-                found = new Shipped(context, entries, jsc.broadcast(new SerializableConfiguration(conf)));
+            RECENT.keySet().removeIf(k -> ((org.apache.spark.SparkContext) k.get(0)).isStopped());
+            Broadcast<SerializableConfiguration> found = RECENT.computeIfAbsent(java.util.List.of(context, entries), k -> {
                 BROADCASTS.increment();
-            }
-            RECENT.remove(found);
-            RECENT.addFirst(found);
-            while (RECENT.size() > KEPT) RECENT.removeLast();        // dropped: Spark's cleaner removes it once unused
-            return new RemoteConf(found.broadcast);
+                return JavaSparkContext.fromSparkContext(context).broadcast(new SerializableConfiguration(conf));
+            });
+            return new RemoteConf(found);
         }
     }
 
