@@ -7,7 +7,8 @@ server mode, as the tests run it), in one session:
   remote round reads a freshly tiered copy (its own prefix: nothing cached); ratio = remote / local time. A
   third and a fourth case download the same .log objects plainly (one after another; in parallel ranged
   GETs): the server's own floor for any remote replay. Each round's objects are removed after it, so every
-  round meets the server in the same state;
+  round meets the server in the same state. The same replay and floors again at 10x history (10x the rows and
+  segments), which tells costs per query (planning, the first fetch) from costs per byte (the server's rate);
 - copy: the sidecar's tier pass (`tier_partition`: objects streamed and hashed, manifests, metadata records,
   local retention) against a plain upload of the same segment files to the same server (pyarrow.fs, the
   client the tier job uses); ratio = tier pass / plain upload time;
@@ -120,6 +121,85 @@ def memory_case(root: str, endpoint: str, bucket: str) -> None:
     print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
+def replay_cases(spark, server, bucket: str, work: Path, local_root: Path, source: Path, rows: int, rounds: int,
+                 plain: bool) -> dict[str, list[float]]:
+    """Seconds per round of a whole `format("seglog")` read (a `noop` write, so every row reaches the JVM) of a
+    freshly tiered copy of `source` (its own prefix: nothing in the reader's cache) against the same records on the
+    local tier (`local_root`), and of the server's floors: the same .log objects downloaded plainly (pyarrow.fs), one
+    after another in 1 MiB reads (`plain`), and in 4 MiB ranges 8 at a time (S3's guidance for throughput: parallel
+    ranged GETs). Each round's objects are removed after it, so every round meets the server in the same state; the
+    last tiered copy is read once more and its rows counted."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from seglog.indexer.remote.store import RemoteStore
+
+    n = [0]
+    last_remote: list[tuple[Path, object]] = []
+
+    def noop(root: Path) -> None:
+        (spark.read.format("seglog").option("topic", TOPIC).load(str(root))
+         .write.format("noop").mode("overwrite").save())
+
+    def fresh_tiered_copy(kind: str):
+        n[0] += 1
+        root = work / f"{kind}-{rows}-{n[0]}"
+        shutil.copytree(source, root)
+        loc = _location(server, bucket)
+        tier(root, loc)
+        return root, loc
+
+    def remote_case() -> float:
+        root, loc = fresh_tiered_copy("remote")
+        t0 = time.perf_counter()
+        noop(root)
+        took = time.perf_counter() - t0
+        for old_root, old_loc in last_remote:        # the last copy stays for the row count below
+            shutil.rmtree(old_root)
+            _drop(old_loc)
+        last_remote[:] = [(root, loc)]
+        return took
+
+    def download(parallel: bool) -> float:
+        root, loc = fresh_tiered_copy("download")
+        store = RemoteStore(loc)
+        keys = [f"{TOPIC}-0/{name}" for name in store.list(f"{TOPIC}-0") if name.endswith(".log")]
+        sizes = {key: store.size(key) for key in keys}
+        t0 = time.perf_counter()
+        if parallel:
+            def get(job):
+                key, lo = job
+                with store.fs.open_input_file(store.path(key)) as f:
+                    f.read_at(min(4 << 20, sizes[key] - lo), lo)
+
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(get, [(k, lo) for k in keys for lo in range(0, sizes[k], 4 << 20)]))
+        else:
+            for key in keys:
+                with store.fs.open_input_stream(store.path(key)) as f:
+                    while f.read(1 << 20):
+                        pass
+        took = time.perf_counter() - t0
+        shutil.rmtree(root)
+        _drop(loc)
+        return took
+
+    count = spark.read.format("seglog").option("topic", TOPIC).load(str(local_root)).count()
+    if count != rows:
+        raise RuntimeError(f"bench tier: the local log reads {count} rows, not {rows}")
+    cases = {"remote": remote_case, "local": lambda: noop(local_root)}
+    if plain:
+        cases["plain_download"] = lambda: download(False)
+    cases["parallel_download"] = lambda: download(True)
+    times = method.interleaved(cases, rounds, warmup=1)
+    probe, probe_loc = last_remote[0]
+    remote_count = spark.read.format("seglog").option("topic", TOPIC).load(str(probe)).count()
+    if remote_count != rows:
+        raise RuntimeError(f"bench tier: the tiered log reads {remote_count} rows, not {rows}")
+    shutil.rmtree(probe)
+    _drop(probe_loc)
+    return times
+
+
 def run(quick: bool = False) -> dict:
     sys.path.insert(0, str(REPO))
     from tests.s3_server import S3Server
@@ -165,78 +245,28 @@ def run(quick: bool = False) -> dict:
 
         copy_times = method.interleaved({"tier_pass": tier_case, "plain_upload": upload_case}, rounds, warmup=1)
 
-        # replay: a whole read of a freshly tiered copy (nothing cached) vs the same records local
+        # replay: a whole read of a freshly tiered copy (nothing cached) vs the same records local, at 1x and at 10x
+        # history (the second tells fixed costs per query from costs per byte)
         spark = local_session("seglog-bench-tier", with_s3a=True, driver_memory="6g")
         conf = spark.sparkContext._jsc.hadoopConfiguration()
         conf.set("fs.s3a.access.key", "testing")
         conf.set("fs.s3a.secret.key", "testing")
-
-        def noop(root: Path) -> None:
-            (spark.read.format("seglog").option("topic", TOPIC).load(str(root))
-             .write.format("noop").mode("overwrite").save())
-
-        last_remote: list[tuple[Path, object]] = []
-
-        def remote_case() -> float:
-            n[0] += 1
-            root = work / f"remote-{n[0]}"
-            shutil.copytree(source, root)
-            loc = _location(server, bucket)
-            tier(root, loc)
-            t0 = time.perf_counter()
-            noop(root)
-            took = time.perf_counter() - t0
-            for old_root, old_loc in last_remote:        # the last copy stays for the row count below
-                shutil.rmtree(old_root)
-                _drop(old_loc)
-            last_remote[:] = [(root, loc)]
-            return took
-
-        def download(parallel: bool) -> float:
-            """The floor of any remote replay: the same tiered .log objects downloaded plainly, from a freshly
-            tiered copy (pyarrow.fs): one after another in 1 MiB reads, or in 4 MiB ranges 8 at a time (S3's
-            guidance for throughput: parallel ranged GETs)."""
-            from concurrent.futures import ThreadPoolExecutor
-
-            from seglog.indexer.remote.store import RemoteStore
-
-            n[0] += 1
-            root = work / f"download-{n[0]}"
-            shutil.copytree(source, root)
-            loc = _location(server, bucket)
-            tier(root, loc)
-            store = RemoteStore(loc)
-            keys = [f"{TOPIC}-0/{name}" for name in store.list(f"{TOPIC}-0") if name.endswith(".log")]
-            sizes = {key: store.size(key) for key in keys}
-            t0 = time.perf_counter()
-            if parallel:
-                def get(job):
-                    key, lo = job
-                    with store.fs.open_input_file(store.path(key)) as f:
-                        f.read_at(min(4 << 20, sizes[key] - lo), lo)
-
-                with ThreadPoolExecutor(8) as pool:
-                    list(pool.map(get, [(k, lo) for k in keys for lo in range(0, sizes[k], 4 << 20)]))
-            else:
-                for key in keys:
-                    with store.fs.open_input_stream(store.path(key)) as f:
-                        while f.read(1 << 20):
-                            pass
-            took = time.perf_counter() - t0
-            shutil.rmtree(root)
-            _drop(loc)
-            return took
-
-        count = spark.read.format("seglog").option("topic", TOPIC).load(str(local_root)).count()
-        if count != rows:
-            raise RuntimeError(f"bench tier: the local log reads {count} rows, not {rows}")
-        replay_times = method.interleaved({"remote": remote_case, "local": lambda: noop(local_root),
-                                           "plain_download": lambda: download(False),
-                                           "parallel_download": lambda: download(True)}, rounds, warmup=1)
-        probe = last_remote[0][0]
-        remote_count = spark.read.format("seglog").option("topic", TOPIC).load(str(probe)).count()
-        if remote_count != rows:
-            raise RuntimeError(f"bench tier: the tiered log reads {remote_count} rows, not {rows}")
+        replay_times = replay_cases(spark, server, bucket, work, local_root, source, rows, rounds, plain=True)
+        replay_10x = None
+        if not quick:
+            local_10x, source_10x = work / "local-10x", work / "source-10x"
+            log_bytes_10x = build_log(local_10x, rows * 10, segment_bytes, tiered=False)
+            build_log(source_10x, rows * 10, segment_bytes, tiered=True)
+            t10 = replay_cases(spark, server, bucket, work, local_10x, source_10x, rows * 10, 3, plain=False)
+            shutil.rmtree(local_10x)
+            shutil.rmtree(source_10x)
+            replay_10x = {
+                "rows": rows * 10, "log_bytes": log_bytes_10x, "rounds": 3,
+                "replay_remote_over_local": method.ratio(t10["remote"], t10["local"]),
+                "replay_remote_over_parallel_download": method.ratio(t10["remote"], t10["parallel_download"]),
+                "parallel_download_over_local": method.ratio(t10["parallel_download"], t10["local"]),
+                "replay_seconds": {k: method.summary(v) for k, v in t10.items()},
+            }
         spark.stop()
         spark = None
 
@@ -262,6 +292,7 @@ def run(quick: bool = False) -> dict:
             "replay_remote_over_parallel_download": method.ratio(replay_times["remote"], replay_times["parallel_download"]),
             "parallel_download_over_local": method.ratio(replay_times["parallel_download"], replay_times["local"]),
             "replay_seconds": {k: method.summary(v) for k, v in replay_times.items()},
+            "replay_10x": replay_10x,
             "tier_pass_over_plain_upload": method.ratio(copy_times["tier_pass"], copy_times["plain_upload"]),
             "copy_seconds": {k: method.summary(v) for k, v in copy_times.items()},
             "tier_pass_process_peak_rss_mb": mem,

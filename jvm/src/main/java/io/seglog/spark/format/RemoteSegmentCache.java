@@ -4,14 +4,19 @@ import java.io.EOFException;
 import java.io.FileNotFoundException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.FileChannel;
+import java.nio.channels.NonWritableChannelException;
+import java.nio.channels.ReadableByteChannel;
+import java.nio.channels.WritableByteChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.BitSet;
+import java.util.Comparator;
 import java.util.List;
 import java.util.HexFormat;
 import java.util.Map;
@@ -23,22 +28,25 @@ import org.apache.hadoop.fs.FileRange;
 import org.apache.hadoop.fs.FileSystem;
 
 /**
- * This JVM's local copies of tiered segments (an executor's, or the driver's for planning): a segment read
- * from the remote tier is read by {@link Segment} as a local one, with every check of a local read (CRCs,
- * dense offsets, leader epochs, the committed bound). Keyed by the object's URI and the manifest's SHA-256,
- * so a segment is fetched once per JVM whatever the tasks that read it.
+ * This JVM's copies of tiered segments (an executor's, or the driver's for planning): a segment read from the
+ * remote tier is read by {@link Segment} as a local one, with every check of a local read (CRCs, dense offsets,
+ * leader epochs, the committed bound). Keyed by the object's URI and the manifest's SHA-256, so a segment is
+ * fetched once per JVM whatever the tasks that read it (while its bytes are held).
  *
  * <ul>
  * <li>{@code .index} and {@code .timeindex}: fetched whole once, checked against the manifest's size and
- *     SHA-256 before use (a damaged index would misplace a seek).</li>
- * <li>{@code .log}: a sparse local file of the manifest's size, filled at the same positions in aligned
- *     {@link #CHUNK}s as the walks of {@link Segment.Batches} reach them ({@link CachedLog#ensure}): a task
- *     fetches the byte ranges it reads, from the offset index's position for its start. The object's length
- *     is checked against the manifest when first opened: shorter or longer is a {@link RemoteObjectException}
- *     naming it, never fewer rows.</li>
+ *     SHA-256 before use (a damaged index would misplace a seek), kept in a local file (Kafka's remote index
+ *     cache does the same).</li>
+ * <li>{@code .log}: held in memory in aligned {@link #CHUNK}s fetched as the walks of {@link Segment.Batches}
+ *     reach them ({@link CachedLog#channel}): a task fetches the byte ranges it reads, from the offset index's
+ *     position for its start. Kafka's remote fetch reads segment data from the remote stream the same way,
+ *     without a local copy: writing each chunk to a local file cost more CPU than fetching it. The object's
+ *     length is checked against the manifest beside its first reads: shorter or longer is a
+ *     {@link RemoteObjectException} naming it, never fewer rows.</li>
  * </ul>
- * Files live in a temporary folder deleted when the JVM exits. Invariant: a chunk is marked present only
- * after its bytes are written whole, under the log's lock.
+ * Index files live in a temporary folder deleted when the JVM exits. Invariant: a chunk is visible to readers
+ * only once its bytes are whole ({@link CachedLog#settle}, under the log's lock), and a chunk's array is never
+ * written after that: a dropped chunk is only unreferenced, so a reader copying from it is unaffected.
  */
 public final class RemoteSegmentCache {
     /** Bytes per ranged read of a remote .log, unless the Hadoop configuration's {@value #CHUNK_KEY} says: large
@@ -158,29 +166,34 @@ public final class RemoteSegmentCache {
         }
     }
 
-    /** The bound on this JVM's local copies of tiered .logs (bytes fetched into them), unless the Hadoop
-     *  configuration's {@value #CACHE_MAX_KEY} says: past it, the copies no open segment uses are deleted, least
-     *  recently used first. A copy in use is never deleted, so the bound can be passed while readers hold
-     *  more than it. */
-    public static final long CACHE_MAX = 4L << 30;
+    /** The bound on the bytes of tiered .logs this JVM holds in memory, unless the Hadoop configuration's
+     *  {@value #CACHE_MAX_KEY} says: an eighth of the heap (at least {@link #CACHE_MIN}). Past it, the chunks read
+     *  least recently are dropped, whether a segment holding them is open or not: a later read that needs one
+     *  fetches it again. Reads in flight are never dropped: chunks fetched ahead of a walk and not read yet, and
+     *  the two chunks each open segment reads from; so what a JVM holds exceeds the bound by at most, per open
+     *  tiered segment, two chunks and its read-ahead. */
     public static final String CACHE_MAX_KEY = "seglog.remote.cache.max.bytes";
+    static final long CACHE_MIN = 128L << 20;
     private static final java.util.concurrent.atomic.AtomicLong CACHED = new java.util.concurrent.atomic.AtomicLong();
     private static final java.util.concurrent.atomic.AtomicLong TICKS = new java.util.concurrent.atomic.AtomicLong();
-    private static final java.util.concurrent.atomic.AtomicLong FILES = new java.util.concurrent.atomic.AtomicLong();
     private static final java.util.concurrent.atomic.LongAdder EVICTED = new java.util.concurrent.atomic.LongAdder();
 
-    /** Bytes held in this JVM's local copies of tiered .logs. */
+    static long defaultCacheMax() {
+        return Math.max(CACHE_MIN, Runtime.getRuntime().maxMemory() / 8);
+    }
+
+    /** Bytes of tiered .logs held in this JVM's memory. */
     public static long cachedBytes() {
         return CACHED.get();
     }
 
-    /** Local copies deleted by the bound so far (tests). */
+    /** Chunks dropped by the bound so far (tests). */
     public static long evictions() {
         return EVICTED.sum();
     }
 
     /**
-     * The local copy of a remote {@code .log} of {@code facts.size()} bytes, filled as it is read, held for the
+     * The in-memory copy of a remote {@code .log} of {@code facts.size()} bytes, filled as it is read, held for the
      * caller until {@link CachedLog#release}. Nothing is fetched here (the object's length is checked at its
      * first fetch).
      */
@@ -189,39 +202,31 @@ public final class RemoteSegmentCache {
         synchronized (LOGS) {
             CachedLog have = LOGS.get(key);
             if (have == null) {
-                try {
-                    // one file per copy (two objects with the same bytes are two copies: either may be deleted alone)
-                    Path file = dir().resolve(facts.sha256() + "-" + FILES.incrementAndGet() + Segment.LOG);
-                    try (java.io.RandomAccessFile raf = new java.io.RandomAccessFile(file.toFile(), "rw")) {
-                        raf.setLength(facts.size());            // sparse: holes until their chunks are fetched
-                    }
-                    file.toFile().deleteOnExit();
-                    have = new CachedLog(tier, new org.apache.hadoop.fs.Path(objectUri), objectUri, file, facts.size(), key);
-                } catch (IOException e) {
-                    throw new StorageException("cannot make the local copy of " + objectUri + ": " + e, e);
-                }
+                have = new CachedLog(tier, new org.apache.hadoop.fs.Path(objectUri), objectUri, facts.size(), key);
                 LOGS.put(key, have);
             }
             have.refs++;
-            have.lastUsed = TICKS.incrementAndGet();
             return have;
         }
     }
 
-    /** Deletes copies no segment holds, least recently used first, until the cached bytes are within the bound. */
+    private record Held(CachedLog log, int chunk, long tick) {
+    }
+
+    /** Drops the chunks used least recently until the bytes held are within the bound; forgets copies that no
+     *  segment holds and that hold no chunk. Lock order: LOGS, then a log (a log's lock is never held when LOGS
+     *  is taken). */
     private static void evictPast(long max) {
         if (CACHED.get() <= max) return;
         synchronized (LOGS) {
-            List<CachedLog> idle = new ArrayList<>();
-            for (CachedLog l : LOGS.values()) if (l.refs == 0) idle.add(l);
-            idle.sort(java.util.Comparator.comparingLong(l -> l.lastUsed));
-            for (CachedLog l : idle) {
-                if (CACHED.get() <= max) return;
-                if (l.deleteIfIdle()) {
-                    LOGS.remove(l.key);
-                    EVICTED.increment();
-                }
+            List<Held> held = new ArrayList<>();
+            for (CachedLog l : LOGS.values()) l.heldChunks(held);
+            held.sort(Comparator.comparingLong(Held::tick));
+            for (Held h : held) {
+                if (CACHED.get() <= max) break;
+                if (h.log().drop(h.chunk(), h.tick())) EVICTED.increment();
             }
+            LOGS.values().removeIf(l -> l.refs == 0 && l.forgetIfEmpty());
         }
     }
 
@@ -234,6 +239,19 @@ public final class RemoteSegmentCache {
         if (v < min) throw new IllegalArgumentException(key + " = " + v + ": must be at least " + min);
         return v;
     }
+    /** Read-ahead fetchers running (tests wait for none: a fetch left running by one read is not the next one's). */
+    private static final java.util.concurrent.atomic.AtomicInteger AHEAD_RUNNING = new java.util.concurrent.atomic.AtomicInteger();
+
+    /** Waits, up to {@code timeoutMs}, until no read-ahead fetcher runs; true when none does. */
+    static boolean awaitReadAheads(long timeoutMs) throws InterruptedException {
+        long end = System.nanoTime() + timeoutMs * 1_000_000;
+        while (AHEAD_RUNNING.get() > 0) {
+            if (System.nanoTime() > end) return false;
+            Thread.sleep(2);
+        }
+        return true;
+    }
+
     /** Daemon threads for read-ahead (a few per JVM: each serves one log's stream at a time). */
     private static final java.util.concurrent.ExecutorService AHEAD = java.util.concurrent.Executors.newFixedThreadPool(4, r -> {
         Thread t = new Thread(r, "seglog-remote-read-ahead");
@@ -249,141 +267,139 @@ public final class RemoteSegmentCache {
     });
 
     /**
-     * A remote .log's local sparse copy; {@link #ensure} fills the byte ranges a walk reaches, and starts fetching
-     * the {@link #READ_AHEAD} chunks after them in the background.
+     * A remote .log's bytes in memory, chunk by chunk: {@link #channel} reads them as a file, fetching the chunks
+     * a read reaches that are absent; {@link #readAheadOf} starts fetching the {@link #READ_AHEAD} chunks after a
+     * walk's position in the background.
      *
-     * <p>Invariants: a chunk is marked present only after its bytes are written whole; a chunk is fetched by one
-     * thread at a time ({@code fetching}), the others wait for it; the object's stream is read by one thread
-     * at a time ({@code streamLock}). A read-ahead that fails leaves its chunk absent, so the walk that needs
-     * it fetches it itself and reports the failure, typed, naming the object.
+     * <p>Invariants: a chunk is published ({@code chunks[c]}) only whole, and its array is never written after;
+     * a chunk is fetched by one thread at a time ({@code fetching}), the others wait for it; the object's stream
+     * is read by one thread at a time ({@code streamLock}). A read-ahead that fails leaves its chunk absent, so
+     * the walk that needs it fetches it itself and reports the failure, typed, naming the object.
      */
     public static final class CachedLog {
         private final RemoteTier tier;
         private final org.apache.hadoop.fs.Path remote;
         public final String objectUri;
-        public final Path file;
         public final long size;
         final String key;
         int refs;                                        // guarded by LOGS: open segments holding this copy
-        long lastUsed;                                   // guarded by LOGS
-        private long cached;                             // guarded by this: bytes stored in the copy
-        private boolean deleted;                         // guarded by this
         private final long cacheMax;
         private final int chunk;                         // bytes per ranged read
         private final int readAhead;                     // chunks fetched ahead of a walk
-        private final BitSet present = new BitSet();     // guarded by this
+        private final byte[][] chunks;                   // guarded by this: the chunks held (null: absent)
+        private final long[] used;                       // guarded by this: each held chunk's last use (TICKS)
+        private final BitSet read = new BitSet();        // guarded by this: held chunks a walk has read
         private final BitSet fetching = new BitSet();    // guarded by this
         private final Object streamLock = new Object();
         private FSDataInputStream in;                    // guarded by streamLock
-        private FileChannel writer;                      // guarded by this (opened on first store)
         private volatile java.util.concurrent.CompletableFuture<Void> lengthCheck;   // started with the stream
         private volatile boolean lengthChecked;          // the object's length is the manifest's
         private int aheadFrom;                           // guarded by this: the read-ahead window [aheadFrom, aheadTo)
         private int aheadTo;                             // guarded by this
         private boolean aheadRunning;                    // guarded by this: one read-ahead fetcher per log
-        private volatile FileChannel reader;      // the local copy, for length prefixes (positional reads: thread-safe)
 
-        CachedLog(RemoteTier tier, org.apache.hadoop.fs.Path remote, String objectUri, Path file, long size, String key) {
+        CachedLog(RemoteTier tier, org.apache.hadoop.fs.Path remote, String objectUri, long size, String key) {
             this.key = key;
             org.apache.hadoop.conf.Configuration conf = tier.sessionConf();
-            long max = conf.getLong(CACHE_MAX_KEY, CACHE_MAX);
+            long max = conf.getLong(CACHE_MAX_KEY, defaultCacheMax());
             if (max < 0) throw new IllegalArgumentException(CACHE_MAX_KEY + " = " + max + ": must be at least 0");
             this.cacheMax = max;
             this.tier = tier;
             this.remote = remote;
             this.objectUri = objectUri;
-            this.file = file;
             this.size = size;
             this.chunk = setting(conf, CHUNK_KEY, CHUNK, 1024);
             this.readAhead = setting(conf, READ_AHEAD_KEY, READ_AHEAD, 0);
+            int n = Math.toIntExact((size + chunk - 1) / chunk);
+            this.chunks = new byte[n][];
+            this.used = new long[n];
         }
 
-        /** Makes bytes [from, to) (clipped to the size) present in the local copy. */
-        public void ensure(long from, long to) {
-            to = Math.min(to, size);
-            if (from >= to) return;
-            int last = (int) ((to - 1) / chunk);
-            readAhead(last + 1);                 // first: the chunks after these arrive while these are fetched
-            for (int c = (int) (from / chunk); c <= last; c++) {
-                if (claim(c, true)) fetchClaimed(c, true);
-            }
-            requireLength();
+        /** A new read-only channel over the bytes (each open segment has its own: closing it closes nothing else). */
+        ChunkChannel channel() {
+            return new ChunkChannel();
         }
 
-        /** True when the caller must fetch chunk c (now marked fetching); false when it is present. A walk
-         *  ({@code wait}) waits for a chunk another thread is fetching; a read-ahead passes it by. */
-        private synchronized boolean claim(int c, boolean wait) {
-            while (!present.get(c) && fetching.get(c)) {
-                if (!wait) return false;
+        /** Chunk c's bytes: held, or fetched now (by this thread, or waited for when another fetches it). */
+        private byte[] chunkAt(int c) {
+            while (true) {
+                synchronized (this) {
+                    while (chunks[c] == null && fetching.get(c)) {
+                        try {
+                            wait();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            throw new StorageException("interrupted while " + objectUri + " was fetched", e);
+                        }
+                    }
+                    if (chunks[c] != null) {
+                        used[c] = TICKS.incrementAndGet();
+                        read.set(c);
+                        return chunks[c];
+                    }
+                    fetching.set(c);
+                }
+                byte[] bytes = null;
                 try {
-                    wait();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new StorageException("interrupted while " + objectUri + " was fetched", e);
+                    bytes = fetch(c);
+                    return bytes;               // this thread's own copy: used even if the bound drops it at once
+                } finally {
+                    settle(c, bytes, true);
                 }
             }
-            if (present.get(c)) return false;
-            fetching.set(c);
+        }
+
+        /** Ends chunk c's fetch: publishes its bytes when it succeeded ({@code byWalk}: fetched by the walk that reads
+         *  it, else ahead of one); then applies the bound. */
+        private void settle(int c, byte[] bytes, boolean byWalk) {
+            synchronized (this) {
+                fetching.clear(c);
+                if (bytes != null) {
+                    chunks[c] = bytes;
+                    used[c] = TICKS.incrementAndGet();
+                    read.set(c, byWalk);
+                    CACHED.addAndGet(bytes.length);
+                    FETCHED.add(bytes.length);
+                }
+                notifyAll();
+            }
+            if (bytes != null && CACHED.get() > cacheMax) evictPast(cacheMax);
+        }
+
+        /** The chunks the bound may drop (called under LOGS): every held chunk of a copy no segment holds; of one in
+         *  use, those a walk has read. A chunk fetched ahead and not read yet is in flight: dropping it would make the
+         *  walk that asked for it fetch it again. */
+        private synchronized void heldChunks(List<Held> into) {
+            for (int c = 0; c < chunks.length; c++) {
+                if (chunks[c] != null && (refs == 0 || read.get(c))) into.add(new Held(this, c, used[c]));
+            }
+        }
+
+        /** Drops chunk c if it was not used since {@code tick}; true when dropped. */
+        private synchronized boolean drop(int c, long tick) {
+            if (chunks[c] == null || used[c] != tick) return false;
+            CACHED.addAndGet(-chunks[c].length);
+            chunks[c] = null;
+            read.clear(c);
             return true;
         }
 
-        private synchronized void settle(int c, boolean ok) {
-            fetching.clear(c);
-            if (ok) present.set(c);
-            notifyAll();
-        }
-
-        /** Fetches a claimed chunk; false when it failed (a read-ahead's failure is not reported: the walk that
-         *  needs the chunk fetches it itself and reports what went wrong). */
-        private boolean fetchClaimed(int c, boolean report) {
-            boolean ok = false;
-            try {
-                fetch(c);
-                ok = true;
-            } catch (RuntimeException e) {
-                if (report) throw e;
-            } finally {
-                settle(c, ok);
+        /** True when no chunk is held or fetched (its stream is closed then: the copy is forgotten). */
+        private synchronized boolean forgetIfEmpty() {
+            if (aheadRunning || !fetching.isEmpty()) return false;
+            for (byte[] b : chunks) if (b != null) return false;
+            synchronized (streamLock) {
+                closeStream();
             }
-            return ok;
+            return true;
         }
 
-        /** The holder's segment is closed: the copy may be deleted once no one holds it (the cache bound). */
+        /** The holder's segment is closed: the copy's chunks stay for later reads, within the bound. */
         public void release() {
             synchronized (LOGS) {
                 if (refs > 0) refs--;
             }
             evictPast(cacheMax);
-        }
-
-        /** Deletes the copy when nothing fetches into it (called under LOGS, with no holder); true when deleted. */
-        private synchronized boolean deleteIfIdle() {
-            if (deleted || aheadRunning || !fetching.isEmpty()) return false;
-            synchronized (streamLock) {
-                closeStream();
-            }
-            closeQuietly(reader);
-            closeQuietly(writer);
-            reader = null;
-            writer = null;
-            try {
-                Files.deleteIfExists(file);
-            } catch (IOException e) {
-                return false;        // kept (and still counted): the next eviction tries again
-            }
-            deleted = true;
-            present.clear();
-            CACHED.addAndGet(-cached);
-            cached = 0;
-            return true;
-        }
-
-        private static void closeQuietly(FileChannel ch) {
-            try {
-                if (ch != null) ch.close();
-            } catch (IOException e) {
-                // the copy is deleted next: nothing to keep
-            }
         }
 
         /** Starts fetching the chunks from byte {@code pos} on in the background (a walk about to reach them). */
@@ -394,31 +410,40 @@ public final class RemoteSegmentCache {
         /** Widens the read-ahead window to [from, from + READ_AHEAD) and starts its one fetcher if none runs:
          *  one per log, so the object's stream is read in order. */
         private void readAhead(int from) {
-            int to = (int) Math.min((size + chunk - 1) / chunk, (long) from + readAhead);
+            int to = (int) Math.min(chunks.length, (long) from + readAhead);
             synchronized (this) {
                 if (from >= to) return;
+                int c = from;
+                while (c < to && (chunks[c] != null || fetching.get(c))) c++;
+                if (c == to) return;                 // the window is held or on its way (a walk asks at every batch)
                 aheadFrom = from;
                 aheadTo = Math.max(aheadTo, to);
                 if (aheadRunning) return;
                 aheadRunning = true;
+                AHEAD_RUNNING.incrementAndGet();
             }
             AHEAD.execute(this::runAhead);
         }
 
         /** The read-ahead fetcher: claims the window's absent chunks and fetches them as one vectored read
          *  (Hadoop's readVectored: S3A issues the ranges as parallel ranged GETs, as S3's guidance for throughput
-         *  asks), storing each as it arrives; until the window is present or a fetch fails. */
+         *  asks), publishing each as it arrives; again while walks widen the window, until nothing new is asked for
+         *  or a fetch fails. */
         private void runAhead() {
             while (true) {
                 List<Integer> claimed = new ArrayList<>();
                 synchronized (this) {
                     for (int c = aheadFrom; c < aheadTo; c++) {
-                        if (present.get(c) || fetching.get(c)) continue;
+                        if (chunks[c] != null || fetching.get(c)) continue;
                         fetching.set(c);
                         claimed.add(c);
                     }
+                    // each asked-for chunk once: one the bound drops before a walk reads it is the walk's to fetch
+                    // (else a copy no one holds could be fetched and dropped over and over)
+                    aheadFrom = aheadTo;
                     if (claimed.isEmpty()) {
                         aheadRunning = false;
+                        AHEAD_RUNNING.decrementAndGet();
                         return;
                     }
                 }
@@ -431,14 +456,14 @@ public final class RemoteSegmentCache {
                     }
                     for (; done < claimed.size(); done++) {
                         int c = claimed.get(done);
-                        store(c, ranges.get(done).getData().get());
-                        settle(c, true);
+                        settle(c, whole(c, ranges.get(done).getData().get()), false);
                     }
                 } catch (Exception e) {     // a read-ahead's failure: the walk that needs a chunk fetches it itself and reports
                     if (e instanceof InterruptedException) Thread.currentThread().interrupt();
-                    for (int i = done; i < claimed.size(); i++) settle(claimed.get(i), false);
+                    for (int i = done; i < claimed.size(); i++) settle(claimed.get(i), null, false);
                     synchronized (this) {
                         aheadRunning = false;
+                        AHEAD_RUNNING.decrementAndGet();
                     }
                     return;
                 }
@@ -449,61 +474,20 @@ public final class RemoteSegmentCache {
             return (int) Math.min(chunk, size - (long) c * chunk);
         }
 
-        /** Writes a fetched chunk into the local copy (positional writes: safe beside other threads'). */
-        private void store(int c, ByteBuffer bytes) {
+        /** A fetched chunk's bytes as one array of its whole length (readVectored's heap buffers are whole arrays). */
+        private byte[] whole(int c, ByteBuffer bytes) {
             long from = (long) c * chunk;
             int len = chunkLength(c);
             if (bytes.remaining() != len) {
                 throw new RemoteObjectException(objectUri + ": a read at position " + from + " returned " + bytes.remaining()
                     + " bytes, not " + len + ": the object is shorter than its manifest records");
             }
-            try {
-                FileChannel w;
-                synchronized (this) {
-                    if (writer == null) writer = FileChannel.open(file, StandardOpenOption.WRITE);
-                    w = writer;
-                }
-                while (bytes.hasRemaining()) w.write(bytes, from + (len - bytes.remaining()));
-            } catch (IOException e) {
-                throw new StorageException("cannot write the local copy " + file + " of " + objectUri + ": " + e, e);
+            if (bytes.hasArray() && bytes.arrayOffset() == 0 && bytes.position() == 0 && bytes.array().length == len) {
+                return bytes.array();
             }
-            FETCHED.add(len);
-            synchronized (this) {
-                cached += len;
-            }
-            if (CACHED.addAndGet(len) > cacheMax) evictPast(cacheMax);
-        }
-
-        /** Makes the batch starting at {@code pos} present: its length prefix, then the whole batch (at least a
-         *  batch header's worth, so that a bad length is judged by the walk from the real bytes). */
-        public void ensureBatchAt(long pos) {
-            if (pos >= size) return;
-            ensure(pos, pos + Segment.LOG_OVERHEAD);
-            long length = Segment.HEADER;
-            if (pos + Segment.LOG_OVERHEAD <= size) {
-                ByteBuffer b = ByteBuffer.allocate(4);
-                try {
-                    FileChannel ch = reader();
-                    while (b.hasRemaining() && ch.read(b, pos + 8 + b.position()) >= 0) {
-                        // positional reads of the length field
-                    }
-                } catch (IOException e) {
-                    throw new StorageException("cannot read the local copy " + file + " of " + objectUri + ": " + e, e);
-                }
-                length = Math.max(length, (long) b.getInt(0) + Segment.LOG_OVERHEAD);
-            }
-            ensure(pos, pos + Math.max(0, length));
-        }
-
-        private FileChannel reader() throws IOException {
-            FileChannel ch = reader;
-            if (ch == null) {
-                synchronized (this) {
-                    if (reader == null) reader = FileChannel.open(file, StandardOpenOption.READ);
-                    ch = reader;
-                }
-            }
-            return ch;
+            byte[] out = new byte[len];
+            bytes.get(out);
+            return out;
         }
 
         private void closeStream() {
@@ -545,7 +529,7 @@ public final class RemoteSegmentCache {
             lengthChecked = true;
         }
 
-        private void fetch(int c) {
+        private byte[] fetch(int c) {
             long from = (long) c * chunk;
             int len = chunkLength(c);
             byte[] buf = new byte[len];
@@ -563,7 +547,165 @@ public final class RemoteSegmentCache {
                     throw new StorageException("cannot read " + objectUri + " at position " + from + ": " + e, e);
                 }
             }
-            store(c, ByteBuffer.wrap(buf));
+            return buf;
+        }
+
+        /**
+         * The bytes as a read-only {@link FileChannel} for Kafka's {@code FileRecords} ({@link ChannelRecords}): its
+         * positional reads are all a walk uses. A read fetches the chunks it reaches that are absent; its failure is
+         * the walk's, typed, naming the object.
+         */
+        final class ChunkChannel extends FileChannel {
+            private long position;
+            // The two chunks read last, held by this channel whatever the bound drops: a walk reads batch after batch
+            // from one chunk (a batch across a boundary from two), so it fetches each chunk at most once however
+            // small the bound (in flight: two chunks per open segment), and reads them without the log's lock.
+            private int pinned = -1;
+            private byte[] pinnedBytes;
+            private int before = -1;
+            private byte[] beforeBytes;
+
+            @Override
+            public synchronized int read(ByteBuffer dst, long pos) throws IOException {
+                if (pos < 0) throw new IllegalArgumentException("negative position " + pos);
+                if (!isOpen()) throw new ClosedChannelException();
+                if (pos >= size) return -1;
+                int n = (int) Math.min(dst.remaining(), size - pos);
+                int done = 0;
+                while (done < n) {
+                    long at = pos + done;
+                    int c = (int) (at / chunk);
+                    byte[] bytes = bytesOf(c);
+                    int off = (int) (at - (long) c * chunk);
+                    int len = Math.min(n - done, bytes.length - off);
+                    dst.put(bytes, off, len);
+                    done += len;
+                }
+                requireLength();
+                return n;
+            }
+
+            /** Starts fetching, in the background, the {@link #READ_AHEAD} chunks after the one holding byte {@code pos}
+             *  (a walk there reads on; its own chunk is fetched by its read, if absent), but none this walk holds or
+             *  has read: a walk reads forward, so a chunk it left is not fetched again. */
+            synchronized void readAheadOf(long pos) {
+                if (pos < size) readAhead((int) Math.max(pos / chunk + 1, Math.max(pinned, before) + 1L));
+            }
+
+            private byte[] bytesOf(int c) {
+                if (c == pinned) return pinnedBytes;
+                if (c != before) {
+                    beforeBytes = chunkAt(c);
+                    before = c;
+                }
+                int p = pinned;                       // c becomes the chunk read last, the other the one before
+                byte[] b = pinnedBytes;
+                pinned = before;
+                pinnedBytes = beforeBytes;
+                before = p;
+                beforeBytes = b;
+                return pinnedBytes;
+            }
+
+            @Override
+            public int read(ByteBuffer dst) throws IOException {
+                int n = read(dst, position);
+                if (n > 0) position += n;
+                return n;
+            }
+
+            @Override
+            public long read(ByteBuffer[] dsts, int offset, int length) throws IOException {
+                long total = 0;
+                for (int i = offset; i < offset + length; i++) {
+                    int n = read(dsts[i]);
+                    if (n < 0) return total == 0 ? -1 : total;
+                    total += n;
+                    if (dsts[i].hasRemaining()) break;
+                }
+                return total;
+            }
+
+            @Override
+            public long position() {
+                return position;
+            }
+
+            @Override
+            public FileChannel position(long newPosition) {
+                if (newPosition < 0) throw new IllegalArgumentException("negative position " + newPosition);
+                position = newPosition;
+                return this;
+            }
+
+            @Override
+            public long size() {
+                return size;
+            }
+
+            @Override
+            public int write(ByteBuffer src) {
+                throw new NonWritableChannelException();
+            }
+
+            @Override
+            public long write(ByteBuffer[] srcs, int offset, int length) {
+                throw new NonWritableChannelException();
+            }
+
+            @Override
+            public int write(ByteBuffer src, long pos) {
+                throw new NonWritableChannelException();
+            }
+
+            @Override
+            public FileChannel truncate(long to) {
+                throw new NonWritableChannelException();
+            }
+
+            @Override
+            public void force(boolean metaData) {
+                // read-only: nothing to force
+            }
+
+            @Override
+            public long transferTo(long pos, long count, WritableByteChannel target) throws IOException {
+                ByteBuffer b = ByteBuffer.allocate((int) Math.min(count, Math.max(0, size - pos)));
+                int n = read(b, pos);
+                if (n <= 0) return 0;
+                b.flip();
+                long written = 0;
+                while (b.hasRemaining()) written += target.write(b);
+                return written;
+            }
+
+            @Override
+            public long transferFrom(ReadableByteChannel src, long pos, long count) {
+                throw new NonWritableChannelException();
+            }
+
+            @Override
+            public MappedByteBuffer map(MapMode mode, long pos, long length) throws IOException {
+                throw new IOException(objectUri + ": a tiered segment's bytes are not a file to map");
+            }
+
+            @Override
+            public java.nio.channels.FileLock lock(long pos, long length, boolean shared) throws IOException {
+                throw new IOException(objectUri + ": a tiered segment's bytes cannot be locked");
+            }
+
+            @Override
+            public java.nio.channels.FileLock tryLock(long pos, long length, boolean shared) throws IOException {
+                throw new IOException(objectUri + ": a tiered segment's bytes cannot be locked");
+            }
+
+            @Override
+            protected void implCloseChannel() {
+                synchronized (this) {
+                    pinnedBytes = beforeBytes = null;   // the copy's chunks stay, shared: release() gives them back
+                    pinned = before = -1;
+                }
+            }
         }
     }
 }

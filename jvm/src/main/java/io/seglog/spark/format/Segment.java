@@ -47,12 +47,13 @@ public final class Segment implements Closeable {
      *  costs the .log's bytes and nothing per segment beside them. Null for a local segment. */
     private RemoteIndexes remoteIndexes;
     private long largest = Long.MIN_VALUE;     // computed on first need
-    /** A tiered segment's local copy, filled as its walks reach its bytes; null for a local segment. */
+    /** A tiered segment's bytes in this JVM, fetched as its walks reach them; null for a local segment. */
     private RemoteSegmentCache.CachedLog fill;
+    private RemoteSegmentCache.CachedLog.ChunkChannel remoteBytes;   // its bytes as Kafka's FileRecords reads them
     /** What errors name: the .log's path, or a tiered segment's object URI. */
     private String where;
     private long knownNext = -1;               // a tiered segment's next offset, from its record
-    private boolean released;                  // a tiered segment's hold on its local copy given back (close)
+    private boolean released;                  // a tiered segment's hold on its copy given back (close)
 
     private Segment(long base, boolean dense, int maxLeaderEpoch, Path logPath, FileRecords records,
                     OffsetIndexFile offsetIndex, FileChannel timeIndexFile) {
@@ -126,8 +127,8 @@ public final class Segment implements Closeable {
     }
 
     /**
-     * Opens a tiered segment from this JVM's local copies ({@link RemoteSegmentCache}): its {@code .log} a
-     * sparse copy of the manifest's size filled as walks reach its bytes, its indexes fetched and checked against
+     * Opens a tiered segment from this JVM's copies ({@link RemoteSegmentCache}): its {@code .log} held in memory
+     * chunk by chunk as walks reach its bytes, its indexes fetched and checked against
      * the manifest on first need ({@link RemoteIndexes}). Nothing is fetched here: what a read of the segment
      * costs is the bytes it reads. Read as a local segment, with the same checks; errors name the remote
      * object. Its next offset and largest timestamp are its record's (it is sealed).
@@ -139,10 +140,12 @@ public final class Segment implements Closeable {
         RemoteSegmentCache.CachedLog log = RemoteSegmentCache.acquire(tier, logUri, e.log());
         FileRecords records = null;
         try {
-            records = FileRecords.open(log.file.toFile(), false);
-            Segment seg = new Segment(e.base(), dense, maxLeaderEpoch, log.file, records, null, null);
+            RemoteSegmentCache.CachedLog.ChunkChannel bytes = log.channel();
+            records = ChannelRecords.of(logUri, bytes, Math.toIntExact(e.log().size()));
+            Segment seg = new Segment(e.base(), dense, maxLeaderEpoch, Path.of(e.log().sha256() + LOG), records, null, null);
             seg.remoteIndexes = new RemoteIndexes(tier, topic, partition, e);
             seg.fill = log;
+            seg.remoteBytes = bytes;
             seg.where = logUri;
             seg.knownNext = e.next();
             seg.largest = e.maxTs();
@@ -150,7 +153,7 @@ public final class Segment implements Closeable {
             return seg;
         } catch (IOException ex) {
             log.release();
-            throw new StorageException("cannot open the local copy of " + logUri + ": " + ex, ex);
+            throw new StorageException("cannot open the copy of " + logUri + ": " + ex, ex);
         } finally {
             closeQuietly(records, null);
         }
@@ -277,7 +280,6 @@ public final class Segment implements Closeable {
     public long baseOffsetAt(int position, long otherwise) {
         ByteBuffer head = ByteBuffer.allocate(8);
         try {
-            if (fill != null) fill.ensure(position, position + 8L);
             while (head.hasRemaining() && records.channel().read(head, position + head.position()) >= 0) {
                 // positional reads until the 8 bytes are whole or the file ends
             }
@@ -523,7 +525,7 @@ public final class Segment implements Closeable {
                 return false;
             }
             FileChannelRecordBatch b;
-            if (fill != null) fill.ensureBatchAt(end);     // a tiered segment: its next batch's bytes fetched first
+            if (remoteBytes != null) remoteBytes.readAheadOf(end);   // tiered: the chunks after this one start arriving
             try {
                 if (!it.hasNext()) {
                     done = true;
@@ -631,7 +633,6 @@ public final class Segment implements Closeable {
             }
             ByteBuffer head = ByteBuffer.allocate(LOG_OVERHEAD);
             try {
-                if (fill != null) fill.ensure(end, end + (long) LOG_OVERHEAD);
                 while (head.hasRemaining() && records.channel().read(head, end + head.position()) >= 0) {
                     // positional reads until the prefix is whole or the file ends
                 }

@@ -32,6 +32,12 @@ class TieredPartitionLogTest {
 
     /** Segments 0, 100, 200 (100 offsets each, batches of 10); 0 and 100 tiered, their local copies deleted. */
     private Path tiered() throws IOException {
+        try {
+            // the counters below are the JVM's: a read-ahead an earlier test left running is not this test's
+            assertTrue(RemoteSegmentCache.awaitReadAheads(10_000), "a read-ahead still runs after 10 s");
+        } catch (InterruptedException e) {
+            throw new IllegalStateException(e);
+        }
         Path root = tmp.resolve("root");
         Path dir = TestLogs.partitionDir(root, "t", 0);
         TestLogs.indexedSegments(dir, 300, 100, 10);
@@ -175,29 +181,46 @@ class TieredPartitionLogTest {
         assertEquals(logs, RemoteSegmentCache.fetchedBytes() - before, "a chunk was fetched twice, or bytes beyond the .logs");
     }
 
-    /** Past the bound, the copies no open segment holds are deleted (least recently used first), never one in use;
-     *  a segment read again after its copy was deleted is fetched again, whole and right. */
+    /** Past the bound, the chunks read least recently are dropped, in an open segment or not: a walk still fetches
+     *  each chunk once (it keeps the chunks it reads from, and chunks fetched ahead of it stay until it reads them),
+     *  what the JVM holds is within the bound once the segments are closed, and a later read fetches a dropped
+     *  chunk again, whole and right. A bound of 0 holds nothing and still reads everything, each chunk once. */
     @Test
-    void localCopiesPastTheBoundAreDeletedWhenNoReaderHoldsThem() throws IOException {
+    void chunksPastTheBoundAreDroppedAndFetchedAgainWhenRead() throws IOException {
         Path root = tiered();
-        long seg0 = Files.size(tmp.resolve("remote/t-0/00000000000000000000.log"));
-        // room for about one segment's copy
-        java.util.function.Supplier<org.apache.hadoop.conf.Configuration> conf = settings(RemoteSegmentCache.CACHE_MAX_KEY, seg0);
+        readsWithinTheBound(root, Files.size(tmp.resolve("remote/t-0/00000000000000000000.log")) / 2);
+    }
+
+    @Test
+    void aBoundOfZeroHoldsNothingAndStillReadsEachChunkOnce() throws IOException {
+        readsWithinTheBound(tiered(), 0);
+    }
+
+    private long logBytes() throws IOException {
+        return Files.size(tmp.resolve("remote/t-0/00000000000000000000.log"))
+            + Files.size(tmp.resolve("remote/t-0/00000000000000000100.log"));
+    }
+
+    private void readsWithinTheBound(Path root, long bound) throws IOException {
         List<Long> want = new ArrayList<>();
         for (long o = 0; o < 200; o++) want.add(o);
+        java.util.function.Supplier<org.apache.hadoop.conf.Configuration> conf = settings(RemoteSegmentCache.CACHE_MAX_KEY,
+            bound, RemoteSegmentCache.CHUNK_KEY, 1024, RemoteSegmentCache.READ_AHEAD_KEY, 2);
         long evictedBefore = RemoteSegmentCache.evictions();
+        long logs = logBytes();
+        long before = RemoteSegmentCache.fetchedBytes();
         try (PartitionLog log = PartitionLog.open(root, "t", 0, 200, OffsetGaps.at(root), SegmentListings.NONE, conf)) {
-            assertEquals(want, offsets(log, 0, 200));          // both copies held: the bound is passed
-            long held = RemoteSegmentCache.fetchedBytes();
             assertEquals(want, offsets(log, 0, 200));
-            assertEquals(held, RemoteSegmentCache.fetchedBytes(), "a copy in use was deleted (and fetched again)");
         }
-        assertTrue(RemoteSegmentCache.evictions() > evictedBefore, "closed past the bound, nothing was deleted");
+        assertEquals(logs, RemoteSegmentCache.fetchedBytes() - before, "a chunk was fetched twice in one read");
+        assertTrue(RemoteSegmentCache.evictions() > evictedBefore, "past the bound, nothing was dropped");
+        assertTrue(RemoteSegmentCache.cachedBytes() <= bound, RemoteSegmentCache.cachedBytes() + " bytes held past " + bound);
         long fetched = RemoteSegmentCache.fetchedBytes();
         try (PartitionLog log = PartitionLog.open(root, "t", 0, 200, OffsetGaps.at(root), SegmentListings.NONE, conf)) {
             assertEquals(want, offsets(log, 0, 200));
         }
-        assertTrue(RemoteSegmentCache.fetchedBytes() > fetched, "a deleted copy was not fetched again");
+        assertTrue(RemoteSegmentCache.fetchedBytes() > fetched, "a dropped chunk was not fetched again");
+        assertTrue(RemoteSegmentCache.cachedBytes() <= bound);
     }
 
     @Test
