@@ -229,6 +229,37 @@ def test_the_hadoop_configuration_is_shipped_once_until_it_changes(spark, tmp_pa
     assert rows(spark, root) == before and shipped.broadcasts() == n    # back to the first entries: kept, reused
 
 
+def test_a_tight_cache_bound_reads_every_record_once_and_fetches_each_chunk_once(spark, tmp_path):
+    """The executors' bound on tiered bytes held in memory, set in the session as a user sets it (0: nothing kept
+    past a read), with small chunks and read-ahead: batch reads (both row paths) and a stream's triggers return
+    every record once and right, and a whole read fetches about the tiered .logs' bytes (a walk keeps the chunks
+    it reads from, and chunks fetched ahead stay until read), never a chunk per batch."""
+    root = tmp_path / "root"
+    cfg = build(root)
+    before = rows(spark, root)
+    local_start = tier(root, cfg, file_location(tmp_path))
+    # the segments read from the remote tier: those below the local log start (the others are read locally)
+    logs = sum(p.stat().st_size for p in (tmp_path / "remote").rglob("*.log") if int(p.stem) < local_start)
+    indexes = sum(p.stat().st_size for p in (tmp_path / "remote").rglob("*index") if int(p.stem) < local_start)
+    cache = spark._jvm.io.seglog.spark.format.RemoteSegmentCache
+    settings = {"seglog.remote.cache.max.bytes": "0", "seglog.remote.read.chunk.bytes": "1024",
+                "seglog.remote.read.ahead.chunks": "2"}
+    try:
+        for k, v in settings.items():
+            spark.conf.set(k, v)
+        for columnar in ("true", "false"):
+            fetched = cache.fetchedBytes()
+            assert rows(spark, root, columnar) == before
+            # each chunk once per task that reads it (a task cut shares one), plus the indexes planning reads
+            assert logs <= cache.fetchedBytes() - fetched <= logs + indexes + 2 * 1024
+        got, batches = stream_offsets(spark, root, tmp_path / "out", tmp_path / "cp", startingOffsets="earliest",
+                                      maxOffsetsPerTrigger=70)
+        assert got == list(range(300)) and batches >= 300 // 70
+    finally:
+        for k in settings:
+            spark.conf.unset(k)
+
+
 def test_a_spark_connect_client_reads_both_tiers_with_its_own_settings(remote, tmp_path):
     """Through a real Spark Connect server: a client's read of a tiered root crosses both tiers as the log read
     before tiering (whole, and from a timestamp), and the client's own session settings are the ones its read
