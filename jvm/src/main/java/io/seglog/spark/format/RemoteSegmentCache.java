@@ -268,8 +268,8 @@ public final class RemoteSegmentCache {
 
     /**
      * A remote .log's bytes in memory, chunk by chunk: {@link #channel} reads them as a file, fetching the chunks
-     * a read reaches that are absent; {@link #readAheadOf} starts fetching the {@link #READ_AHEAD} chunks after a
-     * walk's position in the background.
+     * a read reaches that are absent; its {@link ChunkChannel#readAheadOf} starts fetching the {@link #READ_AHEAD}
+     * chunks after a walk's position in the background.
      *
      * <p>Invariants: a chunk is published ({@code chunks[c]}) only whole, and its array is never written after;
      * a chunk is fetched by one thread at a time ({@code fetching}), the others wait for it; the object's stream
