@@ -202,7 +202,7 @@ public final class RemoteSegmentCache {
         synchronized (LOGS) {
             CachedLog have = LOGS.get(key);
             if (have == null) {
-                have = new CachedLog(tier, new org.apache.hadoop.fs.Path(objectUri), objectUri, facts.size(), key);
+                have = new CachedLog(tier, new org.apache.hadoop.fs.Path(objectUri), objectUri, facts.size());
                 LOGS.put(key, have);
             }
             have.refs++;
@@ -281,7 +281,6 @@ public final class RemoteSegmentCache {
         private final org.apache.hadoop.fs.Path remote;
         public final String objectUri;
         public final long size;
-        final String key;
         int refs;                                        // guarded by LOGS: open segments holding this copy
         private final long cacheMax;
         private final int chunk;                         // bytes per ranged read
@@ -298,8 +297,7 @@ public final class RemoteSegmentCache {
         private int aheadTo;                             // guarded by this
         private boolean aheadRunning;                    // guarded by this: one read-ahead fetcher per log
 
-        CachedLog(RemoteTier tier, org.apache.hadoop.fs.Path remote, String objectUri, long size, String key) {
-            this.key = key;
+        CachedLog(RemoteTier tier, org.apache.hadoop.fs.Path remote, String objectUri, long size) {
             org.apache.hadoop.conf.Configuration conf = tier.sessionConf();
             long max = conf.getLong(CACHE_MAX_KEY, defaultCacheMax());
             if (max < 0) throw new IllegalArgumentException(CACHE_MAX_KEY + " = " + max + ": must be at least 0");
@@ -322,30 +320,28 @@ public final class RemoteSegmentCache {
 
         /** Chunk c's bytes: held, or fetched now (by this thread, or waited for when another fetches it). */
         private byte[] chunkAt(int c) {
-            while (true) {
-                synchronized (this) {
-                    while (chunks[c] == null && fetching.get(c)) {
-                        try {
-                            wait();
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                            throw new StorageException("interrupted while " + objectUri + " was fetched", e);
-                        }
+            synchronized (this) {
+                while (chunks[c] == null && fetching.get(c)) {
+                    try {
+                        wait();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        throw new StorageException("interrupted while " + objectUri + " was fetched", e);
                     }
-                    if (chunks[c] != null) {
-                        used[c] = TICKS.incrementAndGet();
-                        read.set(c);
-                        return chunks[c];
-                    }
-                    fetching.set(c);
                 }
-                byte[] bytes = null;
-                try {
-                    bytes = fetch(c);
-                    return bytes;               // this thread's own copy: used even if the bound drops it at once
-                } finally {
-                    settle(c, bytes, true);
+                if (chunks[c] != null) {
+                    used[c] = TICKS.incrementAndGet();
+                    read.set(c);
+                    return chunks[c];
                 }
+                fetching.set(c);        // absent, and no one fetches it (a failed fetch leaves it so): this thread
+            }
+            byte[] bytes = null;
+            try {
+                bytes = fetch(c);
+                return bytes;               // this thread's own copy: used even if the bound drops it at once
+            } finally {
+                settle(c, bytes, true);
             }
         }
 
