@@ -74,10 +74,27 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/* The pod-level security context of Spark's pods (the driver and executor templates): the volume's
-     shared group (fsGroup, README "Running on a cluster") and seccomp, never a user: Spark's image
-     keeps its own (uid 185). */}}
+     shared group (fsGroup, README "Running on a cluster"), non-root and seccomp (the restricted Pod
+     Security Standard), never a user: Spark's image keeps its own (uid 185). */}}
 {{- define "seglog.sparkPodSecurityContext" -}}
-{{- toYaml (pick .Values.podSecurityContext "fsGroup" "fsGroupChangePolicy" "supplementalGroups" "seccompProfile") }}
+{{- toYaml (pick .Values.podSecurityContext "runAsNonRoot" "fsGroup" "fsGroupChangePolicy" "supplementalGroups" "seccompProfile") }}
+{{- end }}
+
+{{/* The Spark container of a pod template (driver or executor): named for Spark to fill in, the data volume
+     mounted, the restricted container security context (Spark's image's user, sparkSecurityContext), and the
+     resources given (Spark writes its own cpu/memory requests and memory limit over the template's).
+     Context: a dict with Values, name and resources. */}}
+{{- define "seglog.sparkContainer" -}}
+name: {{ .name }}
+securityContext:
+  {{- toYaml .Values.sparkSecurityContext | nindent 2 }}
+{{- with .resources }}
+resources:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+volumeMounts:
+  - name: data
+    mountPath: {{ .Values.persistence.mountPath }}
 {{- end }}
 
 {{- define "seglog.executorPodTemplateName" -}}

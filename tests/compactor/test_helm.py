@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from seglog.compactor.config import parse_config
+from tests.compactor.pss import restricted_violations
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "helm"
@@ -202,6 +203,93 @@ def test_deployment_contract(helm, values):
     assert cfg["root"].startswith(mount.rstrip("/") + "/")
 
 
+def rendered_pods(docs: list[dict]) -> dict[str, dict]:
+    """Every pod the chart renders, by where: the Deployment's template and the Spark pod templates."""
+    pods = {f"Deployment {d['metadata']['name']}": d["spec"]["template"] for d in by_kind(docs, "Deployment")}
+    for key in ("driver-pod-template.yaml", "executor-pod-template.yaml"):
+        pod = pod_template(docs, key)
+        if pod is not None:
+            pods[key] = pod
+    return pods
+
+
+@pytest.mark.parametrize("values", VALUES, ids=IDS)
+def test_every_pod_meets_the_restricted_pod_security_standard(helm, values):
+    """Issue 37 item 12: every pod the chart renders, for the default values and every example (the Spark driver
+    and executor templates included), passes the restricted Pod Security Standard (tests/compactor/pss.py), so it
+    is admitted in a namespace labelled pod-security.kubernetes.io/enforce=restricted; the containers the chart
+    fills carry cpu and memory requests and a memory limit (Spark fills its own containers' from its conf)."""
+    docs = render(helm, *([values] if values else []))
+    pods = rendered_pods(docs)
+    assert pods
+    for where, pod in pods.items():
+        assert restricted_violations(pod) == [], where
+        for c in pod["spec"].get("initContainers", []) + pod["spec"]["containers"]:
+            if c["name"] == "compactor":
+                assert {"cpu", "memory"} <= set(c["resources"]["requests"]) and "memory" in c["resources"]["limits"]
+
+
+def test_restricted_check_names_what_breaks_it():
+    """The check itself: a pod that keeps every control passes; each broken control is named, with where."""
+    good = {"metadata": {}, "spec": {
+        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [{"name": "a", "securityContext": {"allowPrivilegeEscalation": False,
+                                                         "capabilities": {"drop": ["ALL"]}}}],
+        "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "x"}}]}}
+    assert restricted_violations(good) == []
+
+    def broken(change):
+        pod = json.loads(json.dumps(good))
+        change(pod["spec"], pod["spec"]["containers"][0])
+        return restricted_violations(pod)
+
+    assert broken(lambda s, c: c["securityContext"].pop("allowPrivilegeEscalation")) == ["privilege escalation: containers[a]"]
+    assert broken(lambda s, c: c["securityContext"].pop("capabilities")) == ["capabilities (drop ALL): containers[a]"]
+    assert broken(lambda s, c: c["securityContext"]["capabilities"].update(add=["SYS_ADMIN"])) == ["capabilities (add): containers[a]"]
+    assert broken(lambda s, c: s["securityContext"].pop("runAsNonRoot")) == ["running as non-root: containers[a]"]
+    assert broken(lambda s, c: c["securityContext"].update(runAsUser=0)) == ["running as non-root user: containers[a]"]
+    assert broken(lambda s, c: s["securityContext"].pop("seccompProfile")) == ["seccomp: containers[a]"]
+    assert broken(lambda s, c: c["securityContext"].update(seccompProfile={"type": "Unconfined"})) == ["seccomp: containers[a]"]
+    assert broken(lambda s, c: s["volumes"].append({"name": "h", "hostPath": {"path": "/"}})) == ["volume types: volume h (hostPath)"]
+    assert broken(lambda s, c: s.update(hostNetwork=True)) == ["host namespaces: spec.hostNetwork"]
+    assert broken(lambda s, c: c["securityContext"].update(privileged=True)) == ["privileged: containers[a]"]
+    assert broken(lambda s, c: c.update(ports=[{"containerPort": 80, "hostPort": 80}])) == ["host ports: containers[a]"]
+    assert broken(lambda s, c: s.update(initContainers=[{"name": "i"}])) == [
+        "privilege escalation: initContainers[i]", "capabilities (drop ALL): initContainers[i]"]
+
+
+def _network_policy(docs: list[dict]) -> dict:
+    return one(docs, "NetworkPolicy")
+
+
+def test_network_policy_admits_only_prometheus_to_the_http_port(helm):
+    """Issue 37 item 13: on by default, the sidecar's pods (the Deployment's, the Service's selector) admit ingress
+    only at the HTTP port and only from the release namespace's Prometheus pods; a Prometheus elsewhere is named
+    with namespaceSelector, other peers (the nodes' addresses, for a CNI that filters the kubelet's probes) with
+    extraFrom; egress is left alone. Off, or with no Deployment, there is none."""
+    docs = render(helm)
+    np = _network_policy(docs)
+    kubernetes_validate.validate(np, K8S_VERSION, strict=True)
+    dep = one(docs, "Deployment")
+    spec = np["spec"]
+    assert spec["podSelector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"] == one(docs, "Service")["spec"]["selector"]
+    assert spec["policyTypes"] == ["Ingress"]
+    assert spec["ingress"] == [{"from": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}],
+                                "ports": [{"port": "http", "protocol": "TCP"}]}]
+    assert "http" in {p["name"] for p in container(dep["spec"]["template"]["spec"])["ports"]}
+
+    docs = render(helm, set_json=('networkPolicy.prometheus.namespaceSelector={"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}',
+                                  'networkPolicy.extraFrom=[{"ipBlock": {"cidr": "10.0.0.0/16"}}]'))
+    np = _network_policy(docs)
+    kubernetes_validate.validate(np, K8S_VERSION, strict=True)
+    assert np["spec"]["ingress"][0]["from"] == [
+        {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
+        {"ipBlock": {"cidr": "10.0.0.0/16"}}]
+    assert not by_kind(render(helm, sets=("networkPolicy.enabled=false",)), "NetworkPolicy")
+    assert not by_kind(render(helm, CHART / "examples" / "values-spark-driver.yaml"), "NetworkPolicy")
+
+
 def one_config(docs: list[dict]) -> str:
     return next(c for c in by_kind(docs, "ConfigMap") if "compactor.yaml" in c["data"])["data"]["compactor.yaml"]
 
@@ -244,6 +332,11 @@ def test_config_checksum_follows_the_config(helm):
     (("persistence.size=lots",), (), "size"),
     (("replicas=1",), (), "replicas"),  # unknown top-level key (a misspelling of replicaCount)
     (("image.pullPolicy=Sometimes",), (), "pullPolicy"),
+    (("sparkSecurityContext.allowPrivilegeEscalation=true",), (), "allowPrivilegeEscalation"),
+    ((), ('sparkSecurityContext.capabilities={"drop": []}',), "drop"),
+    (("sparkSecurityContext.runAsUser=0",), (), "runAsUser"),
+    ((), ('networkPolicy.prometheus.namespaceSelector="monitoring"',), "namespaceSelector"),
+    (("networkPolicy.enable=false",), (), "enable"),
 ])
 def test_schema_refuses_bad_values(helm, sets, set_json, complaint):
     err = render_fails(helm, *sets, set_json=set_json)
@@ -297,7 +390,7 @@ def test_spark_driver_pod_template(helm, native):
 
 def assert_spark_pod(pod: dict, name: str, claim: str, mount: str, group: int) -> None:
     """A Spark pod template: its Spark container mounts the data claim at `mount`, the pod joins the shared
-    group `group`, and no user is set for Spark's container (its image's uid 185 stays)."""
+    group `group`, and Spark's container runs as its image's user (uid 185)."""
     kubernetes_validate.validate(pod, K8S_VERSION, strict=True)
     spec = pod["spec"]
     spark = spec["containers"][0]
@@ -307,7 +400,9 @@ def assert_spark_pod(pod: dict, name: str, claim: str, mount: str, group: int) -
     sc = spec["securityContext"]
     assert sc["fsGroup"] == group
     assert sc.get("fsGroupChangePolicy") == "OnRootMismatch"   # no recursive chown of the log at each mount
-    assert "runAsUser" not in sc and "runAsGroup" not in sc and "securityContext" not in spark
+    assert "runAsUser" not in sc and "runAsGroup" not in sc
+    # Spark's image's own user, named (the official image declares it by name, which runAsNonRoot cannot check).
+    assert spark["securityContext"]["runAsUser"] == spark["securityContext"]["runAsGroup"] == 185
 
 
 @pytest.mark.parametrize("values", VALUES, ids=IDS)
