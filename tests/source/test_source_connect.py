@@ -66,6 +66,25 @@ def test_batch_read_aggregates_and_filters(remote, tmp_path):
     assert late.count() == len(core_rows(root, "c", 3, start_ts=cut)) == 100
 
 
+def test_register_finds_the_servers_connector_and_never_shadows_it(remote, tmp_path):
+    """Issue 37 item 10: README's `register(spark)` on a Connect session asks the server (it has the jar), not a
+    client JVM it does not have; `python_fallback=True` there registers no Python source of the same name (which
+    would make every format("seglog") fail): both say the JVM reader serves, and format("seglog") reads after."""
+    from seglog.source import register
+
+    root = tmp_path / "root"
+    create_topic(root, "r", 1, CONFIG)
+    append(root, "r", 0, 25)
+    assert register(remote) == "jvm"
+    assert register(remote, python_fallback=True) == "jvm"
+    assert register(remote, python_fallback=True) == "jvm"
+    df = remote.read.format("seglog").option("topic", "r").option("startingOffsets", "earliest").load(str(root))
+    assert sorted((r.partition, r.offset, bytes(r.value)) for r in df.select("partition", "offset", "value").collect()) == [
+        (p, o, v) for p, o, _, v, _ in core_rows(root, "r", 1)]
+    remote.sql(f"CREATE OR REPLACE TEMPORARY VIEW r_view USING seglog OPTIONS (path '{root}', topic 'r')")
+    assert remote.sql("SELECT count(*) AS n FROM r_view").first().n == 25
+
+
 def test_stream_restarted_from_its_checkpoint_reads_each_record_once(remote, tmp_path):
     root, out, cp = tmp_path / "root", tmp_path / "out", tmp_path / "cp"
     create_topic(root, "s", 2, CONFIG)
