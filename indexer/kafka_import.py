@@ -250,7 +250,7 @@ def import_kafka(source: str | os.PathLike, root: str | os.PathLike, *, topic: s
     from seglog.conf.topic_config import validate_topic_config
     from seglog.indexer.checkpoint import CorruptCheckpointError, read_log_start_offsets, update_log_start_offsets
     from seglog.indexer.commit_log import CommitLog
-    from seglog.indexer.topics import create_topic, load_topic
+    from seglog.indexer.topics import check_no_collision, create_topic, load_topic
 
     root = Path(root)
     folders = kafka_partition_folders(source)
@@ -279,6 +279,7 @@ def import_kafka(source: str | os.PathLike, root: str | os.PathLike, *, topic: s
     for name, parts in plan.items():
         if load_topic(root, name) is not None:
             raise KafkaImportError(f"topic {name!r} already exists under {root}; nothing was imported")
+        check_no_collision(root, name, plan)    # 'a.b' next to 'a_b' (Kafka refuses it), before anything is copied
         for partition, f in parts:
             if (root / partition_dir_name(name, partition)).exists():
                 raise KafkaImportError(f"{root / partition_dir_name(name, partition)} already exists; "

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Iterable
 
 from seglog.errors import InvalidTopicError
 
@@ -133,3 +134,11 @@ def log_bases_and_swaps(dir_path: str | os.PathLike) -> tuple[list[int], list[in
     swapped in (docs/spec.md §3.9), whose group a listing taken now may lack in part or whole."""
     listing = FolderListing(dir_path)
     return listing.bases, listing.swaps
+
+
+def colliding_topic(topic: str, existing: Iterable[str]) -> str | None:
+    """Kafka's `Topic.hasCollision`: '.' and '_' name one metric, so a new topic that differs from an existing one
+    only there collides with it (Kafka refuses it: "collides with existing topics"). The existing topic it
+    collides with (the first in sorted order), or None; a topic never collides with itself."""
+    key = topic.replace(".", "_")
+    return next((t for t in sorted(existing) if t != topic and t.replace(".", "_") == key), None)

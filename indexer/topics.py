@@ -14,12 +14,12 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from seglog.conf.topic_config import TopicConfig, requested_topic_config, validate_topic_config
 from seglog.errors import InvalidTopicError
 from seglog.indexer.fsutil import fsync_dir, make_dirs, open_new, temp_path
-from seglog.indexer.names import META_DIR, validate_topic
+from seglog.indexer.names import META_DIR, colliding_topic, validate_topic
 
 MAX_PARTITIONS = 1 << 20  # a sanity bound; Kafka has none but a folder per partition makes this plenty
 
@@ -105,6 +105,7 @@ def create_topic(root: str | os.PathLike, topic: str, partitions: int,
     overrides = requested_topic_config(config, where=f"config of topic {topic!r}")
     existing = load_topic(root, topic)
     if existing is None:
+        check_no_collision(root, topic)
         path = topic_file(root, topic)
         make_dirs(path.parent)
         meta = TopicMetadata(topic, partitions, overrides, int(time.time() * 1000))
@@ -130,6 +131,20 @@ def create_topic(root: str | os.PathLike, topic: str, partitions: int,
             raise InvalidTopicError(f"topic {topic!r}: its metadata file {path} vanished while creating it")
     _check_same(existing, partitions, overrides)
     return existing
+
+
+def check_no_collision(root: str | os.PathLike, topic: str, others: Iterable[str] = ()) -> None:
+    """Kafka's rule (names.colliding_topic): a new topic whose name differs from a topic of the root (recorded, or a
+    partition folder), or from one of `others` (created alongside it), only by '.' against '_' is refused, naming
+    that topic, before anything is written. Two creators racing to create two colliding new names are not
+    serialised here (Kafka's controller does)."""
+    from seglog.indexer.root import LogRoot
+
+    other = colliding_topic(topic, [*LogRoot(root).topics(), *others])
+    if other is not None:
+        raise InvalidTopicError(f"topic {topic!r} collides with existing topic {other!r} under {os.fspath(root)!r}: "
+                                f"'.' and '_' name one metric in Kafka, so a root holds only one of them; nothing "
+                                f"was created")
 
 
 def _check_same(existing: TopicMetadata, partitions: int, overrides: Mapping[str, Any]) -> None:

@@ -240,3 +240,16 @@ def test_records_past_the_committed_end_are_never_committed_by_an_abort(root):
     assert seglog("truncate", root, "--topic", "events", "--partition", "0", "--to-offset", "8", "--yes").returncode == 0
     assert seglog("abort-transaction", root, "--topic", "events", "--partition", "0", "--all-open").returncode == 0
     assert committed_values(root) == [b"p0", b"p1", b"p2", b"p3"]
+
+
+def test_import_refuses_a_topic_colliding_with_one_of_the_root(tmp_path):
+    """Issue 37 item 11 through the CLI: `seglog import ... --topic a_b` into a root holding 'a.b' is refused before
+    anything is copied (Kafka's '.'/'_' collision), naming 'a.b'; the root is as it was."""
+    src = tmp_path / "broker" / "events-0"
+    write_partition(src, [("plain", [b"p0", b"p1"])])
+    dest = tmp_path / "dest"
+    create_topic(dest, "a.b", 1)
+    before = sorted(str(p.relative_to(dest)) for p in dest.rglob("*"))
+    res = seglog("import", src, dest, "--topic", "a_b")
+    assert res.returncode != 0 and "collides with existing topic 'a.b'" in res.stderr, res.stderr
+    assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*")) == before

@@ -260,3 +260,23 @@ def test_python_planner_caps_records_as_the_vectors_say():
         if got != case["expected"]:
             wrong.append((k, case["maximum"], got[:3], case["expected"][:3]))
     assert wrong == []
+
+
+# ------------------------------------------------------------------------------- topic names
+TOPIC_NAMES = CORPUS.parent / "topic_names.json"
+
+
+def test_python_topic_name_rules_as_the_vectors_say():
+    """Kafka's topic rules in indexer/names.py (validate_topic, and colliding_topic: '.' and '_' collide, issue 37
+    item 11) against topic_names.json, the vectors TopicLayout is held to as well (jvm/.../format/TopicNamesTest.java)."""
+    from seglog.errors import InvalidTopicError
+    from seglog.indexer.names import colliding_topic, validate_topic
+
+    vectors = json.loads(TOPIC_NAMES.read_text())
+    for name in vectors["valid"]:
+        assert validate_topic(name) == name
+    for name in vectors["invalid"]:
+        with pytest.raises(InvalidTopicError):
+            validate_topic(name)
+    got = [colliding_topic(c["topic"], c["existing"]) for c in vectors["collisions"]]
+    assert got == [c["collides_with"] for c in vectors["collisions"]]

@@ -114,3 +114,19 @@ def test_longest_valid_topic_names_work_end_to_end(tmp_path):
         assert load_topic(tmp_path, topic).partitions == 3
         assert CommitLog(tmp_path, topic).end_offsets() == {2: 1}
     assert sorted(list_topics(tmp_path), key=len)[-1].endswith("9")
+
+
+def test_a_topic_colliding_with_one_of_the_root_is_refused_and_nothing_created(tmp_path):
+    """Issue 37 item 11: Kafka refuses 'a_b' next to 'a.b' ('.' and '_' name one metric: Topic.hasCollision); so
+    does create_topic (the storage API, and every Python creator), naming the topic it collides with, and writes
+    nothing. A topic known only by its partition folder counts; the topic itself is no collision."""
+    create_topic(tmp_path, "a.b", 2)
+    with pytest.raises(InvalidTopicError, match=r"topic 'a_b' collides with existing topic 'a.b'"):
+        create_topic(tmp_path, "a_b", 2)
+    assert list_topics(tmp_path) == ["a.b"] and not topic_file(tmp_path, "a_b").exists()
+    assert create_topic(tmp_path, "a.b", 2).name == "a.b"
+    (tmp_path / "x_y-0").mkdir()
+    with pytest.raises(InvalidTopicError, match=r"topic 'x.y' collides with existing topic 'x_y'"):
+        create_topic(tmp_path, "x.y", 1)
+    assert load_topic(tmp_path, "x.y") is None
+    assert create_topic(tmp_path, "a-b", 1).name == "a-b"      # '-' is no collision

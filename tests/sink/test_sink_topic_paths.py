@@ -15,7 +15,7 @@ import time
 import pytest
 
 from seglog.conf.topic_config import TOPIC_DEFAULTS
-from seglog.errors import MissingKeyError
+from seglog.errors import InvalidTopicError, MissingKeyError
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.log import Log
 from seglog.indexer.topics import create_topic, load_topic
@@ -185,3 +185,23 @@ def test_a_swap_left_by_a_killed_sidecar_does_not_fail_the_next_delivery(spark, 
     assert latest[b"k9"] == b"after the swap"
     # nothing lost or changed by the interrupted clean, finished by the sink's open: the last value per key
     assert latest == {**{b"k%d" % j: b"v3-%d" % (15 + j) + b"x" * 60 for j in range(5)}, b"k9": b"after the swap"}
+
+
+def test_a_topic_colliding_with_one_of_the_root_is_refused_by_the_writers(spark, tmp_path):
+    """Issue 37 item 11: Kafka refuses a topic whose name differs from an existing one only by '.' against '_'
+    (one metric name); so do the JVM's writers (DriverCommit -> TopicCatalog.create), through the sink and through
+    df.write.format("seglog"): a typed InvalidTopic error naming the existing topic, nothing created."""
+    root = tmp_path / "root"
+    create_topic(root, "a.b", 1)
+    df = _rows(spark, int(time.time() * 1000), [1000, 2000])
+
+    def nothing_created():
+        assert sorted(p.name for p in root.iterdir() if p.name != "_seglog") == []
+        assert load_topic(root, "a_b") is None and CommitLog(root, "a.b").latest() is None
+
+    with pytest.raises(InvalidTopicError, match=r"topic 'a_b' collides with existing topic 'a.b'"):
+        SegmentLogSink(str(root), writer_id="collide", topic="a_b", partitions=1)(df, 0)
+    nothing_created()
+    with pytest.raises(Exception, match=r"topic 'a_b' collides with existing topic 'a.b'"):
+        df.write.format("seglog").mode("append").option("topic", "a_b").option("partitions", "1").save(str(root))
+    nothing_created()

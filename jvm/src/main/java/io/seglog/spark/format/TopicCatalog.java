@@ -127,6 +127,7 @@ public final class TopicCatalog {
         Map<String, Object> overrides = TopicConfigRules.requested(config, "config of topic '" + topic + "'");
         Optional<TopicMetadata> existing = load(root, topic);
         if (existing.isEmpty()) {
+            checkNoCollision(root, topic);
             Path path = topicFile(root, topic);
             TopicMetadata meta = new TopicMetadata(topic, partitions, overrides, System.currentTimeMillis());
             Path tmp = path.resolveSibling(".tmp-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
@@ -160,6 +161,19 @@ public final class TopicCatalog {
         }
         checkSame(existing.get(), partitions, overrides);
         return existing.get();
+    }
+
+    /**
+     * Kafka's rule ({@link TopicLayout#collidingTopic}): a new topic whose name differs from a topic of the root
+     * (recorded, or a partition folder) only by '.' against '_' is refused, naming that topic, before anything is
+     * written. Two creators racing to create two colliding new names are not serialised here (Kafka's controller is).
+     */
+    static void checkNoCollision(Path root, String topic) {
+        String other = TopicLayout.collidingTopic(topic, TopicLayout.topics(root));
+        if (other != null) {
+            throw new InvalidTopicException("topic '" + topic + "' collides with existing topic '" + other + "' under '"
+                + root + "': '.' and '_' name one metric in Kafka, so a root holds only one of them; nothing was created");
+        }
     }
 
     /** Asking for nothing, or for what the topic has, is no conflict; anything else is, naming both. */

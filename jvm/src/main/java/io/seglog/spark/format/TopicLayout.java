@@ -31,6 +31,19 @@ public final class TopicLayout {
         return TOPIC.matcher(name).matches() && !name.equals(".") && !name.equals("..");
     }
 
+    /**
+     * Kafka's {@code Topic.hasCollision}: '.' and '_' name one metric, so a new topic that differs from an existing one
+     * only there collides with it (Kafka refuses it). The existing topic it collides with (the first in sorted
+     * order), or null; a topic never collides with itself. indexer/names.py's colliding_topic is the same rule
+     * (tests/conformance/topic_names.json pins both).
+     */
+    public static String collidingTopic(String topic, java.util.Collection<String> existing) {
+        String key = topic.replace('.', '_');
+        return new TreeSet<>(existing).stream()
+            .filter(t -> !t.equals(topic) && t.replace('.', '_').equals(key))
+            .findFirst().orElse(null);
+    }
+
     public static Path partitionDir(Path root, String topic, int partition) {
         return root.resolve(topic + "-" + partition);
     }
