@@ -30,7 +30,8 @@ def register(spark, *, python_fallback: bool = False) -> str:
     to add it, unless `python_fallback=True` (a session that cannot load jars): then the Python reader
     (seglog.source.reader, slower, no streaming) is registered for this session (registration is per
     session). Where the connector is loaded, `python_fallback` registers nothing (the JVM reader serves:
-    a Python source of the same name would make every `format("seglog")` fail) and "jvm" is returned.
+    a Python source of the same name would make every `format("seglog")` fail): "jvm" is returned, or, for
+    a connector of another version than this seglog's, ConnectorJarError is raised all the same.
     """
     try:
         if _is_connect(spark):
@@ -41,7 +42,7 @@ def register(spark, *, python_fallback: bool = False) -> str:
             check_session(spark)
         return "jvm"
     except ConnectorJarError:
-        if not python_fallback:
+        if not python_fallback or _connector_answers(spark):
             raise
     from seglog.source.reader import SeglogDataSource
 
@@ -60,17 +61,11 @@ def _check_connect(spark) -> str:
     the connector's there, or the server runs another version of it than this seglog."""
     from seglog.jvm import CONNECTOR_CLASS
 
-    missing = (f"the Spark Connect server has no seglog connector ({CONNECTOR_CLASS}): start it with "
-               f"--jars <seglog's jar> (`python -c 'import seglog.jvm; print(seglog.jvm.jar_path())'` prints its path)")
-    try:
-        spark.read.format("seglog").load().schema
-    except Exception as exc:  # noqa: BLE001 - the server's answer is classified below
-        trace = getattr(exc, "getStackTrace", lambda: None)() or ""
-        answered = trace.lstrip().startswith(_PROBE_CLASS) or str(exc).startswith(_PROBE_MESSAGE)
-        if not answered:
-            raise ConnectorJarError(f"{missing} (format('seglog') there: {_first_line(exc)})") from exc
-    else:
-        raise ConnectorJarError(f"{missing} (format('seglog') there is not the connector's: it took no path)")
+    if not _connector_answers(spark):
+        raise ConnectorJarError(
+            f"the Spark Connect server has no seglog connector ({CONNECTOR_CLASS}): format('seglog') there is not "
+            f"the connector's; start the server with --jars <seglog's jar> (`python -c 'import seglog.jvm; "
+            f"print(seglog.jvm.jar_path())'` prints its path)")
     try:
         loaded = spark.sql(f"SELECT reflect('{CONNECTOR_CLASS}', 'version') AS v").first().v
     except Exception as exc:  # noqa: BLE001 - a server that refuses reflect cannot tell its connector's version
@@ -80,6 +75,18 @@ def _check_connect(spark) -> str:
         raise ConnectorJarError(f"the Spark Connect server loaded seglog connector {loaded}, but seglog "
                                 f"{seglog.__version__} is installed here: start the server with this seglog's jar")
     return loaded
+
+
+def _connector_answers(spark) -> bool:
+    """Whether `format("seglog")` in `spark` (classic or Connect) is the connector's JVM reader: only it answers a
+    read with no path with its SeglogConfigException (named in the server's stack trace, or by its message)."""
+    try:
+        spark.read.format("seglog").load().schema
+    except Exception as exc:  # noqa: BLE001 - whatever else answered, it is not the connector
+        trace = getattr(exc, "getStackTrace", lambda: None)()
+        trace = trace if isinstance(trace, str) else ""
+        return trace.lstrip().startswith(_PROBE_CLASS) or str(exc).lstrip().startswith(_PROBE_MESSAGE)
+    return False
 
 
 def _first_line(exc: BaseException) -> str:

@@ -66,10 +66,14 @@ def test_batch_read_aggregates_and_filters(remote, tmp_path):
     assert late.count() == len(core_rows(root, "c", 3, start_ts=cut)) == 100
 
 
-def test_register_finds_the_servers_connector_and_never_shadows_it(remote, tmp_path):
+def test_register_finds_the_servers_connector_and_never_shadows_it(remote, tmp_path, monkeypatch):
     """Issue 37 item 10: README's `register(spark)` on a Connect session asks the server (it has the jar), not a
     client JVM it does not have; `python_fallback=True` there registers no Python source of the same name (which
-    would make every format("seglog") fail): both say the JVM reader serves, and format("seglog") reads after."""
+    would make every format("seglog") fail): both say the JVM reader serves, and format("seglog") reads after.
+    A server whose connector is another version than the client's seglog is refused, fallback or not, and its
+    format("seglog") is left alone."""
+    import seglog
+    from seglog.errors import ConnectorJarError
     from seglog.source import register
 
     root = tmp_path / "root"
@@ -78,6 +82,11 @@ def test_register_finds_the_servers_connector_and_never_shadows_it(remote, tmp_p
     assert register(remote) == "jvm"
     assert register(remote, python_fallback=True) == "jvm"
     assert register(remote, python_fallback=True) == "jvm"
+    with monkeypatch.context() as m:                       # this client's seglog as another release than the server's
+        m.setattr(seglog, "__version__", "0.0.0-other")
+        for fallback in (False, True):
+            with pytest.raises(ConnectorJarError, match=r"loaded seglog connector \S+, but seglog 0\.0\.0-other"):
+                register(remote, python_fallback=fallback)
     df = remote.read.format("seglog").option("topic", "r").option("startingOffsets", "earliest").load(str(root))
     assert sorted((r.partition, r.offset, bytes(r.value)) for r in df.select("partition", "offset", "value").collect()) == [
         (p, o, v) for p, o, _, v, _ in core_rows(root, "r", 1)]
