@@ -25,7 +25,8 @@ from seglog.compactor.config import CompactorConfig
 from seglog.compactor.logging import event
 from seglog.compactor.metrics import Metrics, PartitionStats, now_ms
 from seglog.conf import TopicConfig
-from seglog.errors import MaintenanceLockedError, PartitionLockedError, SeglogError
+from seglog.errors import (CompactionError, CorruptIndexError, CorruptRecordError, MaintenanceLockedError, PartitionLockedError,
+                           SeglogError)
 
 # The order of a full pass: a roll makes the idle active segment inactive, sealing then writes its
 # final time index entry, and retention reads sealed segments' largest timestamps from their files.
@@ -206,6 +207,7 @@ class Jobs:
         if not runs or runs[0][0]:
             runs.insert(0, (False, ()))          # recovery before any clean or merge reads the files
         due = active_base = None
+        fault: Exception | None = None
         for i, (beside, run_steps) in enumerate(runs):
             if beside:
                 for step in run_steps:
@@ -222,6 +224,11 @@ class Jobs:
                         self.metrics.partitions_skipped.labels(step).inc()
                         event("partition.skipped", level=logging.DEBUG, job=step, partition=name,
                               reason="another cleaner or merger holds it")
+                    except (CorruptRecordError, CorruptIndexError, CompactionError) as exc:
+                        # A fault in the files (a corrupt batch the clean or merge reads): the partition
+                        # is reported failed once its other steps ran; retention may yet delete the segment.
+                        did[f"{step}_failed"] = f"{type(exc).__name__}: {exc}"
+                        fault = fault or exc
                 continue
             with root.open_log(topic, partition, config=cfg, lock_timeout=self.lock_timeout_s) as log:
                 if i == 0 and log.recovery_report:
@@ -240,6 +247,8 @@ class Jobs:
             self._memos.pop((topic, partition), None)
         else:
             self._memos[(topic, partition)] = memo
+        if fault is not None:
+            raise fault
         return did
 
     def _observe(self, log, topic: str, partition: int, cfg: TopicConfig) -> tuple[dict, int]:
