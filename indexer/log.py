@@ -80,7 +80,9 @@ class Log:
     # ------------------------------------------------------------------ opening
     @classmethod
     def open(cls, path: str | os.PathLike, config: Mapping[str, Any] | TopicConfig | None = None, *,
-             readonly: bool = False, lock_timeout: float | None = None) -> "Log":
+             readonly: bool = False, lock_timeout: float | None = None, full_recovery: bool = False) -> "Log":
+        """`full_recovery`: a writable open examines every segment, those below the recovery point too
+        (`seglog recover`; indexer/recovery.py recover_folder)."""
         path = Path(path)
         cfg = config if isinstance(config, TopicConfig) else validate_topic_config(config, where=f"config of {path}")
         check_lock_timeout(lock_timeout, f"partition {path}")   # before anything is created
@@ -98,7 +100,7 @@ class Log:
         make_dirs(path)                  # shared roots: group-writable as the root (fsutil)
         log._lock = partition_lock(path).acquire(lock_timeout)
         try:
-            log._load_writable()
+            log._load_writable(full_recovery)
         except BaseException:
             log._lock.release()
             raise
@@ -162,8 +164,9 @@ class Log:
         self._log_start = max(checkpointed, bases[0] if bases else 0)
         return swaps
 
-    def _load_writable(self) -> None:
-        recovered = recovery.recover_folder(self.path, self.config, self.topic, self.partition)
+    def _load_writable(self, full_recovery: bool = False) -> None:
+        recovered = recovery.recover_folder(self.path, self.config, self.topic, self.partition,
+                                            trust_point=not full_recovery)
         self.recovery_report = recovered.report
         self.recovery_examined = recovered.examined
         self._recovery_point = recovered.recovery_point
