@@ -52,7 +52,10 @@ public final class LogStartCheckpoint {
         try {
             return parse(file);
         } catch (CorruptCheckpointException e) {
-            LOG.warn("{}; read as holding no entry: each log starts at its first segment", e.getMessage());
+            // once per file in this JVM: readers read it on every plan and trigger
+            if (WARNED.size() < 1024 && WARNED.add(file.toAbsolutePath().toString())) {
+                LOG.warn("{}; read as holding no entry: each log starts at its first segment", e.getMessage());
+            }
             return new HashMap<>();
         } catch (IOException e) {
             return new HashMap<>();
@@ -60,6 +63,7 @@ public final class LogStartCheckpoint {
     }
 
     private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(LogStartCheckpoint.class);
+    private static final java.util.Set<String> WARNED = java.util.concurrent.ConcurrentHashMap.newKeySet();
     private static final Pattern INT = Pattern.compile("[+-]?[0-9]+");
     /** {@code topic partition offset} split on ASCII whitespace as Kafka's reader splits it (a trailing run dropped,
      *  a leading one an empty first field: malformed). */
