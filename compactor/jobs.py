@@ -14,6 +14,7 @@ A failure in one partition is logged and counted and does not stop the pass over
 """
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 import time
@@ -25,7 +26,8 @@ from seglog.compactor.config import CompactorConfig
 from seglog.compactor.logging import event
 from seglog.compactor.metrics import Metrics, PartitionStats, now_ms
 from seglog.conf import TopicConfig
-from seglog.errors import MaintenanceLockedError, PartitionLockedError, SeglogError
+from seglog.errors import (CompactionError, CorruptIndexError, CorruptRecordError, MaintenanceLockedError, PartitionLockedError,
+                           SeglogError)
 
 # The order of a full pass: a roll makes the idle active segment inactive, sealing then writes its
 # final time index entry, and retention reads sealed segments' largest timestamps from their files.
@@ -206,6 +208,7 @@ class Jobs:
         if not runs or runs[0][0]:
             runs.insert(0, (False, ()))          # recovery before any clean or merge reads the files
         due = active_base = None
+        fault: Exception | None = None
         for i, (beside, run_steps) in enumerate(runs):
             if beside:
                 for step in run_steps:
@@ -222,6 +225,15 @@ class Jobs:
                         self.metrics.partitions_skipped.labels(step).inc()
                         event("partition.skipped", level=logging.DEBUG, job=step, partition=name,
                               reason="another cleaner or merger holds it")
+                    except OSError as exc:
+                        if not _no_space(exc):
+                            raise
+                        self._defer(step, name, exc, did)
+                    except (CorruptRecordError, CorruptIndexError, CompactionError) as exc:
+                        # A fault in the files (a corrupt batch the clean or merge reads): the partition
+                        # is reported failed once its other steps ran; retention may yet delete the segment.
+                        did[f"{step}_failed"] = f"{type(exc).__name__}: {exc}"
+                        fault = fault or exc
                 continue
             with root.open_log(topic, partition, config=cfg, lock_timeout=self.lock_timeout_s) as log:
                 if i == 0 and log.recovery_report:
@@ -240,6 +252,8 @@ class Jobs:
             self._memos.pop((topic, partition), None)
         else:
             self._memos[(topic, partition)] = memo
+        if fault is not None:
+            raise fault
         return did
 
     def _observe(self, log, topic: str, partition: int, cfg: TopicConfig) -> tuple[dict, int]:
@@ -251,43 +265,58 @@ class Jobs:
         self.metrics.observe_partition(stats)
         return partition_memo.due_times(log, segments, cfg, now, stats.retention_blocked), log.segment_bases()[-1]
 
+    def _defer(self, step: str, name: str, exc: OSError, did: dict[str, Any]) -> None:
+        """A step that needs room on a full volume: left to a later pass, so that retention, which needs
+        none, runs in this one and frees the volume (issue 36 item 9)."""
+        did[f"{step}_deferred"] = str(exc)
+        event("step.deferred", level=logging.WARNING, job=step, partition=name,
+              reason=f"no space left on the volume: {exc}")
+
     def _locked_steps(self, log, name: str, steps: tuple[str, ...], did: dict[str, Any]) -> None:
         for step in steps:
-            if step == "recover":
-                continue  # opening the log was the recovery
-            now = self.clock()
-            if step == "roll":
-                if log.roll_if_idle(now):
-                    did["rolled"] = True
-                    self.metrics.segments_rolled.inc()
-                    event("segment.rolled", partition=name, log_end_offset=log.log_end_offset)
-            elif step == "seal":
-                sealed = list(log.seal_inactive())
-                if sealed:
-                    did["sealed"] = sealed
-                    self.metrics.segments_sealed.inc(len(sealed))
-                    event("segments.sealed", partition=name, bases=sealed)
-            elif step == "retention":
-                if log.config.tiered and self.config.remote is not None:
-                    continue    # the tier job judges a tiered topic's retention over both tiers (no hole between them)
-                res = log.apply_retention(now)
-                deleted = list(res.deleted_bases)
-                if deleted:
-                    did["deleted"] = deleted
-                    self.metrics.segments_deleted.inc(len(deleted))
-                    event("segments.deleted", partition=name, bases=deleted,
-                          log_start_offset=res.log_start_offset)
-                if res.blocked_by is not None:
-                    event("retention.blocked", level=logging.WARNING, partition=name,
-                          blocked_by_timestamp=res.blocked_by, now_ms=now)
-            elif step == "purge":
-                purged = list(log.purge_deleted(now))
-                if purged:
-                    did["purged"] = [p.name for p in purged]
-                    self.metrics.files_purged.inc(len(purged))
-                    event("files.purged", partition=name, files=[p.name for p in purged])
-            else:
-                raise ValueError(f"unknown job step {step!r}")
+            try:
+                self._locked_step(log, name, step, did)
+            except OSError as exc:
+                if step not in _NEED_ROOM or not _no_space(exc):
+                    raise
+                self._defer(step, name, exc, did)
+
+    def _locked_step(self, log, name: str, step: str, did: dict[str, Any]) -> None:
+        if step == "recover":
+            return  # opening the log was the recovery
+        now = self.clock()
+        if step == "roll":
+            if log.roll_if_idle(now):
+                did["rolled"] = True
+                self.metrics.segments_rolled.inc()
+                event("segment.rolled", partition=name, log_end_offset=log.log_end_offset)
+        elif step == "seal":
+            sealed = list(log.seal_inactive())
+            if sealed:
+                did["sealed"] = sealed
+                self.metrics.segments_sealed.inc(len(sealed))
+                event("segments.sealed", partition=name, bases=sealed)
+        elif step == "retention":
+            if log.config.tiered and self.config.remote is not None:
+                return      # the tier job judges a tiered topic's retention over both tiers (no hole between them)
+            res = log.apply_retention(now)
+            deleted = list(res.deleted_bases)
+            if deleted:
+                did["deleted"] = deleted
+                self.metrics.segments_deleted.inc(len(deleted))
+                event("segments.deleted", partition=name, bases=deleted,
+                      log_start_offset=res.log_start_offset)
+            if res.blocked_by is not None:
+                event("retention.blocked", level=logging.WARNING, partition=name,
+                      blocked_by_timestamp=res.blocked_by, now_ms=now)
+        elif step == "purge":
+            purged = list(log.purge_deleted(now))
+            if purged:
+                did["purged"] = [p.name for p in purged]
+                self.metrics.files_purged.inc(len(purged))
+                event("files.purged", partition=name, files=[p.name for p in purged])
+        else:
+            raise ValueError(f"unknown job step {step!r}")
 
     def _clean(self, root, topic: str, partition: int, cfg: TopicConfig, name: str, now: int,
                did: dict[str, Any]) -> None:
@@ -363,6 +392,13 @@ class Jobs:
 
 
 _BESIDE_WRITER = ("clean", "merge", "tier")     # steps that work without the partition's lock (their own locks)
+# Locked steps that write new blocks (a seal entry, a new segment's files): deferred on a full volume.
+# Retention and purge need none (renames, unlinks), so they run and free it.
+_NEED_ROOM = ("roll", "seal")
+
+
+def _no_space(exc: OSError) -> bool:
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def _runs(steps: tuple[str, ...]) -> list[tuple[bool, tuple[str, ...]]]:

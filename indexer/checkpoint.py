@@ -72,7 +72,12 @@ def read_offsets_file(path: Path) -> dict[tuple[str, int], int]:
         m = _ENTRY.fullmatch(line)
         if m is None or not (clean or _is_text(m.group(1))):
             raise CorruptCheckpointError(path, i, f"malformed line {_shown(line)}: expected `topic partition offset`")
-        entries[(m.group(1), int(m.group(2)))] = int(m.group(3))   # a repeated entry: the last wins, as Kafka's
+        partition, offset = int(m.group(2)), int(m.group(3))
+        if not (-(1 << 31) <= partition < 1 << 31 and -(1 << 63) <= offset < 1 << 63):
+            # Kafka's reader parses them as int and long (Integer/Long.parseInt): beyond those, malformed
+            raise CorruptCheckpointError(path, i, f"malformed line {_shown(line)}: the partition must be an int32 "
+                                                  f"and the offset an int64")
+        entries[(m.group(1), partition)] = offset   # a repeated entry: the last wins, as Kafka's
     if len(lines) - 2 != count:
         raise CorruptCheckpointError(path, 2, f"the count line says {count} entries, the file holds "
                                               f"{len(lines) - 2} entry lines")

@@ -57,6 +57,30 @@ class CommitState:
                 "writers": dict(sorted(self.writers.items()))}
 
 
+# A commit file's fields as the JVM's CommitLogReader.parseState reads them (tests/conformance/commit_files.json
+# pins both): numbers are JSON integers within int64 (never a bool, a float or a string of digits), the
+# writer id a string, a partition key decimal digits within int32 (Java's Integer.parseInt).
+_PARTITION_KEY = re.compile(r"[+-]?[0-9]+")
+
+
+def _integral(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not -(1 << 63) <= value < 1 << 63:
+        raise ValueError(f"{what} is {value!r}, not an integer within int64")
+    return value
+
+
+def _text(value, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} is {value!r}, not a string")
+    return value
+
+
+def _partition(key: str) -> int:
+    if not _PARTITION_KEY.fullmatch(key) or not -(1 << 31) <= int(key) < 1 << 31:
+        raise ValueError(f"partition {key!r} is not an int32")
+    return int(key)
+
+
 def commits_dir(root: str | os.PathLike, topic: str) -> Path:
     return Path(root) / META_DIR / "commits" / validate_topic(topic)
 
@@ -89,10 +113,12 @@ class CommitLog:
         try:
             doc = json.loads(raw)
             state = CommitState(
-                seq=int(doc["seq"]), writer_id=str(doc["writer_id"]), batch_id=int(doc["batch_id"]),
-                end_offsets={int(p): int(o) for p, o in doc["end_offsets"].items()},
-                writers={str(w): int(b) for w, b in doc["writers"].items()}, time=int(doc.get("time", 0)))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                seq=_integral(doc["seq"], "seq"), writer_id=_text(doc["writer_id"], "writer_id"),
+                batch_id=_integral(doc["batch_id"], "batch_id"),
+                end_offsets={_partition(p): _integral(o, "end offset") for p, o in doc["end_offsets"].items()},
+                writers={w: _integral(b, "writer batch") for w, b in doc["writers"].items()},
+                time=_integral(doc.get("time", 0), "time"))
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise CorruptCommitError(f"commit file {path} of topic {self.topic!r} is unreadable: {exc}") from None
         if state.seq != seq:
             raise CorruptCommitError(f"commit file {path} holds seq {state.seq}, not {seq}")

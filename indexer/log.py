@@ -80,7 +80,9 @@ class Log:
     # ------------------------------------------------------------------ opening
     @classmethod
     def open(cls, path: str | os.PathLike, config: Mapping[str, Any] | TopicConfig | None = None, *,
-             readonly: bool = False, lock_timeout: float | None = None) -> "Log":
+             readonly: bool = False, lock_timeout: float | None = None, full_recovery: bool = False) -> "Log":
+        """`full_recovery`: a writable open examines every segment, those below the recovery point too
+        (`seglog recover`; indexer/recovery.py recover_folder)."""
         path = Path(path)
         cfg = config if isinstance(config, TopicConfig) else validate_topic_config(config, where=f"config of {path}")
         check_lock_timeout(lock_timeout, f"partition {path}")   # before anything is created
@@ -98,7 +100,7 @@ class Log:
         make_dirs(path)                  # shared roots: group-writable as the root (fsutil)
         log._lock = partition_lock(path).acquire(lock_timeout)
         try:
-            log._load_writable()
+            log._load_writable(full_recovery)
         except BaseException:
             log._lock.release()
             raise
@@ -162,8 +164,9 @@ class Log:
         self._log_start = max(checkpointed, bases[0] if bases else 0)
         return swaps
 
-    def _load_writable(self) -> None:
-        recovered = recovery.recover_folder(self.path, self.config, self.topic, self.partition)
+    def _load_writable(self, full_recovery: bool = False) -> None:
+        recovered = recovery.recover_folder(self.path, self.config, self.topic, self.partition,
+                                            trust_point=not full_recovery)
         self.recovery_report = recovered.report
         self.recovery_examined = recovered.examined
         self._recovery_point = recovered.recovery_point
@@ -435,13 +438,16 @@ class Log:
         return bases
 
     # ------------------------------------------------------------------ rolling and sealing
-    def _roll_active(self) -> LogSegment:
+    def _roll_active(self, *, seal: bool = True) -> LogSegment:
         old = self._segments.active
         # The segment left behind is sealed now, as Kafka finishes a segment that becomes
         # inactive (seal entry, indexes trimmed: no zero tail a broker could read as "largest
         # timestamp 0", docs/spec.md §2.4). No fsync here (a roll must stay cheap): it joins the
-        # segments the next flush() makes durable, indexes included.
-        old.seal(old.next_offset, durable=False)
+        # segments the next flush() makes durable, indexes included. `seal=False`: retention's roll
+        # of a segment it deletes at once (a crash before the deletion leaves an inactive segment,
+        # which recovery seals).
+        if seal:
+            old.seal(old.next_offset, durable=False)
         # The lookup's running maximum must include what this append wrote to the old segment
         # before the roll, or a live lookup skips past it: retire_active notes it.
         self._segments.retire_active()
@@ -764,9 +770,16 @@ class Log:
         todo = retention.plan(self.retention_facts(), self.config, now_ms() if now is None else now)
         if todo.count == 0:
             return retention.RetentionResult([], self._log_start, todo.blocked_by)
-        if todo.roll_active:
-            self.roll()  # the active segment is deleted only once rolled: a new empty one takes its place
-        deleted = self._delete_oldest(todo.count)
+        if not todo.roll_active:
+            deleted = self._delete_oldest(todo.count)
+            return retention.RetentionResult(deleted, self._log_start, todo.blocked_by)
+        # Every segment expired, the active one too (docs/spec.md §3.7). Deleting needs no new blocks, so
+        # that a volume full of expired records is freed (issue 36 item 9): the others go first (renames);
+        # the active one is deleted only once rolled, and that roll makes empty files only: no seal entry
+        # for a segment deleted at once. The checkpoint, which needs room, is written after each rename.
+        deleted = self._delete_oldest(todo.count - 1) if todo.count > 1 else []
+        self._roll_active(seal=False)
+        deleted += self._delete_oldest(1)
         return retention.RetentionResult(deleted, self._log_start, todo.blocked_by)
 
     def retention_blocked(self, now: int | None = None) -> int | None:

@@ -67,9 +67,13 @@ def recover(d: Path, config, topic: str | None, partition: int | None) -> list[s
     return recover_folder(d, config, topic, partition).report
 
 
-def recover_folder(d: Path, config, topic: str | None, partition: int | None) -> Recovered:
+def recover_folder(d: Path, config, topic: str | None, partition: int | None, *,
+                   trust_point: bool = True) -> Recovered:
     """`recover`, from one listing of the folder (listed again only after a step that changed it),
-    trusting the segments wholly below the recovery point (indexer/recovery_point.py) unexamined."""
+    trusting the segments wholly below the recovery point (indexer/recovery_point.py) unexamined, as
+    Kafka's loader does (LogSegment.sanityCheck skips their indexes). `trust_point=False` (`seglog
+    recover`, the explicit repair): every segment examined, so a damaged index below the point (an
+    odd length, found by `verify`) is rebuilt too."""
     report: list[str] = []
     point = 0
     if topic is not None:
@@ -95,7 +99,7 @@ def recover_folder(d: Path, config, topic: str | None, partition: int | None) ->
     # Wholly below the recovery point (the next segment's base at or below it): durable and sealed, no
     # recovery scan, not even a stat. One whose index the listing lacks (deleted by hand, or by a tool)
     # is examined as before. The last segment is always examined.
-    below = max(0, bisect.bisect_right(bases, point) - 1) if bases else 0
+    below = max(0, bisect.bisect_right(bases, point) - 1) if bases and trust_point else 0
     examine = sorted(set(bases[:below]) - listing.indexed) + bases[below:]
     for base in examine:
         i = bisect.bisect_left(bases, base)

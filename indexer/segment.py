@@ -155,10 +155,14 @@ class LogSegment:
         # The active segment's indexes are preallocated; any other is taken as found (an
         # inactive one keeps its zero tail until sealed, a sealed one is trimmed).
         prealloc = True if (writable and active) else None
+        # A reader takes the indexes of an empty .log as empty when they are missing: the state a roll
+        # passes through (Kafka creates a new segment's indexes lazily, a crash may stop there), with
+        # nothing to index. A non-empty .log without its index is reported (segment_list).
+        empty = not writable and self.size == 0
         self.offset_index = OffsetIndex(stem + INDEX_SUFFIX + file_suffix, base_offset, index_bytes,
-                                        writable=writable, preallocate=prealloc)
+                                        writable=writable, preallocate=prealloc, absent_is_empty=empty)
         self.time_index = TimeIndex(stem + TIME_INDEX_SUFFIX + file_suffix, base_offset, index_bytes,
-                                    writable=writable, preallocate=prealloc)
+                                    writable=writable, preallocate=prealloc, absent_is_empty=empty)
         # Offsets dense from batch to batch (each base = the previous last + 1), checked on every
         # walk; False for a partition compaction may have left gaps in (indexer/compaction/cleaner_checkpoint.py).
         self.dense = True

@@ -174,6 +174,10 @@ def header_problem(header: BatchHeader) -> str | None:
                 f"({header.record_count - 1})")
     if header.base_offset < 0:
         return f"negative base offset {header.base_offset}"
+    if header.base_offset > INT64_MAX - header.last_offset_delta:
+        # the last offset must be an int64: checked before anything computes with it (native._header_ok too)
+        return (f"baseOffset {header.base_offset} + lastOffsetDelta {header.last_offset_delta} is beyond "
+                f"the largest offset {INT64_MAX}")
     if (header.attributes & COMPRESSION_CODEC_MASK) == 0 and \
             header.record_count > header.batch_length - MIN_BATCH_LENGTH:
         # an uncompressed record takes at least one byte

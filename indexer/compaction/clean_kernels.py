@@ -107,6 +107,11 @@ def _walk(a, positions, n, batch, offset, ts, kpos, klen, tomb, odpos, rend):
     return OK if r == n else ERROR
 
 
+# A record's smallest encoding: its length, attributes, timestamp delta, offset delta, key length,
+# value length and header count, one byte each.
+_MIN_RECORD_BYTES = 7
+
+
 class Records:
     """Per-record arrays of one walk (see `walk_records`)."""
     __slots__ = ("batch", "offset", "ts", "kpos", "klen", "tomb", "odpos", "rend")
@@ -125,6 +130,10 @@ class Records:
 def walk_records(a: np.ndarray, positions: np.ndarray, n: int) -> Records | None:
     """The records of the uncompressed batches at `positions` in the uint8 array `a` (n records in
     all, from the headers' counts); None on any structural fault (the caller's reference path names it)."""
+    if n > len(a) // _MIN_RECORD_BYTES:
+        # The counts claim more records than the bytes can hold (a compressed batch's count is not
+        # bounded by its compressed length): never arrays sized by such a claim.
+        return None
     rec = Records(n)
     status = _walk(native.readonly(a), native.readonly(np.ascontiguousarray(positions, dtype=np.int64)), n,
                    rec.batch, rec.offset, rec.ts, rec.kpos, rec.klen, rec.tomb, rec.odpos, rec.rend)

@@ -20,11 +20,12 @@ Invariants kept here:
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seglog.errors import CompactionError, OffsetOutOfRangeError
+from seglog.errors import CompactionError, CorruptRecordError, OffsetOutOfRangeError
 from seglog.indexer.compaction import clean_plan, clean_swap, swap_gate
 from seglog.indexer.compaction.swap_gate import SwapGate
 from seglog.indexer.locks import maintenance_lock
@@ -125,6 +126,16 @@ def _chunks_with_last(seg: LogSegment):
         yield prev, True
 
 
+@contextlib.contextmanager
+def _naming(seg: LogSegment, pos: int):
+    """A record fault the decoders find in a chunk (they know positions in the chunk only) named with the
+    segment's file and the chunk's position in it."""
+    try:
+        yield
+    except CorruptRecordError as exc:
+        raise CorruptRecordError(f"{seg.log_path}: in the batches read from position {pos}: {exc}") from exc
+
+
 def _open_transaction(scan, fates) -> bool:
     attrs = scan.attributes
     for k in ((attrs & TRANSACTIONAL_FLAG_MASK != 0) & (attrs & CONTROL_FLAG_MASK == 0)).nonzero()[0].tolist():
@@ -206,11 +217,12 @@ def _clean(log, now: int | None, dedupe_buffer_bytes: int, force: bool, gate: Sw
             if f.base < plan.first_dirty or f.next_offset > plan.first_uncleanable:
                 continue
             seg = log.segment(f.base)
-            for _, buf, scan in read_checked(seg, 0, seg.base_offset - 1):
+            for pos, buf, scan in read_checked(seg, 0, seg.base_offset - 1):
                 if _open_transaction(scan, fates):
                     open_txn = True       # Kafka cleans only below the first unstable offset
                     break
-                map_chunk(buf, scan, aborted_batches(scan, fates), plan.first_dirty, builder)
+                with _naming(seg, pos):
+                    map_chunk(buf, scan, aborted_batches(scan, fates), plan.first_dirty, builder)
             if open_txn:
                 builder.drop_segment()
                 break
@@ -273,9 +285,10 @@ def _clean_group(log, group: list[clean_plan.CleanFacts], ctx: FilterContext, fa
             for k, f in enumerate(group):
                 seg = log.segment(f.base)
                 stats[0] += seg.size
-                for (_, buf, scan), last_chunk in _chunks_with_last(seg):
-                    chunk = filter_chunk(buf, scan, ctx, aborted_batches(scan, fates),
-                                         keep_last=last_chunk and k == len(group) - 1)
+                for (pos, buf, scan), last_chunk in _chunks_with_last(seg):
+                    with _naming(seg, pos):
+                        chunk = filter_chunk(buf, scan, ctx, aborted_batches(scan, fates),
+                                             keep_last=last_chunk and k == len(group) - 1)
                     stats[1] += chunk.records_read
                     stats[2] += chunk.records_read - chunk.records_kept
                     if chunk.num_batches:

@@ -77,8 +77,10 @@ def _reserve(fd: int, path: str, size: int, target: int) -> None:
             os.ftruncate(fd, size)     # leave the file as it was
         except OSError:
             pass
-        raise StorageError(f"{path}: cannot reserve {target - size} bytes for the index "
-                           f"({exc.strerror}); free space on the filesystem, or lower segment.index.bytes") from None
+        err = StorageError(f"{path}: cannot reserve {target - size} bytes for the index "
+                           f"({exc.strerror}); free space on the filesystem, or lower segment.index.bytes")
+        err.errno = exc.errno      # ENOSPC stays recognisable (the sidecar defers what needs room)
+        raise err from None
 
 
 class IndexFullError(SeglogError):
@@ -114,7 +116,7 @@ class MmapIndex:
     KIND: ClassVar[str] = "index"
 
     def __init__(self, path: str | os.PathLike, base_offset: int, max_index_size: int, *,
-                 writable: bool = True, preallocate: bool = True) -> None:
+                 writable: bool = True, preallocate: bool = True, absent_is_empty: bool = False) -> None:
         es = self.ENTRY_SIZE
         self._path = os.fspath(path)   # a string: opening an index is on the lookup path, pathlib is slow
         self._base = int(base_offset)
@@ -132,7 +134,15 @@ class MmapIndex:
         # Readonly opens take it from `preallocate` (pass False for a sealed segment).
         self._preallocated = bool(preallocate)  # None: as found (see below)
         flags = (os.O_RDWR | os.O_CREAT) if self._writable else os.O_RDONLY
-        self._fd = create_file(self._path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)   # fsutil: shared roots
+        try:
+            self._fd = create_file(self._path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)   # fsutil: shared roots
+        except FileNotFoundError:
+            # `absent_is_empty` (a reader of a segment whose .log is empty): the index is not there
+            # yet, as Kafka creates a new segment's indexes lazily; it holds no entry, and an empty
+            # file (os.devnull) is what a reader reads as none.
+            if self._writable or not absent_is_empty:
+                raise
+            self._fd = os.open(os.devnull, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
             size = os.fstat(self._fd).st_size
             self._size_problems: list[str] = []

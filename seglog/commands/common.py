@@ -97,10 +97,10 @@ def open_tiered(part: Partition):
     return open_readonly(part)
 
 
-def open_writable(part: Partition, lock_timeout: float | None):
+def open_writable(part: Partition, lock_timeout: float | None, *, full_recovery: bool = False):
     from seglog.indexer import Log
 
-    return Log.open(part.path, topic_config(part), lock_timeout=lock_timeout)
+    return Log.open(part.path, topic_config(part), lock_timeout=lock_timeout, full_recovery=full_recovery)
 
 
 def key_values(items: list[str], option: str = "--config") -> dict[str, str]:

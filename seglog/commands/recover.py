@@ -1,6 +1,7 @@
 """`seglog recover ROOT|PARTITION_DIR [--topic T]`: open every partition writable, which runs
-recovery (docs/spec.md §3.8: torn tails cut, indexes rebuilt, interrupted truncations finished), and print
-each partition's recovery report. Takes each partition's lock in turn (waits up to --lock-timeout).
+recovery (docs/spec.md §3.8: torn tails cut, indexes rebuilt, interrupted truncations finished) over
+every segment, those below the recovery point included, and print each partition's recovery report.
+Takes each partition's lock in turn (waits up to --lock-timeout).
 """
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ def run(args) -> int:
     failed = repaired = 0
     for part in progress(parts, len(parts), "recover"):
         try:
-            with open_writable(part, args.lock_timeout) as log:
+            # every segment examined, those below the recovery point too: a damaged index `verify`
+            # found there is rebuilt (a writable open trusts them, as Kafka's loader does)
+            with open_writable(part, args.lock_timeout, full_recovery=True) as log:
                 report = list(log.recovery_report)
         except (SeglogError, OSError) as exc:
             print(f"{part.name}: FAILED: {exc}")

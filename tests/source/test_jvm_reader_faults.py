@@ -273,3 +273,29 @@ def test_a_segment_with_timestamps_under_an_empty_trimmed_time_index_is_read_by_
     with Log.open(part, readonly=True) as log:
         assert log.offset_for_timestamp(T0 + 9) == 9
     assert jvm_offsets(spark, root, startingTimestamp=T0 + 9) == list(range(9, 32))
+
+
+def test_newest_log_created_without_its_indexes_reads_every_record(spark, tmp_path):
+    """A roll creates the new segment's .log before Kafka's lazily created indexes (or a crash stops
+    there): a 0-byte newest .log without index files is a legal state. Every reader reads every record
+    (issue 36 item 10): the core's read-only open, `seglog describe` and `verify`, and format("seglog")."""
+    from tests.cli.helpers import seglog
+
+    part, bases = build(tmp_path)
+    (part / f"{N:020d}.log").write_bytes(b"")                 # rolled at 300, no .index, no .timeindex yet
+    assert core_read(part) == list(range(N))
+    with Log.open(part, readonly=True) as log:
+        assert log.segment_bases() == bases + [N] and log.log_end_offset == N
+        assert log.offset_for_timestamp(T0 + 100_000) == 70
+    described = seglog("describe", tmp_path)
+    assert described.returncode == 0, described.stdout + described.stderr
+    assert "offsets: start 0, end 300" in described.stdout and "ERROR" not in described.stdout
+    verified = seglog("verify", tmp_path)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert jvm_offsets(spark, tmp_path) == list(range(N))
+    assert jvm_offsets(spark, tmp_path, startingTimestamp=T0 + 100_000) == list(range(70, N))
+    assert not (part / f"{N:020d}.index").exists()            # readers create nothing
+    # a non-empty .log without its index stays a reported fault (segment_list)
+    (part / f"{bases[-1]:020d}.index").unlink()
+    with pytest.raises(CorruptIndexError, match=r"00000000000000000240\.index: the offset index of segment 240 is missing"):
+        core_read(part)

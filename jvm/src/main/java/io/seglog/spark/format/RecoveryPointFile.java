@@ -2,10 +2,7 @@ package io.seglog.spark.format;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.util.List;
 
 /**
  * A partition's recovery point, {@code <partition>/recovery-point-offset-checkpoint} (docs/format.md
@@ -19,26 +16,18 @@ public final class RecoveryPointFile {
 
     private RecoveryPointFile() {}
 
-    /** The point the file holds for this partition, or 0 (nothing trusted) when it holds none. */
+    /** The point the file holds for this partition, or 0 (nothing trusted) when it holds none: missing,
+     *  unreadable, malformed ({@link LogStartCheckpoint#parse}, the core's reader), or not exactly one entry, this
+     *  partition's, at or above 0 (indexer/recovery_point.py read_recovery_point). */
     public static long read(Path dir, String topic, int partition) {
-        List<String> lines;
+        java.util.Map<String, Long> entries;
         try {
-            lines = Files.readAllLines(dir.resolve(NAME), StandardCharsets.UTF_8);
-        } catch (NoSuchFileException e) {
-            return 0;
-        } catch (IOException e) {
+            entries = LogStartCheckpoint.parse(dir.resolve(NAME));
+        } catch (IOException | CorruptCheckpointException e) {
             return 0;
         }
-        if (lines.size() != 3 || !lines.get(0).equals("0") || !lines.get(1).equals("1")) return 0;
-        String[] f = lines.get(2).split(" ");
-        try {
-            if (f.length == 3 && f[0].equals(topic) && Integer.parseInt(f[1]) == partition) {
-                return Math.max(0, Long.parseLong(f[2]));
-            }
-        } catch (NumberFormatException e) {
-            return 0;
-        }
-        return 0;
+        Long point = entries.get(topic + "-" + partition);
+        return point == null || point < 0 || entries.size() != 1 ? 0 : point;
     }
 
     /** Lower the point to {@code offset} when it is above it (temp file, force, rename, folder fsync). */

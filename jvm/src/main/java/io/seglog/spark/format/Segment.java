@@ -109,10 +109,11 @@ public final class Segment implements Closeable {
         try {
             records = FileRecords.open(log.toFile(), false);
             OffsetIndexFile offsetIndex;
-            try (FileChannel ch = openIndex(dir, base, ".index", "offset index", log)) {
+            boolean emptyLog = records.sizeInBytes() == 0;
+            try (FileChannel ch = openIndex(dir, base, ".index", "offset index", log, emptyLog)) {
                 offsetIndex = OffsetIndexFile.read(ch, base);
             }
-            timeIndex = openIndex(dir, base, ".timeindex", "time index", log);
+            timeIndex = openIndex(dir, base, ".timeindex", "time index", log, emptyLog);
             Segment seg = new Segment(base, dense, maxLeaderEpoch, log, records, offsetIndex, timeIndex);
             records = null;
             timeIndex = null;
@@ -197,7 +198,11 @@ public final class Segment implements Closeable {
         return where;
     }
 
-    private static FileChannel openIndex(Path dir, long base, String suffix, String what, Path log) throws IOException {
+    /** {@code emptyLog}: the {@code .log} was empty when opened. Its missing index is then read as an empty one
+     *  (the state a roll passes through: Kafka creates a new segment's indexes lazily, a crash may stop there),
+     *  nothing to index; as the core's read-only open (indexer/segment.py). */
+    private static FileChannel openIndex(Path dir, long base, String suffix, String what, Path log, boolean emptyLog)
+            throws IOException {
         Path file = dir.resolve(fileName(base, suffix));
         for (int attempt = 0; ; attempt++) {
             try {
@@ -206,6 +211,7 @@ public final class Segment implements Closeable {
                 if (!Files.exists(log)) {
                     throw new SegmentGoneException(log + " was deleted while the log was read", e);
                 }
+                if (emptyLog) return FileChannel.open(Path.of("/dev/null"), StandardOpenOption.READ);
                 if (attempt == INDEX_SETTLE_WAITS_MS.length) {
                     throw new CorruptLogException(file + ": the " + what + " of segment " + base + " is missing while its "
                         + ".log (" + log + ") is there; a writable open rebuilds it from the .log (`seglog recover`; "
