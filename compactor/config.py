@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from seglog.conf import TopicConfig, load_yaml, validate_topic_config
 from seglog.conf.limits import INT32_MAX
 from seglog.conf.topic_config import int_from_text
-from seglog.errors import ConfigError, InvalidTopicError
+from seglog.errors import ConfigError, InvalidTopicError, shown
 from seglog.indexer.names import validate_topic
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def _nearest(key: str, known: tuple[str, ...] | list[str]) -> str:
 
 
 def _unknown(where: str, key: object, known: tuple[str, ...] | list[str]) -> ConfigError:
-    return ConfigError(f"{where}: unknown key '{key}'{_nearest(str(key), known)}; "
+    return ConfigError(f"{where}: unknown key {shown(str(key))}{_nearest(str(key), known)}; "
                        f"known keys: {', '.join(known)}")
 
 
@@ -133,16 +133,16 @@ def _mapping(where: str, name: str, value: Any) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ConfigError(f"{where}: '{name}' = {value!r} is not a mapping; expected a mapping of keys to values")
+        raise ConfigError(f"{where}: '{name}' = {shown(value)} is not a mapping; expected a mapping of keys to values")
     return value
 
 
 def _int(where: str, key: str, value: Any, low: int, high: int) -> int:
     value = int_from_text(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{where}: '{key}' = {value!r} is not an integer; allowed: an integer from {low} to {high}")
+        raise ConfigError(f"{where}: '{key}' = {shown(value)} is not an integer; allowed: an integer from {low} to {high}")
     if not low <= value <= high:
-        raise ConfigError(f"{where}: '{key}' = {value} is out of range; allowed: an integer from {low} to {high}")
+        raise ConfigError(f"{where}: '{key}' = {shown(value)} is out of range; allowed: an integer from {low} to {high}")
     return value
 
 
@@ -164,7 +164,7 @@ def _http(where: str, raw: Mapping[str, Any]) -> HttpConfig:
         values[str(key)] = value
     host = values["host"]
     if not isinstance(host, str) or not host.strip():
-        raise ConfigError(f"{where}: 'http.host' = {host!r} is not allowed; allowed: a host name or IP address "
+        raise ConfigError(f"{where}: 'http.host' = {shown(host)} is not allowed; allowed: a host name or IP address "
                           f"to listen on (0.0.0.0 for every interface)")
     port = _int(where, "http.port", values["port"], 0, 65535)
     return HttpConfig(host=host.strip(), port=port)
@@ -174,7 +174,7 @@ def _root(where: str, value: Any, base_dir: Path | None) -> Path:
     if value is None:
         raise ConfigError(f"{where}: 'root' is required: the folder the sink writes to")
     if not isinstance(value, (str, Path)) or not str(value).strip():
-        raise ConfigError(f"{where}: 'root' = {value!r} is not allowed; allowed: a folder path (string)")
+        raise ConfigError(f"{where}: 'root' = {shown(value)} is not allowed; allowed: a folder path (string)")
     path = Path(str(value).strip()).expanduser()
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path  # a relative root is relative to the configuration file
