@@ -75,8 +75,12 @@ SCHEDULE_RULES: Mapping[str, _IntRule] = MappingProxyType({
     "leader.retry.interval.ms": _IntRule(1_000, 10, 600_000, "retry the leader lock"),
 })
 
-HTTP_KEYS = ("host", "port")
-HTTP_DEFAULTS: Mapping[str, Any] = MappingProxyType({"host": "127.0.0.1", "port": 9400})
+# http: where the endpoints listen, and what bounds a client (compactor/http.py): a connection that
+# sends nothing for read.timeout.ms is closed, and past max.connections at once a new one is answered
+# 503 and closed, so slow or idle clients cannot hold threads without bound.
+HTTP_KEYS = ("host", "port", "read.timeout.ms", "max.connections")
+HTTP_DEFAULTS: Mapping[str, Any] = MappingProxyType({"host": "127.0.0.1", "port": 9400, "read.timeout.ms": 10_000,
+                                                     "max.connections": 64})
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,8 @@ class Schedule:
 class HttpConfig:
     host: str
     port: int  # 0: the operating system picks a free port (logged at start-up)
+    read_timeout_ms: int = 10_000
+    max_connections: int = 64
 
 
 @dataclass(frozen=True)
@@ -167,7 +173,9 @@ def _http(where: str, raw: Mapping[str, Any]) -> HttpConfig:
         raise ConfigError(f"{where}: 'http.host' = {shown(host)} is not allowed; allowed: a host name or IP address "
                           f"to listen on (0.0.0.0 for every interface)")
     port = _int(where, "http.port", values["port"], 0, 65535)
-    return HttpConfig(host=host.strip(), port=port)
+    read_timeout_ms = _int(where, "http.read.timeout.ms", values["read.timeout.ms"], 100, 600_000)
+    max_connections = _int(where, "http.max.connections", values["max.connections"], 1, 10_000)
+    return HttpConfig(host=host.strip(), port=port, read_timeout_ms=read_timeout_ms, max_connections=max_connections)
 
 
 def _root(where: str, value: Any, base_dir: Path | None) -> Path:
