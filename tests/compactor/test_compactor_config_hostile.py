@@ -107,3 +107,20 @@ def test_shown_never_walks_a_shared_structure():
     started = time.monotonic()
     assert len(shown(value)) <= 80
     assert time.monotonic() - started < 1
+
+
+@pytest.mark.parametrize("raw", [b"[" * 100_000 + b"]" * 100_000,
+                                 b'{"name": "events", "partitions": ' + b"9" * 5000 + b"}",
+                                 b"[1, 2]"], ids=["deep", "huge_int", "not_an_object"])
+def test_a_hostile_recorded_topic_configuration_is_a_typed_error(tmp_path, raw):
+    """The topic configuration the sink recorded (<root>/_seglog/topics/<topic>.json) is read by every
+    sidecar pass: a RecursionError or AttributeError there escaped as a crash."""
+    from seglog.errors import InvalidTopicError
+    from seglog.indexer.topics import load_topic, topic_file
+
+    f = topic_file(tmp_path, "events")
+    f.parent.mkdir(parents=True)
+    f.write_bytes(raw)
+    with pytest.raises(InvalidTopicError, match=r"topic metadata .*events.json is unreadable") as err:
+        load_topic(tmp_path, "events")
+    assert len(str(err.value)) < 400
