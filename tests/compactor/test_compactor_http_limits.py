@@ -159,3 +159,23 @@ def test_http_bounds_are_validated(http, expected):
     with pytest.raises(ConfigError, match=expected):
         parse_config({"root": "/tmp/x", "http": http}, source="test.yaml")
     assert parse_config({"root": "/tmp/x"}).http.max_connections == 64
+
+
+@pytest.mark.parametrize("sidecar", [8], indirect=True)
+def test_a_request_head_sent_a_byte_at_a_time_is_dropped_at_its_deadline(sidecar):
+    """Slowloris: a byte every 0.3 s never trips a 1 s per-read timeout; the head's deadline does."""
+    s = socket.create_connection(("127.0.0.1", sidecar.port), timeout=10)
+    started, closed_at = time.monotonic(), None
+    try:
+        for i in range(40):         # 12 s at most
+            try:
+                s.sendall(b"GET /metrics HTTP/1.1\r\n" if i == 0 else b"X")
+            except OSError:         # reset, then broken pipe: the server closed it
+                closed_at = time.monotonic()
+                break
+            time.sleep(0.3)
+    finally:
+        s.close()
+    assert closed_at is not None, "held for 12 s"
+    assert closed_at - started < TIMEOUT_MS / 1000 + 3
+    assert sidecar.get("/metrics") == 200
