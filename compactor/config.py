@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from seglog.conf import TopicConfig, load_yaml, validate_topic_config
 from seglog.conf.limits import INT32_MAX
 from seglog.conf.topic_config import int_from_text
-from seglog.errors import ConfigError, InvalidTopicError
+from seglog.errors import ConfigError, InvalidTopicError, shown
 from seglog.indexer.names import validate_topic
 
 if TYPE_CHECKING:
@@ -75,8 +75,12 @@ SCHEDULE_RULES: Mapping[str, _IntRule] = MappingProxyType({
     "leader.retry.interval.ms": _IntRule(1_000, 10, 600_000, "retry the leader lock"),
 })
 
-HTTP_KEYS = ("host", "port")
-HTTP_DEFAULTS: Mapping[str, Any] = MappingProxyType({"host": "127.0.0.1", "port": 9400})
+# http: where the endpoints listen, and what bounds a client (compactor/http.py): a connection that
+# sends nothing for read.timeout.ms is closed, and past max.connections at once a new one is answered
+# 503 and closed, so slow or idle clients cannot hold threads without bound.
+HTTP_KEYS = ("host", "port", "read.timeout.ms", "max.connections")
+HTTP_DEFAULTS: Mapping[str, Any] = MappingProxyType({"host": "127.0.0.1", "port": 9400, "read.timeout.ms": 10_000,
+                                                     "max.connections": 64})
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,8 @@ class Schedule:
 class HttpConfig:
     host: str
     port: int  # 0: the operating system picks a free port (logged at start-up)
+    read_timeout_ms: int = 10_000
+    max_connections: int = 64
 
 
 @dataclass(frozen=True)
@@ -125,7 +131,7 @@ def _nearest(key: str, known: tuple[str, ...] | list[str]) -> str:
 
 
 def _unknown(where: str, key: object, known: tuple[str, ...] | list[str]) -> ConfigError:
-    return ConfigError(f"{where}: unknown key '{key}'{_nearest(str(key), known)}; "
+    return ConfigError(f"{where}: unknown key {shown(str(key))}{_nearest(str(key), known)}; "
                        f"known keys: {', '.join(known)}")
 
 
@@ -133,16 +139,16 @@ def _mapping(where: str, name: str, value: Any) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ConfigError(f"{where}: '{name}' = {value!r} is not a mapping; expected a mapping of keys to values")
+        raise ConfigError(f"{where}: '{name}' = {shown(value)} is not a mapping; expected a mapping of keys to values")
     return value
 
 
 def _int(where: str, key: str, value: Any, low: int, high: int) -> int:
     value = int_from_text(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{where}: '{key}' = {value!r} is not an integer; allowed: an integer from {low} to {high}")
+        raise ConfigError(f"{where}: '{key}' = {shown(value)} is not an integer; allowed: an integer from {low} to {high}")
     if not low <= value <= high:
-        raise ConfigError(f"{where}: '{key}' = {value} is out of range; allowed: an integer from {low} to {high}")
+        raise ConfigError(f"{where}: '{key}' = {shown(value)} is out of range; allowed: an integer from {low} to {high}")
     return value
 
 
@@ -164,17 +170,19 @@ def _http(where: str, raw: Mapping[str, Any]) -> HttpConfig:
         values[str(key)] = value
     host = values["host"]
     if not isinstance(host, str) or not host.strip():
-        raise ConfigError(f"{where}: 'http.host' = {host!r} is not allowed; allowed: a host name or IP address "
+        raise ConfigError(f"{where}: 'http.host' = {shown(host)} is not allowed; allowed: a host name or IP address "
                           f"to listen on (0.0.0.0 for every interface)")
     port = _int(where, "http.port", values["port"], 0, 65535)
-    return HttpConfig(host=host.strip(), port=port)
+    read_timeout_ms = _int(where, "http.read.timeout.ms", values["read.timeout.ms"], 100, 600_000)
+    max_connections = _int(where, "http.max.connections", values["max.connections"], 1, 10_000)
+    return HttpConfig(host=host.strip(), port=port, read_timeout_ms=read_timeout_ms, max_connections=max_connections)
 
 
 def _root(where: str, value: Any, base_dir: Path | None) -> Path:
     if value is None:
         raise ConfigError(f"{where}: 'root' is required: the folder the sink writes to")
     if not isinstance(value, (str, Path)) or not str(value).strip():
-        raise ConfigError(f"{where}: 'root' = {value!r} is not allowed; allowed: a folder path (string)")
+        raise ConfigError(f"{where}: 'root' = {shown(value)} is not allowed; allowed: a folder path (string)")
     path = Path(str(value).strip()).expanduser()
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path  # a relative root is relative to the configuration file

@@ -93,7 +93,8 @@ class Service:
 
     def start_http(self) -> None:
         h = self.config.http
-        self.http = EndpointServer(h.host, h.port, self.health, self.ready, self.metrics.render)
+        self.http = EndpointServer(h.host, h.port, self.health, self.ready, self.metrics.render,
+                                   read_timeout_s=h.read_timeout_ms / 1000, max_connections=h.max_connections)
         self.http.start()
         host, port = self.http.address
         event("http.listening", host=host, port=port, paths=["/healthz", "/readyz", "/metrics"])

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from seglog.conf.files import default_file, load_yaml
 from seglog.conf.limits import INT32_MAX, INT64_MAX
-from seglog.errors import ConfigError
+from seglog.errors import ConfigError, shown
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,10 @@ def int_from_text(value: Any) -> Any:
     """An integer's text form as int (Spark options, properties files and YAML strings give text);
     anything else unchanged, for the caller's type check to refuse with the key's name."""
     if isinstance(value, str) and _INT_TEXT.fullmatch(value.strip()):
-        return int(value.strip())
+        try:
+            return int(value.strip())
+        except ValueError:      # past Python's int max str digits (4300): no seglog integer is that long
+            return value
     return value
 
 
@@ -152,7 +155,7 @@ def _bool_from_text(value: Any) -> Any:
 def _check(key: str, value: Any, where: str) -> Any:
     rule = RULES.get(key)
     if rule is None:
-        raise ConfigError(f"{where}: unknown configuration key '{key}'{_nearest(key)}; "
+        raise ConfigError(f"{where}: unknown configuration key {shown(str(key))}{_nearest(key)}; "
                           f"known keys: {', '.join(sorted(RULES))}")
     if value is None and rule.nullable:
         return None
@@ -161,33 +164,33 @@ def _check(key: str, value: Any, where: str) -> Any:
     if rule.kind is float:
         value = _float_from_text(value)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-            raise ConfigError(f"{where}: '{key}' = {value!r} is not a number; allowed: {rule.describe()}")
+            raise ConfigError(f"{where}: '{key}' = {shown(value)} is not a number; allowed: {rule.describe()}")
         value = float(value)
         if not (rule.low <= value <= rule.high):
-            raise ConfigError(f"{where}: '{key}' = {value} is out of range; allowed: {rule.describe()}")
+            raise ConfigError(f"{where}: '{key}' = {shown(value)} is out of range; allowed: {rule.describe()}")
     elif rule.kind is bool:
         value = _bool_from_text(value)
         if not isinstance(value, bool):
-            raise ConfigError(f"{where}: '{key}' = {value!r} is not a boolean; allowed: {rule.describe()}")
+            raise ConfigError(f"{where}: '{key}' = {shown(value)} is not a boolean; allowed: {rule.describe()}")
     elif rule.kind is int:
         # Accept ints and their string form (Spark options and properties files give strings),
         # refuse bools and floats, which would hide a mistake.
         value = int_from_text(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}: '{key}' = {value!r} is not an integer; "
+            raise ConfigError(f"{where}: '{key}' = {shown(value)} is not an integer; "
                               f"allowed: {rule.describe()}")
         if not (rule.low <= value <= rule.high):
-            raise ConfigError(f"{where}: '{key}' = {value} is out of range; allowed: {rule.describe()}")
+            raise ConfigError(f"{where}: '{key}' = {shown(value)} is out of range; allowed: {rule.describe()}")
     else:
         if not isinstance(value, str):
-            raise ConfigError(f"{where}: '{key}' = {value!r} is not a string; allowed: {rule.describe()}")
+            raise ConfigError(f"{where}: '{key}' = {shown(value)} is not a string; allowed: {rule.describe()}")
         if rule.choices and value not in rule.choices:
             hint = _HINTS.get((key, value), "")
-            raise ConfigError(f"{where}: '{key}' = {value!r} is not allowed; allowed: {rule.describe()}{hint}")
+            raise ConfigError(f"{where}: '{key}' = {shown(value)} is not allowed; allowed: {rule.describe()}{hint}")
     if rule.extra is not None:
         problem = rule.extra(value)
         if problem:
-            raise ConfigError(f"{where}: '{key}' = {value!r}: {problem}")
+            raise ConfigError(f"{where}: '{key}' = {shown(value)}: {problem}")
     return value
 
 

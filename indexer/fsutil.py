@@ -28,6 +28,7 @@ from typing import BinaryIO
 
 _GROUP_RW = stat.S_IRGRP | stat.S_IWGRP
 _GROUP_RWX = stat.S_IRWXG
+LOCK_FILE_MODE = 0o600      # a lock file's mode in a private folder (open_lock_file); 0660 in a shared one
 
 
 def temp_path(path: str | os.PathLike) -> Path:
@@ -84,17 +85,23 @@ def open_new(path: str | os.PathLike) -> BinaryIO:
 
 
 def open_lock_file(path: str | os.PathLike) -> int:
-    """A descriptor to flock `path` on, created under the rule above if missing. A lock file this
-    user may not write (another user created it in a folder that was not shared, or before this
-    rule) is opened read-only: an exclusive flock needs no write access on a local filesystem."""
+    """A descriptor to flock `path` on, open for writing, the file created if missing. Only a user who
+    may write a lock file may hold its lock: flock(2) takes any descriptor, read-only too, so a lock
+    file others may read is one anyone can hold (a user who could read the root stopped every writer
+    and the sidecar); Kafka's log-dir lock opens its file for writing too. So a lock file is
+    LOCK_FILE_MODE (0600), with the group's read and write in a shared folder (0660, the rule above),
+    and one of an older seglog (0644) is narrowed to that by its owner when opened. A user who may
+    not write the file gets PermissionError (never a read-only descriptor)."""
+    fd = create_file(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, LOCK_FILE_MODE)
     try:
-        return create_file(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
-    except PermissionError:
-        try:
-            return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            pass
+        st = os.fstat(fd)
+        want = LOCK_FILE_MODE | (_GROUP_RW if group_shared(os.path.dirname(os.fspath(path)) or ".") else 0)
+        if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != want:
+            os.fchmod(fd, want)         # only its owner may; another user's file keeps its creator's mode
+    except BaseException:
+        os.close(fd)
         raise
+    return fd
 
 
 def make_dirs(path: str | os.PathLike) -> None:

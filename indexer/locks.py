@@ -56,7 +56,12 @@ class FileLock:
         if self._fd is not None:
             return self
         make_dirs(self.path.parent)             # shared roots: fsutil's rule (group-writable)
-        fd = open_lock_file(self.path)
+        try:
+            fd = open_lock_file(self.path)
+        except PermissionError as exc:
+            raise StorageError(
+                f"{self.what}: cannot open lock file {self.path} for writing ({exc.strerror}); only a user "
+                f"who may write a lock file may take its lock (docs/spec.md §4)") from None
         deadline = None if timeout is None else time.monotonic() + timeout
         poll = _FIRST_POLL_SECONDS
         try:

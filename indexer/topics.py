@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from seglog.conf.topic_config import TopicConfig, requested_topic_config, validate_topic_config
-from seglog.errors import InvalidTopicError
+from seglog.errors import InvalidTopicError, shown
 from seglog.indexer.fsutil import fsync_dir, make_dirs, open_new, temp_path
 from seglog.indexer.names import META_DIR, colliding_topic, validate_topic
 
@@ -67,8 +67,9 @@ def _parse(path: Path, raw: bytes) -> TopicMetadata:
             config["compression.type"] = "uncompressed"
         meta = TopicMetadata(name=str(doc["name"]), partitions=int(doc["partitions"]),
                              config=config, created_ms=int(doc.get("created_ms", 0)))
-    except (ValueError, KeyError, TypeError) as exc:
-        raise InvalidTopicError(f"topic metadata {path} is unreadable: {exc}") from None
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:   # nested 10,000 deep: RecursionError
+        raise InvalidTopicError(f"topic metadata {path} is unreadable: {type(exc).__name__}: "
+                                f"{shown(str(exc), 200)}") from None
     _check_partitions(meta.name, meta.partitions)
     return meta
 

@@ -93,3 +93,28 @@ class RemoteTierUnavailableError(StorageError):
 class ConnectorJarError(SeglogError):
     """seglog's Spark connector jar (seglog/jars/seglog-spark.jar) is missing, or a Spark session runs
     another version of it than the installed seglog."""
+
+
+_SHOWN_CHARS = 80   # a message shows at most this much of a bad value
+
+
+def shown(value: object, limit: int = _SHOWN_CHARS) -> str:
+    """`repr(value)` for an error message, bounded: at most `limit` characters, built without ever
+    making the whole repr (a value from an untrusted file may be huge, deeply nested or shared many
+    times over; Python refuses str() of an int past 4300 digits). The one home of this rule."""
+    import reprlib
+
+    class _Bounded(reprlib.Repr):
+        def repr_int(self, x: int, level: int) -> str:
+            if x.bit_length() > 128:
+                return f"<an integer of {x.bit_length()} bits>"
+            return repr(x)
+
+    r = _Bounded()
+    r.maxlevel, r.maxdict, r.maxlist, r.maxtuple, r.maxset = 2, 4, 4, 4, 4
+    r.maxstring = r.maxother = limit
+    try:
+        text = r.repr(value)
+    except Exception:   # a value whose repr fails is still named, by its type
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -61,9 +61,11 @@ def test_files_follow_their_folder(shared, private):
             fh.write(b"x")
         atomic_write(root / "log-start-offset-checkpoint", b"0\n0\n")
         os.close(open_lock_file(root / "p.lock"))
-    for name in ("00000000000000000000.log", ".tmp-1", "log-start-offset-checkpoint", "p.lock"):
+    for name in ("00000000000000000000.log", ".tmp-1", "log-start-offset-checkpoint"):
         assert mode(shared / name) == 0o664, (name, oct(mode(shared / name)))
         assert mode(private / name) == 0o644, (name, oct(mode(private / name)))
+    # lock files: only writers may open them, since whoever can open one can hold its flock
+    assert (mode(shared / "p.lock"), mode(private / "p.lock")) == (0o660, 0o600)
 
 
 def test_another_users_file_is_left_as_it_is(shared):
@@ -85,5 +87,5 @@ def test_lock_in_a_shared_root_is_group_writable_and_works(shared):
     with lock:
         assert lock.held
         assert mode(shared / "_seglog" / "locks") & 0o070 == 0o070
-        assert mode(shared / "_seglog" / "locks" / "events-0.lock") == 0o664
+        assert mode(shared / "_seglog" / "locks" / "events-0.lock") == 0o660
     assert not lock.held

@@ -28,7 +28,6 @@ public final class FileLock implements AutoCloseable {
     private static final int LOCK_EX = 2;
     private static final int LOCK_NB = 4;
     private static final int LOCK_UN = 8;
-    private static final int O_RDONLY = 0;
     private static final int O_RDWR = 2;
     private static final int O_CLOEXEC = 02000000;
     private static final int EACCES = 13;
@@ -40,6 +39,8 @@ public final class FileLock implements AutoCloseable {
         int flock(int fd, int operation) throws LastErrorException;
 
         int close(int fd) throws LastErrorException;
+
+        int geteuid();
     }
 
     private static final class Holder {
@@ -132,29 +133,38 @@ public final class FileLock implements AutoCloseable {
         }
     }
 
-    /** A descriptor to flock on, the file created under the group rule when missing (fsutil's
-     *  open_lock_file); read-only when this user may not write it (a flock needs no write access). */
+    /** A descriptor to flock on, open for writing, the file created when missing (fsutil's open_lock_file,
+     *  where the rule is explained): only a user who may write a lock file may hold its lock, since flock
+     *  takes a read-only descriptor too. The file is 0600 (0660 in a shared folder), and one of an older
+     *  seglog (0644) is narrowed to that by its owner; a user who may not write it gets a StorageException. */
     private int open() {
         try {
             boolean shared = GroupShared.createDirectories(path.getParent());
             try {
-                GroupShared.createNew(path, shared).close();
+                GroupShared.createLockFile(path, shared);
             } catch (FileAlreadyExistsException e) {
                 // another holder made it
             }
         } catch (IOException e) {
             throw new StorageException(what + ": cannot create lock file " + path + ": " + e, e);
         }
+        int opened;
         try {
-            return Holder.LIBC.open(path.toString(), O_RDWR | O_CLOEXEC);
+            opened = Holder.LIBC.open(path.toString(), O_RDWR | O_CLOEXEC);
         } catch (LastErrorException e) {
-            if (e.getErrorCode() != EACCES) throw new StorageException(what + ": cannot open " + path + ": " + e, e);
-        }
-        try {
-            return Holder.LIBC.open(path.toString(), O_RDONLY | O_CLOEXEC);
-        } catch (LastErrorException e) {
+            if (e.getErrorCode() == EACCES) {
+                throw new StorageException(what + ": cannot open lock file " + path + " for writing (permission "
+                        + "denied); only a user who may write a lock file may take its lock (docs/spec.md §4)", e);
+            }
             throw new StorageException(what + ": cannot open " + path + ": " + e, e);
         }
+        try {
+            GroupShared.narrowLockFile(path, Holder.LIBC.geteuid());
+        } catch (IOException | RuntimeException e) {
+            Holder.LIBC.close(opened);
+            throw new StorageException(what + ": cannot set the mode of lock file " + path + ": " + e, e);
+        }
+        return opened;
     }
 
     public void release() {

@@ -8,8 +8,10 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.EnumSet;
 
 /**
  * The permissions of what the write path creates, for a root shared by two users (Spark's uid 185 and
@@ -75,6 +77,28 @@ public final class GroupShared {
             }
         }
         return ch;
+    }
+
+    /** A lock file's mode in a private folder; 0660 in a shared one (indexer/fsutil.py's LOCK_FILE_MODE). */
+    static final int LOCK_FILE_MODE = 0600;
+
+    /** A new, empty lock file ({@code CREATE_NEW}) of mode 0600, 0660 when {@code shared} (FileLock). */
+    static void createLockFile(Path path, boolean shared) throws IOException {
+        Files.createFile(path, PosixFilePermissions.asFileAttribute(
+                EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE)));
+        if (shared) {
+            addMode(path, GROUP_RW);
+        }
+    }
+
+    /** A lock file this process owns set to 0600 (0660 in a shared folder) when it is not: an older
+     *  seglog made them 0644, and a user who may read one may hold its flock. Another user's is left. */
+    static void narrowLockFile(Path path, int euid) throws IOException {
+        int want = LOCK_FILE_MODE | (isShared(path.getParent()) ? GROUP_RW : 0);
+        int mode = (Integer) Files.getAttribute(path, "unix:mode") & 07777;
+        if (mode != want && (Integer) Files.getAttribute(path, "unix:uid") == euid) {
+            Files.setAttribute(path, "unix:mode", want);
+        }
     }
 
     private static void addMode(Path p, int bits) throws IOException {
