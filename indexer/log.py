@@ -30,7 +30,7 @@ from seglog.indexer.compaction.cleaner_checkpoint import may_have_gaps
 from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, MissingKeyError,
                             OffsetOutOfRangeError, ReadOnlyLogError, RecordTooLargeError, SegmentDeletedError,
                             TimestampOutOfRangeError)
-from seglog.indexer.fsutil import fsync_dir, make_dirs
+from seglog.indexer.fsutil import fsync_dir, make_dirs, refuse_symlink
 from seglog.indexer.locks import check_lock_timeout, partition_lock
 from seglog.indexer.names import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, log_bases, log_bases_and_swaps, parse_partition_dir
 from seglog.indexer.codec.records import (CONTROL_FLAG_MASK, INT64_MAX, NO_TIMESTAMP, Record, decode_batch, scan_batches,
@@ -84,6 +84,7 @@ class Log:
         path = Path(path)
         cfg = config if isinstance(config, TopicConfig) else validate_topic_config(config, where=f"config of {path}")
         check_lock_timeout(lock_timeout, f"partition {path}")   # before anything is created
+        refuse_symlink(path)     # a linked partition folder leads to another root's segments (fsutil)
         log = cls(path, cfg, readonly=readonly)
         if may_have_gaps(path, cfg):
             log._segments.dense = False     # compaction's gaps are not faults (docs/spec.md §3.9)

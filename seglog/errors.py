@@ -90,6 +90,21 @@ class RemoteTierUnavailableError(StorageError):
     filesystem, or its native client is missing (for hdfs://: a JVM, Hadoop's libhdfs, its CLASSPATH)."""
 
 
+class SymlinkInRootError(SeglogError):
+    """A symbolic link inside a log root (a segment or index file, a partition folder): seglog never
+    follows one, since it could lead outside the root (docs/spec.md §2.1); nothing is read, written or
+    deleted through it. `path` names the link."""
+
+    def __init__(self, message: str, path: str = ""):
+        super().__init__(message)
+        self.path = path
+
+
+class SegmentNameError(SeglogError, ValueError):
+    """A file named like a segment file (digits, then .log/.index/.timeindex) whose name is not exactly 20
+    digits holding a base offset of at most 2^63-1: Kafka refuses to load such a log, and so does seglog."""
+
+
 class ConnectorJarError(SeglogError):
     """seglog's Spark connector jar (seglog/jars/seglog-spark.jar) is missing, or a Spark session runs
     another version of it than the installed seglog."""
