@@ -68,8 +68,18 @@ def share_created(fd: int, folder: str | os.PathLike) -> None:
 
 def create_file(path: str | os.PathLike, flags: int = os.O_RDWR | os.O_CREAT, mode: int = 0o644) -> int:
     """`os.open(path, flags, mode)`, and with O_CREAT the rule above: the descriptor of a file that
-    is group-writable when its folder is. Without O_CREAT it is only os.open."""
-    fd = os.open(path, flags, mode)
+    is group-writable when its folder is. Never through a symbolic link (O_NOFOLLOW): a link where seglog
+    opens a file of a root (a segment, a lock, metadata) is SymlinkInRootError naming it."""
+    from seglog.errors import SymlinkInRootError
+
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (exc.errno == errno.EEXIST and os.path.islink(path)):
+            raise SymlinkInRootError(f"{path}: a symbolic link inside the log root; seglog never follows one "
+                                     f"(it could lead outside the root): replace it with the file itself",
+                                     os.fspath(path)) from None
+        raise
     if flags & os.O_CREAT:
         try:
             share_created(fd, os.path.dirname(os.fspath(path)) or ".")
@@ -86,18 +96,9 @@ def open_in_root(path: str | os.PathLike, flags: int, mode: int = 0o644) -> int:
     - a file opened for writing is never shared with another name (st_nlink > 1: `seglog import --link`
       hard-links a broker's files): it becomes a private copy first (`break_hard_link`), so an append,
       truncation, index rebuild or seal never changes the other name's bytes."""
-    from seglog.errors import SymlinkInRootError
-
     trunc = flags & os.O_TRUNC          # applied after the link check: O_TRUNC would cut the shared inode
-    flags = (flags & ~os.O_TRUNC) | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = create_file(path, flags, mode)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP or (exc.errno == errno.EEXIST and os.path.islink(path)):
-            raise SymlinkInRootError(f"{path}: a symbolic link inside the log root; seglog never follows one "
-                                     f"(it could lead outside the root): replace it with the file itself",
-                                     os.fspath(path)) from None
-        raise
+    flags = (flags & ~os.O_TRUNC) | os.O_CLOEXEC
+    fd = create_file(path, flags, mode)     # O_NOFOLLOW: a link is SymlinkInRootError
     if flags & (os.O_WRONLY | os.O_RDWR) and os.fstat(fd).st_nlink > 1:
         os.close(fd)
         break_hard_link(path)
@@ -159,7 +160,7 @@ def open_lock_file(path: str | os.PathLike) -> int:
         return create_file(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
     except PermissionError:
         try:
-            return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            return os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
         except OSError:
             pass
         raise

@@ -84,6 +84,20 @@ def test_retention_never_deletes_through_a_symlinked_partition_folder(tmp_path):
         Log.open(root / "t-0", readonly=True)
 
 
+def test_a_symlinked_lock_file_is_refused_and_its_target_never_created(tmp_path):
+    root = tmp_path / "root"
+    write_log(root / "t-0", 1)
+    lock = root / "_seglog" / "locks" / "t-0.lock"
+    assert lock.exists()
+    lock.unlink()
+    target = tmp_path / "elsewhere" / "planted"
+    target.parent.mkdir()
+    lock.symlink_to(target)
+    with pytest.raises(SymlinkInRootError, match="t-0.lock: a symbolic link"):
+        Log.open(root / "t-0")
+    assert not target.exists()
+
+
 # ---------------------------------------------------------------- 6: hard links are broken before a change
 def test_appends_after_import_link_never_change_the_broker_files(tmp_path):
     src = tmp_path / "broker" / "t-0"
