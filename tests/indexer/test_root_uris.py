@@ -38,3 +38,15 @@ def test_every_python_entry_reads_a_file_uri_as_its_path(tmp_path):
         SegmentLogSink("s3://b/log", topic="t")
     with pytest.raises(ConfigError, match="option 'path' = 'file:log'"):
         parse_options({"path": "file:log", "subscribe": "t"})
+
+
+def test_the_cli_reads_a_file_uri_root(tmp_path):
+    from seglog.indexer import Log, Record
+    from tests.cli.helpers import seglog
+
+    with Log.open(tmp_path / "log" / "t-0") as log:
+        log.append([Record(key=b"k", value=b"v", timestamp=1_700_000_000_000)])
+    res = seglog("offsets-for-times", f"file://{tmp_path}/log", "--topic", "t", "--time", "latest")
+    assert res.returncode == 0 and res.stdout.split() == ["t:0:1"], res.stdout + res.stderr
+    res = seglog("describe", "s3://bucket/log")
+    assert res.returncode == 2 and "ROOT = 's3://bucket/log': scheme 's3' is not supported" in res.stderr
