@@ -101,3 +101,24 @@ def test_a_segment_named_past_int64_is_refused_by_the_read(spark, tmp_path):
     shutil.copyfile(root / "events-0" / "00000000000000000000.log", root / "events-0" / "99999999999999999999.log")
     with pytest.raises(Exception, match="99999999999999999999.log"):
         _read(spark, str(root), "events").count()
+
+
+def test_the_storage_api_warns_on_a_topic_the_sink_writes_and_not_elsewhere(spark, tmp_path):
+    """Issue 36 item 4 (in part): records the storage API appended to a sink-written topic sat past the
+    committed end (invisible) and the next write cut them, with no word; the first append now warns, naming
+    the topic. A root no sink writes appends without a warning."""
+    import warnings
+
+    from seglog.errors import CommittedTopicWarning
+    from seglog.indexer.codec.records import Record
+
+    root = tmp_path / "log"
+    _write(_df(spark, 20), str(root), topic="events", partitions=1)
+    with Log.open(root / "events-0") as log:
+        with pytest.warns(CommittedTopicWarning, match="topic 'events' is written through the commit log"):
+            log.append([Record(key=b"k", value=b"v", timestamp=1_700_000_000_000)])
+    plain = tmp_path / "plain"
+    with Log.open(plain / "events-0") as log, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        log.append([Record(key=b"k", value=b"v", timestamp=1_700_000_000_000)])
+        assert log.log_end_offset == 1
