@@ -31,7 +31,9 @@ public final class FileLock implements AutoCloseable {
     private static final int O_RDONLY = 0;
     private static final int O_RDWR = 2;
     private static final int O_CLOEXEC = 02000000;
+    private static final int O_NOFOLLOW = 0400000;   // a symlinked lock file is refused, never followed (RootFiles)
     private static final int EACCES = 13;
+    private static final int ELOOP = 40;
     private static final int EAGAIN = 11;   // EWOULDBLOCK
 
     private interface LibC extends Library {
@@ -146,13 +148,15 @@ public final class FileLock implements AutoCloseable {
             throw new StorageException(what + ": cannot create lock file " + path + ": " + e, e);
         }
         try {
-            return Holder.LIBC.open(path.toString(), O_RDWR | O_CLOEXEC);
+            return Holder.LIBC.open(path.toString(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
         } catch (LastErrorException e) {
+            if (e.getErrorCode() == ELOOP) RootFiles.refuseSymlink(path);
             if (e.getErrorCode() != EACCES) throw new StorageException(what + ": cannot open " + path + ": " + e, e);
         }
         try {
-            return Holder.LIBC.open(path.toString(), O_RDONLY | O_CLOEXEC);
+            return Holder.LIBC.open(path.toString(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         } catch (LastErrorException e) {
+            if (e.getErrorCode() == ELOOP) RootFiles.refuseSymlink(path);
             throw new StorageException(what + ": cannot open " + path + ": " + e, e);
         }
     }
