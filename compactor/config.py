@@ -31,6 +31,7 @@ from seglog.conf.limits import INT32_MAX
 from seglog.conf.topic_config import int_from_text
 from seglog.errors import ConfigError, InvalidTopicError, shown
 from seglog.indexer.names import validate_topic
+from seglog.indexer.root import local_root
 
 if TYPE_CHECKING:
     from seglog.indexer.remote.location import RemoteLocation
@@ -183,7 +184,7 @@ def _root(where: str, value: Any, base_dir: Path | None) -> Path:
         raise ConfigError(f"{where}: 'root' is required: the folder the sink writes to")
     if not isinstance(value, (str, Path)) or not str(value).strip():
         raise ConfigError(f"{where}: 'root' = {shown(value)} is not allowed; allowed: a folder path (string)")
-    path = Path(str(value).strip()).expanduser()
+    path = Path(local_root(str(value).strip(), f"{where}: 'root'")).expanduser()   # file:///data/log is /data/log
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path  # a relative root is relative to the configuration file
     if path.exists() and not path.is_dir():

@@ -20,7 +20,9 @@ and nothing becomes group-writable where the operator did not ask for it.
 """
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import stat
 import time
 from pathlib import Path
@@ -67,8 +69,18 @@ def share_created(fd: int, folder: str | os.PathLike) -> None:
 
 def create_file(path: str | os.PathLike, flags: int = os.O_RDWR | os.O_CREAT, mode: int = 0o644) -> int:
     """`os.open(path, flags, mode)`, and with O_CREAT the rule above: the descriptor of a file that
-    is group-writable when its folder is. Without O_CREAT it is only os.open."""
-    fd = os.open(path, flags, mode)
+    is group-writable when its folder is. Never through a symbolic link (O_NOFOLLOW): a link where seglog
+    opens a file of a root (a segment, a lock, metadata) is SymlinkInRootError naming it."""
+    from seglog.errors import SymlinkInRootError
+
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (exc.errno == errno.EEXIST and os.path.islink(path)):
+            raise SymlinkInRootError(f"{path}: a symbolic link inside the log root; seglog never follows one "
+                                     f"(it could lead outside the root): replace it with the file itself",
+                                     os.fspath(path)) from None
+        raise
     if flags & os.O_CREAT:
         try:
             share_created(fd, os.path.dirname(os.fspath(path)) or ".")
@@ -76,6 +88,63 @@ def create_file(path: str | os.PathLike, flags: int = os.O_RDWR | os.O_CREAT, mo
             os.close(fd)
             raise
     return fd
+
+
+def open_in_root(path: str | os.PathLike, flags: int, mode: int = 0o644) -> int:
+    """The one way seglog opens a segment or index file inside a root (`create_file` otherwise). Two rules:
+    - never through a symbolic link (O_NOFOLLOW): a link found is SymlinkInRootError naming it, and nothing
+      is read, written or truncated through it (a link could lead to any file outside the root);
+    - a file opened for writing is never shared with another name (st_nlink > 1: `seglog import --link`
+      hard-links a broker's files): it becomes a private copy first (`break_hard_link`), so an append,
+      truncation, index rebuild or seal never changes the other name's bytes."""
+    trunc = flags & os.O_TRUNC          # applied after the link check: O_TRUNC would cut the shared inode
+    flags = (flags & ~os.O_TRUNC) | os.O_CLOEXEC
+    fd = create_file(path, flags, mode)     # O_NOFOLLOW: a link is SymlinkInRootError
+    if flags & (os.O_WRONLY | os.O_RDWR) and os.fstat(fd).st_nlink > 1:
+        os.close(fd)
+        break_hard_link(path)
+        fd = create_file(path, flags & ~(os.O_CREAT | os.O_EXCL), mode)
+    if trunc:
+        os.ftruncate(fd, 0)
+    return fd
+
+
+def break_hard_link(path: str | os.PathLike) -> None:
+    """Make `path`, a file with other hard links, a file of its own with the same bytes and mode: copied
+    to a temporary name beside it, fsynced, renamed over it, the folder fsynced. The other names keep the
+    old inode, untouched. The caller holds the partition's lock (no writer races the copy); a reader that
+    has the old file open reads the same bytes."""
+    path = Path(path)
+    tmp = temp_path(path)
+    src = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        mode = stat.S_IMODE(os.fstat(src).st_mode)
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), "wb") as out, \
+                os.fdopen(os.dup(src), "rb") as inp:
+            shutil.copyfileobj(inp, out, 1 << 20)
+            out.flush()
+            os.fchmod(out.fileno(), mode)
+            os.fsync(out.fileno())
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    finally:
+        os.close(src)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def refuse_symlink(path: str | os.PathLike) -> None:
+    """SymlinkInRootError when `path` (a partition folder, say) is a symbolic link: see `open_in_root`."""
+    from seglog.errors import SymlinkInRootError
+
+    if os.path.islink(path):
+        raise SymlinkInRootError(f"{path}: a symbolic link inside the log root; seglog never follows one "
+                                 f"(it could lead outside the root, to another root's segments): replace it "
+                                 f"with the folder itself", os.fspath(path))
 
 
 def open_new(path: str | os.PathLike) -> BinaryIO:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -79,9 +80,25 @@ def kafka_partition_folders(source: str | os.PathLike) -> list[Path]:
         return [src]
     found = [p for p in sorted(src.iterdir()) if p.is_dir() and parse_partition_dir(p.name) is not None
              and not p.name.startswith("__") and p.name != META_DIR]
+    for p in found:
+        _refuse_link(p)
     if not found:
         raise KafkaImportError(f"{src}: no Kafka partition folders (<topic>-<partition>) found")
     return found
+
+
+def _refuse_link(path: Path) -> None:
+    """The import never follows a symbolic link in its source: a link could name any file this process may
+    read (another topic's data, a private key) and copy it into the root for every reader of the root."""
+    if path.is_symlink():
+        raise KafkaImportError(f"{path}: a symbolic link in the import's source; an import never follows one "
+                               f"(it could copy a file from outside the broker's folder into the root); replace "
+                               f"it with the file itself; nothing was imported")
+
+
+def _refuse_links_in(folder: Path) -> None:
+    for entry in os.scandir(folder):
+        _refuse_link(Path(entry.path))
 
 
 @dataclass(frozen=True)
@@ -101,7 +118,7 @@ class _LogFile:
         self.base_offset = base
         self.max_leader_epoch = max_leader_epoch
         self.dense = dense
-        self._fd = os.open(self.log_path, os.O_RDONLY)
+        self._fd = os.open(self.log_path, os.O_RDONLY | os.O_NOFOLLOW)
         self.size = os.fstat(self._fd).st_size
 
     def pread(self, position: int, length: int) -> bytes:
@@ -122,6 +139,7 @@ def _check_partition(folder: Path, log_start_hint: int | None) -> _Checked:
     from seglog.indexer.transactions import OpenTransactions, marker_of
     from seglog.indexer.codec.records import decode_batch
 
+    _refuse_links_in(folder)                   # first: nothing below reads through a link
     bases = log_bases(folder)
     dense = not may_have_gaps(folder, validate_topic_config(None))
     max_epoch = max_leader_epoch(folder)
@@ -187,6 +205,7 @@ def _copy_folder(src: Path, dest: Path, link: bool, private_bases: set[int] = fr
     make_dirs(tmp)
     try:
         for entry in sorted(src.iterdir()):
+            _refuse_link(entry)               # checked before; a link planted since is refused too
             if not entry.is_file():
                 continue
             target = tmp / entry.name
@@ -197,9 +216,10 @@ def _copy_folder(src: Path, dest: Path, link: bool, private_bases: set[int] = fr
                     continue
                 except OSError:
                     pass                      # another filesystem: copy instead
-            shutil.copyfile(entry, target)
+            shutil.copyfile(entry, target, follow_symlinks=False)
             with open(target, "rb+") as fh:
                 share_created(fh.fileno(), tmp)
+                _keep_at_most(fh.fileno(), stat.S_IMODE(entry.lstat().st_mode))
                 os.fsync(fh.fileno())
         if repair is not None:
             repair(tmp)
@@ -209,6 +229,16 @@ def _copy_folder(src: Path, dest: Path, link: bool, private_bases: set[int] = fr
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _keep_at_most(fd: int, source_mode: int) -> None:
+    """A copy is never more readable than its source (a 0600 `.snapshot` stays 0600): the copy's mode, cut to
+    the source's bits, plus the owner's read and write (seglog writes its files) and, in a group-shared root
+    (fsutil), the group's write where the group may read (the sidecar writes the segments)."""
+    allowed = source_mode | stat.S_IRUSR | stat.S_IWUSR | (stat.S_IWGRP if source_mode & stat.S_IRGRP else 0)
+    mode = stat.S_IMODE(os.fstat(fd).st_mode)
+    if mode & ~allowed:
+        os.fchmod(fd, mode & allowed)
 
 
 def _rebuild_indexes(folder: Path, bases: list[int], missing: list[Path], cfg) -> list[str]:

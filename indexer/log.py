@@ -14,6 +14,7 @@ import errno
 import os
 import struct
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -27,10 +28,10 @@ from seglog.indexer.codec.batch_layout import ATTRIBUTES_OFFSET, COMPRESSION_COD
 from seglog.indexer.codec.compression import expansion_headroom, topic_codec
 from seglog.indexer.leader_epochs import checkpoint_max_epoch
 from seglog.indexer.compaction.cleaner_checkpoint import may_have_gaps
-from seglog.errors import (CorruptRecordError, InvalidRecordError, LogClosedError, MissingKeyError,
+from seglog.errors import (CommittedTopicWarning, CorruptRecordError, InvalidRecordError, LogClosedError, MissingKeyError,
                             OffsetOutOfRangeError, ReadOnlyLogError, RecordTooLargeError, SegmentDeletedError,
                             TimestampOutOfRangeError)
-from seglog.indexer.fsutil import fsync_dir, make_dirs
+from seglog.indexer.fsutil import fsync_dir, make_dirs, refuse_symlink
 from seglog.indexer.locks import check_lock_timeout, partition_lock
 from seglog.indexer.names import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, log_bases, log_bases_and_swaps, parse_partition_dir
 from seglog.indexer.codec.records import (CONTROL_FLAG_MASK, INT64_MAX, NO_TIMESTAMP, Record, decode_batch, scan_batches,
@@ -76,6 +77,7 @@ class Log:
         self._recovery_point = 0            # the value in the partition's recovery point file (0: none)
         self._opened_end = 0                # the log end at a writable open: segments below predate it
         self._closed = False
+        self._commit_log_checked = False    # _warn_if_committed ran (once per Log)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -86,6 +88,7 @@ class Log:
         path = Path(path)
         cfg = config if isinstance(config, TopicConfig) else validate_topic_config(config, where=f"config of {path}")
         check_lock_timeout(lock_timeout, f"partition {path}")   # before anything is created
+        refuse_symlink(path)     # a linked partition folder leads to another root's segments (fsutil)
         log = cls(path, cfg, readonly=readonly)
         if may_have_gaps(path, cfg):
             log._segments.dense = False     # compaction's gaps are not faults (docs/spec.md §3.9)
@@ -294,6 +297,7 @@ class Log:
 
     def _append(self, *, values, keys, timestamps, headers, now: int, max_batch_bytes) -> AppendInfo:
         self._check_writable()
+        self._warn_if_committed()
         n = len(values)
         ts = _timestamps_ms(timestamps, n, now)
         log_append_time = self.config.log_append_time
@@ -323,6 +327,23 @@ class Log:
         max_ts = int(enc.max_timestamps.max())
         return AppendInfo(base, int(enc.last_offsets[-1]), max_ts, now if log_append_time else -1,
                           len(sizes), int(enc.positions[-1]))
+
+    def _warn_if_committed(self) -> None:
+        """Never silent: the storage API's first append to a topic the sink's commit log governs warns
+        (CommittedTopicWarning, README "The storage API"): readers stop at the committed end and the next sink
+        write rolls the partition back to it, so these records are invisible, then cut, unless the caller
+        commits them (indexer/commit_log.py). Once per Log: a listing of the topic's commit folder."""
+        if self._commit_log_checked or self.topic is None:
+            return
+        self._commit_log_checked = True
+        from seglog.indexer.commit_log import CommitLog
+
+        if CommitLog(self.path.parent, self.topic).latest() is not None:
+            warnings.warn(CommittedTopicWarning(
+                f"{self.path}: topic {self.topic!r} is written through the commit log under {self.path.parent} "
+                f"(format(\"seglog\") or SegmentLogSink): records appended here sit past its committed end, "
+                f"invisible to every reader, and the next sink write cuts them unless they are committed; write "
+                f"this topic with df.write.format(\"seglog\") or SegmentLogSink"), stacklevel=4)
 
     def write_leader_epoch(self) -> int:
         """The partition leader epoch every batch appended here carries. seglog's own folders hold

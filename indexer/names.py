@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-from seglog.errors import InvalidTopicError
+from seglog.errors import InvalidTopicError, SegmentNameError
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -68,13 +68,29 @@ _SEGMENT_TAILS = {f".{kind}{extra}": (kind, extra) for kind in ("log", "index", 
                   for extra in ("", DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)}
 
 
+MAX_BASE_OFFSET = (1 << 63) - 1
+_MAX_STEM = f"{MAX_BASE_OFFSET:020d}"   # 20-digit stems compare as strings as their values do
+
+
 def parse_segment_file(name: str) -> tuple[int, str, str] | None:
-    """(base offset, kind 'log'|'index'|'timeindex', extra suffix '' or '.deleted'...) or None."""
+    """(base offset, kind 'log'|'index'|'timeindex', extra suffix '' or '.deleted'...) or None for a
+    name that is no segment file. The one rule for segment file names (Java's: SegmentName.java, both
+    held to tests/conformance/segment_names.json): a stem of ASCII digits before a segment tail is a
+    segment file, and must be exactly 20 digits of at most 2^63-1, else SegmentNameError naming it (Kafka
+    parses any such stem as a long and refuses the log when it does not fit)."""
     tail = _SEGMENT_TAILS.get(name[20:])
     digits = name[:20]
-    if tail is None or not (digits.isascii() and digits.isdigit()):
-        return None
-    return int(digits), tail[0], tail[1]
+    if tail is not None and digits.isascii() and digits.isdigit():
+        if digits > _MAX_STEM:
+            raise SegmentNameError(f"segment file {name!r}: base offset {digits} is past 2^63-1 "
+                                   f"({MAX_BASE_OFFSET}); a segment file name is 20 digits of at most that")
+        return int(digits), tail[0], tail[1]
+    dot = name.find(".")
+    stem = name[:dot]
+    if dot > 0 and name[dot:] in _SEGMENT_TAILS and stem.isascii() and stem.isdigit():
+        raise SegmentNameError(f"segment file {name!r}: its base offset has {len(stem)} digits; a segment file "
+                               f"name is exactly 20 digits (zero-padded) of at most {MAX_BASE_OFFSET}")
+    return None
 
 
 _PLAIN_TAILS = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
@@ -98,9 +114,11 @@ class FolderListing:
                 rest.append(n)
             else:
                 group.append(n[:20])
-        if not all(joined.isascii() and joined.isdigit() for joined in map("".join, stems.values())):
-            # A name shaped like a segment's but with a stem that is not 20 ASCII digits: every name
-            # the slow way (such a name is no segment file).
+        if not all(joined.isascii() and joined.isdigit() for joined in map("".join, stems.values())) \
+                or any(s and max(s) > _MAX_STEM for s in stems.values()):
+            # A name shaped like a segment's but with a stem that is not 20 ASCII digits, or one past
+            # 2^63-1: every name the slow way (parse_segment_file refuses a stem of digits that is no
+            # valid base offset; another stem is no segment file).
             stems = {tail: [n[:20] for n in names if n[20:] == tail and parse_segment_file(n)] for tail in _PLAIN_TAILS}
             rest = [n for n in names if not (n[20:] in _PLAIN_TAILS and parse_segment_file(n))]
         logs, indexes, times = (set(stems[t]) for t in _PLAIN_TAILS)

@@ -25,7 +25,7 @@ from seglog.indexer import checkpoint
 from seglog.indexer.compaction import clean_swap
 from seglog.indexer.compaction.cleaner_checkpoint import may_have_gaps
 from seglog.errors import CorruptRecordError
-from seglog.indexer.fsutil import atomic_write, create_file, fsync_dir
+from seglog.indexer.fsutil import atomic_write, fsync_dir, open_in_root
 from seglog.indexer.names import (CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX,
                                   TIME_INDEX_SUFFIX, FolderListing, log_bases, segment_file)
 from seglog.indexer.recovery_point import read_recovery_point
@@ -233,8 +233,7 @@ def _cut_tail(seg: LogSegment, scan, report: list[str]) -> None:
     dropped = seg.size - scan.valid_end
     report.append(f"{seg.log_path}: dropped a torn or corrupt tail of {dropped} bytes at position "
                   f"{scan.valid_end} (records from offset {next_offset} on): {scan.error}")
-    os.truncate(seg.log_path, scan.valid_end)
-    seg.size = scan.valid_end
+    seg.truncate_log(scan.valid_end)
     seg.truncate_indexes(next_offset)
 
 
@@ -334,7 +333,7 @@ def finish_truncation(d: Path, config, topic: str | None, partition: int | None,
         # and reads the checkpoint after, so one that sees the new segment also sees its log start.
         if topic is not None:
             checkpoint.reset_log_start_offset(d.parent, topic, partition, offset)
-        fd = create_file(segment_file(d, offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_in_root(segment_file(d, offset, LOG_SUFFIX), os.O_RDWR | os.O_CREAT, 0o644)
         os.close(fd)
         report.append(f"{d}: truncated fully, restarting at offset {offset}")
         keep, cut_base = [offset], offset
@@ -345,7 +344,7 @@ def finish_truncation(d: Path, config, topic: str | None, partition: int | None,
                 rename_deleted(d, base)
         log_path = segment_file(d, cut_base, LOG_SUFFIX)
         batch = base64.b64decode(intent["batch"])
-        with open(log_path, "r+b") as fh:
+        with os.fdopen(open_in_root(log_path, os.O_RDWR), "r+b") as fh:
             fh.truncate(intent["position"])
             if batch:
                 fh.seek(intent["position"])

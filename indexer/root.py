@@ -2,11 +2,47 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
 from seglog.conf.topic_config import TopicConfig, validate_topic_config
+from seglog.errors import ConfigError
 from seglog.indexer.names import META_DIR, parse_partition_dir, partition_dir_name
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+_FILE_URI_EXAMPLE = "a folder path (/data/log) or a file URI naming one (file:///data/log, file:/data/log)"
+
+
+def local_root(raw: object, where: str) -> str:
+    """The local folder a log root names: a plain path as given, a `file:` URI (file:///abs, file:/abs) as the
+    absolute path it names. Spark hands `save("file:///data/log")` over as written; taken as a path it would
+    be the relative folder `file:/data/log` under the current directory, which no other tool would look in.
+    Any other scheme (s3://, hdfs://: a log root is a local folder), a relative or host-naming file URI, and
+    a file URI with %-escapes, a query or a fragment are ConfigError naming `where`. The one rule in Python;
+    Java's is RootPath.java, both held to tests/conformance/root_uris.json."""
+    if not isinstance(raw, (str, os.PathLike)):
+        raise ConfigError(f"{where} = {raw!r}; allowed: {_FILE_URI_EXAMPLE}")
+    text = os.fspath(raw)
+    if isinstance(text, bytes) or not _SCHEME.match(text):
+        return text
+    scheme, rest = text.split(":", 1)
+    if scheme.lower() != "file":
+        raise ConfigError(f"{where} = {text!r}: scheme '{scheme}' is not supported: a log root is a local folder; "
+                          f"allowed: {_FILE_URI_EXAMPLE}")
+    if rest.startswith("///"):
+        path = rest[2:]
+    elif rest.startswith("//"):
+        raise ConfigError(f"{where} = {text!r}: a file URI with a host is not supported; allowed: {_FILE_URI_EXAMPLE}")
+    elif rest.startswith("/"):
+        path = rest
+    else:
+        raise ConfigError(f"{where} = {text!r}: a file URI names an absolute path; allowed: {_FILE_URI_EXAMPLE}")
+    if any(c in path for c in "%?#"):
+        raise ConfigError(f"{where} = {text!r}: %-escapes, queries and fragments are not supported in a file URI; "
+                          f"give the folder's plain path")
+    return path
 
 
 class LogRoot:

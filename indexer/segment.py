@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 import struct
 import time
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ import numpy as np
 
 from seglog.errors import CorruptRecordError, ReadOnlyLogError
 from seglog.indexer.writeback import WritebackKicker
-from seglog.indexer.fsutil import create_file
+from seglog.indexer.fsutil import open_in_root
 from seglog.indexer.leader_epochs import max_leader_epoch
 from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from seglog.indexer.indexes.offset_index import OffsetIndex
@@ -74,9 +75,12 @@ def sealed_summary(dir_path, base_offset: int, next_base: int) -> SealedSummary 
     sealed, a seglog 0.2 time index, a file cut under us), so the caller opens the segment."""
     stem = os.path.join(dir_path, f"{base_offset:020d}")
     try:
-        isize = os.stat(stem + INDEX_SUFFIX).st_size
-        tst = os.stat(stem + TIME_INDEX_SUFFIX)
-        lst = os.stat(stem + LOG_SUFFIX)
+        ist = os.lstat(stem + INDEX_SUFFIX)
+        isize = ist.st_size
+        tst = os.lstat(stem + TIME_INDEX_SUFFIX)
+        lst = os.lstat(stem + LOG_SUFFIX)
+        if any(stat.S_ISLNK(st.st_mode) for st in (ist, tst, lst)):
+            return None   # a symbolic link: the caller's open refuses it (fsutil.open_in_root)
         if isize % 8 or tst.st_size % 12 or lst.st_size == 0:
             # An empty .log under a sealed segment's indexes lost its records (power loss): not
             # trusted, so recovery and readers look at it and report it.
@@ -143,10 +147,11 @@ class LogSegment:
             # does, so a reader that lists it never finds its indexes missing; a crash in between
             # leaves index files without a .log, which recovery sets aside.
             for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                os.close(create_file(stem + suffix + file_suffix, os.O_RDWR | os.O_CREAT, 0o644))
-            fd = create_file(self._log_name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                os.close(open_in_root(stem + suffix + file_suffix, os.O_RDWR | os.O_CREAT, 0o644))
+            fd = open_in_root(self._log_name, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
             os.close(fd)
-        self._fd = os.open(self._log_name, os.O_RDWR if writable else os.O_RDONLY)
+        # Never through a symlink; a writable open never shares its inode with another name (fsutil).
+        self._fd = open_in_root(self._log_name, os.O_RDWR if writable else os.O_RDONLY)
         # A clean's or merge's output: its writeback started as it is written (indexer/writeback.py).
         self._writeback = WritebackKicker(self._fd) if file_suffix and writable else None
         st = os.fstat(self._fd)
@@ -560,6 +565,12 @@ class LogSegment:
         self.time_index.trim(fsync=durable)
         self.offset_index.trim(fsync=durable)
         return True
+
+    def truncate_log(self, size: int) -> None:
+        """Cut the .log to `size` bytes through this segment's own descriptor (opened by fsutil.open_in_root:
+        no symlink followed, no hard link shared), never by its path."""
+        os.ftruncate(self._fd, size)
+        self.size = size
 
     def truncate_indexes(self, offset: int) -> None:
         """Drop the index entries of records at or after `offset`. The offset index keeps keys below

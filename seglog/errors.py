@@ -73,6 +73,13 @@ class MaintenanceLockedError(PartitionLockedError):
     one skips it; nothing was changed."""
 
 
+class CommittedTopicWarning(UserWarning):
+    """A storage-API append (`Log.append`, `Log.append_columns`) to a partition of a topic whose writes go
+    through the sink's commit log: readers never read past its committed end offsets, and the next
+    `format("seglog")` write or `SegmentLogSink` commit rolls the partition back to them, so the records
+    stay invisible unless the caller commits them itself, and are cut otherwise (README, "The storage API")."""
+
+
 class LogClosedError(SeglogError):
     """The Log was used after close()."""
 
@@ -88,6 +95,21 @@ class StorageError(SeglogError, OSError):
 class RemoteTierUnavailableError(StorageError):
     """The remote tier's scheme is supported, but this process cannot reach it: pyarrow here lacks that
     filesystem, or its native client is missing (for hdfs://: a JVM, Hadoop's libhdfs, its CLASSPATH)."""
+
+
+class SymlinkInRootError(SeglogError):
+    """A symbolic link inside a log root (a segment or index file, a partition folder): seglog never
+    follows one, since it could lead outside the root (docs/spec.md §2.1); nothing is read, written or
+    deleted through it. `path` names the link."""
+
+    def __init__(self, message: str, path: str = ""):
+        super().__init__(message)
+        self.path = path
+
+
+class SegmentNameError(SeglogError, ValueError):
+    """A file named like a segment file (digits, then .log/.index/.timeindex) whose name is not exactly 20
+    digits holding a base offset of at most 2^63-1: Kafka refuses to load such a log, and so does seglog."""
 
 
 class ConnectorJarError(SeglogError):

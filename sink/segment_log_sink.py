@@ -27,6 +27,7 @@ from seglog.conf.topic_config import requested_topic_config
 from seglog.indexer.locks import check_lock_timeout
 from seglog.indexer.log import Log
 from seglog.indexer.names import parse_partition_dir, validate_topic
+from seglog.indexer.root import local_root
 from seglog.indexer.topics import load_topic
 from seglog.sink.input_schema import SinkInputError, validate_schema
 from seglog.sink.write_errors import typed_error
@@ -63,7 +64,7 @@ class SegmentLogSink:
                  config: Mapping[str, Any] | None = None, writer_id: str | None = None, *,
                  tasks: int | None = None, lock_timeout: float | None = 600.0,
                  rename_min_bytes: int | None = None):
-        self.root = str(Path(root).resolve())
+        self.root = str(Path(local_root(root, "SegmentLogSink root")).resolve())   # file:///data/log is /data/log
         self.topic = validate_topic(topic) if topic is not None else None
         if partitions is not None and (isinstance(partitions, bool) or not isinstance(partitions, int)
                                        or partitions < 1):

@@ -24,6 +24,7 @@ from typing import Mapping
 
 from seglog.errors import BrokerOptionError, ConfigError
 from seglog.indexer.names import validate_topic
+from seglog.indexer.root import local_root
 from seglog.indexer.transactions import DEFAULT_ISOLATION_LEVEL, ISOLATION_LEVELS
 
 EARLIEST = -2   # Kafka's ListOffsets sentinels, as in the offsets JSON
@@ -325,6 +326,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
     if root is None or not str(root).strip():
         raise ConfigError("seglog source: no path given: pass the log root as .load('/data/log') "
                           "or OPTIONS (path '/data/log')")
+    root = local_root(str(root), "seglog source: option 'path'")   # file:///data/log is /data/log
     topics = _parse_selection(opts)
 
     if "startingtimestamp" in opts:

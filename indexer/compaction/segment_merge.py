@@ -34,7 +34,7 @@ from seglog.errors import CompactionError, OffsetOutOfRangeError
 from seglog.indexer.compaction import clean_swap, swap_gate
 from seglog.indexer.compaction.swap_gate import SwapGate
 from seglog.indexer.compaction.cleaner_checkpoint import cleaner_offset, may_have_gaps
-from seglog.indexer.fsutil import create_file
+from seglog.indexer.fsutil import open_in_root
 from seglog.indexer.locks import maintenance_lock
 from seglog.indexer.names import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file
 from seglog.indexer.codec.records import BATCH_HEADER_SIZE, INT32_MAX, parse_header
@@ -263,9 +263,9 @@ def _build_merged(log, group: list[MergeFacts], dense: bool) -> None:
     # 1. `<base>.*.cleaned`: the indexes created first and the .log last (a segment exists when its
     #    .log does), the .log the group's bytes back to back.
     for kind in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-        os.close(create_file(segment_file(d, base, kind + CLEANED_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644))
+        os.close(open_in_root(segment_file(d, base, kind + CLEANED_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644))
     log_out = segment_file(d, base, LOG_SUFFIX + CLEANED_SUFFIX)
-    fd = create_file(log_out, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = open_in_root(log_out, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         at = 0
         for f in group:

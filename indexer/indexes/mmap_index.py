@@ -46,7 +46,7 @@ import numpy as np
 
 from seglog.errors import ReadOnlyLogError, SeglogError, StorageError
 from seglog.indexer.codec.records import INT32_MAX
-from seglog.indexer.fsutil import create_file
+from seglog.indexer.fsutil import open_in_root
 
 
 # Kafka's "warm section" (KAFKA-6432): the last 8 KiB of entries are probed first, so the hot
@@ -135,7 +135,8 @@ class MmapIndex:
         self._preallocated = bool(preallocate)  # None: as found (see below)
         flags = (os.O_RDWR | os.O_CREAT) if self._writable else os.O_RDONLY
         try:
-            self._fd = create_file(self._path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)   # fsutil: shared roots
+            # fsutil: shared roots; never through a symlink; a writable open never shares its inode (import --link)
+            self._fd = open_in_root(self._path, flags, 0o644)
         except FileNotFoundError:
             # `absent_is_empty` (a reader of a segment whose .log is empty): the index is not there
             # yet, as Kafka creates a new segment's indexes lazily; it holds no entry, and an empty

@@ -40,8 +40,11 @@ def _is_partition_dir(path: Path) -> bool:
 def find_partitions(path: str | os.PathLike, topic: str | None = None,
                     partition: int | None = None) -> list[Partition]:
     """The partitions that `path` names: a root (every partition, or those of `topic`), or one
-    partition folder. Raises UsageError when `path` is not a folder or nothing matches."""
-    p = Path(path)
+    partition folder (a file: URI names one too: indexer.root.local_root). Raises UsageError when `path`
+    is not a folder or nothing matches."""
+    from seglog.indexer.root import local_root
+
+    p = Path(local_root(os.fspath(path), "ROOT"))
     if not p.exists():
         raise UsageError(f"{p}: no such folder")
     if not p.is_dir():

@@ -50,7 +50,8 @@ def run(args) -> int:
         if f.suffix not in _KINDS:
             raise UsageError(f"{f}: cannot dump a {f.suffix or 'suffix-less'} file; expected .log, .index or .timeindex")
         from seglog.indexer.names import parse_segment_file
-        if f.suffix != ".log" and parse_segment_file(f.name) is None:
+        parsed = parse_segment_file(f.name)   # a stem of digits that is no base offset: SegmentNameError, by name
+        if f.suffix != ".log" and parsed is None:
             raise UsageError(f"{f}: an index file is named <20-digit base offset>{f.suffix}")
     out = sys.stdout
     faults = 0

@@ -39,7 +39,9 @@ def run(args) -> int:
     from seglog.indexer.kafka_import import import_kafka
 
     # A refused import (a fault in the data, a topic already there) is a SeglogError: exit 1.
-    imported = import_kafka(args.source, args.root, topic=args.topic, link=args.link, config=key_values(args.config),
+    from seglog.indexer.root import local_root
+
+    imported = import_kafka(args.source, local_root(args.root, "ROOT"), topic=args.topic, link=args.link, config=key_values(args.config),
                             abort_open_transactions=args.abort_open_transactions)
     for p in imported:
         print(f"{p.topic}:{p.partition}: offsets {p.log_start_offset} to {p.log_end_offset} "

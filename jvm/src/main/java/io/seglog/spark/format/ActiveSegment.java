@@ -74,9 +74,10 @@ final class ActiveSegment implements Closeable {
         FileChannel l = null;
         FileChannel o = null;
         try {
-            l = FileChannel.open(file(".log"), StandardOpenOption.READ, StandardOpenOption.WRITE);
-            o = FileChannel.open(file(".index"), StandardOpenOption.READ, StandardOpenOption.WRITE);
-            this.timeIndex = FileChannel.open(file(".timeindex"), StandardOpenOption.READ, StandardOpenOption.WRITE);
+            // RootFiles: never through a symlink, never into a file hard-linked elsewhere (seglog import --link)
+            l = RootFiles.openWritable(file(".log"), StandardOpenOption.READ, StandardOpenOption.WRITE);
+            o = RootFiles.openWritable(file(".index"), StandardOpenOption.READ, StandardOpenOption.WRITE);
+            this.timeIndex = RootFiles.openWritable(file(".timeindex"), StandardOpenOption.READ, StandardOpenOption.WRITE);
         } catch (IOException | RuntimeException e) {
             if (l != null) l.close();
             if (o != null) o.close();

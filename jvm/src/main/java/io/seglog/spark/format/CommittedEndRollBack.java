@@ -126,7 +126,7 @@ public final class CommittedEndRollBack {
             renameDeleted(dir, bases[j]);
         }
         Path log = dir.resolve(Segment.fileName(cutBase, ".log"));
-        try (FileChannel ch = FileChannel.open(log, StandardOpenOption.WRITE)) {
+        try (FileChannel ch = RootFiles.openWritable(log, StandardOpenOption.WRITE)) {
             if (ch.size() < position) {
                 throw new RecoveryNeededException(dir + ": " + INTENT + " cuts segment " + cutBase + " at position " + position
                         + " but its .log holds " + ch.size() + " bytes; `seglog recover` finishes it");
@@ -312,7 +312,7 @@ public final class CommittedEndRollBack {
      * slot is counted as the time index's all-zero first entry (the core's MmapIndex._truncate_entries).
      */
     private static void truncateEntries(Path path, int entries, int keep, int entrySize, int indexBytes) throws IOException {
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.WRITE)) {
+        try (FileChannel ch = RootFiles.openWritable(path, StandardOpenOption.WRITE)) {
             if (keep < entries) {
                 ByteBuffer zero = ByteBuffer.allocate(entrySize);
                 for (int slot = entries - 1; slot >= keep; slot--) {

@@ -30,7 +30,9 @@ public final class FileLock implements AutoCloseable {
     private static final int LOCK_UN = 8;
     private static final int O_RDWR = 2;
     private static final int O_CLOEXEC = 02000000;
+    private static final int O_NOFOLLOW = 0400000;   // a symlinked lock file is refused, never followed (RootFiles)
     private static final int EACCES = 13;
+    private static final int ELOOP = 40;
     private static final int EAGAIN = 11;   // EWOULDBLOCK
 
     private interface LibC extends Library {
@@ -150,8 +152,9 @@ public final class FileLock implements AutoCloseable {
         }
         int opened;
         try {
-            opened = Holder.LIBC.open(path.toString(), O_RDWR | O_CLOEXEC);
+            opened = Holder.LIBC.open(path.toString(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
         } catch (LastErrorException e) {
+            if (e.getErrorCode() == ELOOP) RootFiles.refuseSymlink(path);
             if (e.getErrorCode() == EACCES) {
                 throw new StorageException(what + ": cannot open lock file " + path + " for writing (permission "
                         + "denied); only a user who may write a lock file may take its lock (docs/spec.md §4)", e);

@@ -9,8 +9,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 import org.apache.kafka.common.record.FileLogInputStream.FileChannelRecordBatch;
 import org.apache.kafka.common.record.Record;
@@ -23,8 +21,6 @@ import org.apache.kafka.common.record.Record;
  * caller opens the log again (docs/spec.md §3.7). The Python core's equivalent is indexer/log.py.
  */
 public final class PartitionLog implements Closeable {
-    private static final Pattern SEGMENT = Pattern.compile("(\\d{20})\\.log");
-    private static final Pattern SWAP = Pattern.compile("(\\d{20})\\.log\\.swap");
     /** Milliseconds a listing waits for a clean's or merge's swap to finish (docs/spec.md §3.10). */
     private static final long[] SETTLE_WAITS_MS = {1, 2, 10, 50, 100, 200};
 
@@ -107,7 +103,7 @@ public final class PartitionLog implements Closeable {
     public static PartitionLog open(Path root, String topic, int partition, long checkpointed, OffsetGaps gaps,
                                     SegmentListings listings,
                                     java.util.function.Supplier<org.apache.hadoop.conf.Configuration> hadoopConf) {
-        Path dir = root.resolve(topic + "-" + partition);
+        Path dir = TopicLayout.partitionDir(root, topic, partition);   // a symlinked folder is refused
         // The gap rule first: the cleaner names the partition in its checkpoint before it swaps anything
         // in, so a listing taken after this read cannot hold cleaned segments of a partition judged dense;
         // nor can a kept one reused now (it is reused only when the folder did not change since it was taken).
@@ -161,13 +157,17 @@ public final class PartitionLog implements Closeable {
         List<Long> found = new ArrayList<>();
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
             for (Path p : ds) {
-                String name = p.getFileName().toString();
-                Matcher m = SEGMENT.matcher(name);
-                if (m.matches()) {
-                    found.add(Long.parseLong(m.group(1)));
-                } else if (swaps != null) {
-                    Matcher s = SWAP.matcher(name);
-                    if (s.matches()) swaps.add(Long.parseLong(s.group(1)));
+                SegmentName.Parsed s;
+                try {
+                    s = SegmentName.parse(p.getFileName().toString());
+                } catch (SegmentNameException e) {
+                    throw new SegmentNameException(dir + ": " + e.getMessage());
+                }
+                if (s == null) continue;
+                if (s.tail().equals(Segment.LOG)) {
+                    found.add(s.base());
+                } else if (swaps != null && s.tail().equals(".log.swap")) {
+                    swaps.add(s.base());
                 }
             }
         } catch (NoSuchFileException e) {

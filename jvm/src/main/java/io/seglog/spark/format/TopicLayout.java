@@ -44,8 +44,12 @@ public final class TopicLayout {
             .findFirst().orElse(null);
     }
 
+    /** {@code <root>/<topic>-<partition>}; a symbolic link there is refused ({@link RootFiles#refuseSymlink}): it
+     *  would lead to another root's segments (a write or a roll back would change them). */
     public static Path partitionDir(Path root, String topic, int partition) {
-        return root.resolve(topic + "-" + partition);
+        Path dir = root.resolve(topic + "-" + partition);
+        RootFiles.refuseSymlink(dir);
+        return dir;
     }
 
     private static List<String[]> folders(Path root) {

@@ -122,7 +122,11 @@ public final class ReadOptions implements Serializable {
             throw new SeglogConfigException("seglog source: no path given: pass the log root as .load('/data/log') "
                 + "or OPTIONS (path '/data/log')");
         }
-        root = path;
+        try {
+            root = io.seglog.spark.format.RootPath.local(path, "seglog source: option 'path'");   // file:///data/log is /data/log
+        } catch (IllegalArgumentException e) {
+            throw new SeglogConfigException(e.getMessage());
+        }
         selection = TopicSelection.parse(o);
 
         if (o.containsKey("startingtimestamp")) {

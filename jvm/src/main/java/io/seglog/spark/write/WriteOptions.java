@@ -106,6 +106,11 @@ public final class WriteOptions implements Serializable {
         if (root == null || root.isBlank()) {
             throw new SeglogWriteException("seglog write: no log root; give it as save(root) (option 'path')");
         }
+        try {
+            root = io.seglog.spark.format.RootPath.local(root, "seglog write: option 'path'");   // file:///data/log is /data/log
+        } catch (IllegalArgumentException e) {
+            throw new SeglogWriteException(e.getMessage(), e);
+        }
         String topic = o.get("topic");
         if (topic != null && !TopicLayout.validTopic(topic)) {
             throw new SeglogWriteException("seglog write: option 'topic' = '" + topic + "': a topic is 1 to 249 characters of "

@@ -35,6 +35,17 @@ class FileLockTest {
     }
 
     @Test
+    void aSymlinkedLockFileIsRefusedAndItsTargetNeverOpened() throws Exception {
+        Path lock = FileLock.partition(root, "events", 0).path();
+        java.nio.file.Files.createDirectories(lock.getParent());
+        Path outside = java.nio.file.Files.createFile(root.resolve("elsewhere"));   // any other file
+        java.nio.file.Files.createSymbolicLink(lock, outside);
+        SymlinkInRootException e = assertThrows(SymlinkInRootException.class,
+            () -> FileLock.partition(root, "events", 0).acquire(0L));
+        assertTrue(e.getMessage().contains("events-0.lock: a symbolic link"), e.getMessage());
+    }
+
+    @Test
     void lockFilesLiveUnderTheRootsLockFolder() {
         assertEquals(root.resolve("_seglog/locks/events-3.lock"), FileLock.partition(root, "events", 3).path());
         assertEquals(root.resolve("_seglog/locks/events.writer.lock"), FileLock.topicWriter(root, "events").path());
