@@ -90,6 +90,12 @@ class RemoteTierUnavailableError(StorageError):
     filesystem, or its native client is missing (for hdfs://: a JVM, Hadoop's libhdfs, its CLASSPATH)."""
 
 
+class RemotePrefixOwnedError(ConfigError):
+    """A remote tier's prefix is owned by another root (its owner object names another root id), or holds
+    objects this root never recorded: two roots sharing one prefix would overwrite and delete each other's
+    segments (docs/tiered-storage.md §2). Nothing was written or deleted."""
+
+
 class ConnectorJarError(SeglogError):
     """seglog's Spark connector jar (seglog/jars/seglog-spark.jar) is missing, or a Spark session runs
     another version of it than the installed seglog."""
