@@ -80,7 +80,7 @@ public final class RemoteSegmentCache {
     }
 
     /** The folder of the index copies (tests: a cleaner removes it). */
-    static Path indexDir() throws IOException {
+    public static Path indexDir() throws IOException {
         return dir();
     }
 
