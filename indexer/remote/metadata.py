@@ -116,6 +116,26 @@ def refuse_below_remote_end(partition_dir: str | os.PathLike, offset: int, doing
                                     f"remote tier, and what is tiered is immutable (docs/tiered-storage.md §4)")
 
 
+def locally_deletable(partition_dir: str | os.PathLike, bases: list[int]) -> int | None:
+    """How many of the oldest local segments (`bases`, the active one last) may be deleted without a hole
+    between the tiers: those recorded `copied` with the same range, in a row from the oldest; None when the
+    remote tier holds no live segment of the partition (nothing to keep contiguous with). The one home of the
+    rule "local deletion never outruns the remote tier" for retention of any kind (docs/tiered-storage.md §4)."""
+    from seglog.indexer.names import parse_partition_dir
+
+    d = Path(partition_dir)
+    parsed = parse_partition_dir(d.name)
+    if parsed is None or not metadata_path(d.parent, *parsed).exists():
+        return None
+    state = read_state(d.parent, *parsed)
+    if not state.live:
+        return None
+    k = 0
+    while k < len(bases) - 1 and bases[k] in state.live and state.live[bases[k]].next == bases[k + 1]:
+        k += 1
+    return k
+
+
 def encode(record: dict) -> bytes:
     body = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
     return b"%08x " % _crc32c.crc32c(body) + body + b"\n"

@@ -156,6 +156,39 @@ def local_expired(state: RemoteState, facts: list, bases: list[int], cfg, now: i
     return k
 
 
+# Kafka's refusal (LogConfig.validateTurningOffRemoteStorageWithDelete, Kafka 3.9+, KIP-950), in seglog's keys.
+DISABLE_REFUSED = ("remote.storage.enable = false on a partition with tiered segments is refused unless the remote "
+                   "data is deleted with it: set remote.log.delete.on.disable = true to delete the tiered segments "
+                   "(offsets held only there are lost), or remote.storage.enable = true to keep tiering")
+
+
+def disable_partition(root: str | os.PathLike, topic: str, partition: int, cfg, store: RemoteStore, *,
+                      maintenance_timeout: float | None = 0) -> TierResult:
+    """A partition with tiered segments on a topic whose remote.storage.enable is now false (KIP-950): with
+    remote.log.delete.on.disable, every tiered segment is deleted (`deleting` first, objects, `deleted`), the log
+    start moving up to the local tier's; without it, a ConfigError (Kafka's refusal) and nothing changes. Local
+    retention meanwhile deletes only segments the remote tier also holds (metadata.locally_deletable): no hole."""
+    if cfg.tiered:
+        raise ConfigError(f"topic {topic}: remote.storage.enable is true: the tier pass keeps it")
+    root = Path(root)
+    state = metadata.read_state(root, topic, partition)
+    if not state.live and not state.deleting and not state.copying:
+        return TierResult()
+    if not cfg.delete_remote_on_disable:
+        raise ConfigError(f"topic {topic}, partition {partition}: {DISABLE_REFUSED}")
+    owner.claim(root, store)
+    result = TierResult()
+    with maintenance_lock(root / partition_dir_name(topic, partition)).acquire(maintenance_timeout):
+        state = metadata.read_state(root, topic, partition)
+        sweep(root, topic, partition, store, state, result)
+        for base in sorted(state.live):                     # record first, objects after
+            metadata.append(root, topic, partition, {"op": "deleting", "base": base, "at": now_ms()}, state)
+            delete_objects(store, topic, partition, base)
+            metadata.append(root, topic, partition, {"op": "deleted", "base": base, "at": now_ms()}, state)
+            result.remote_deleted.append(base)
+    return result
+
+
 def tier_partition(root: str | os.PathLike, topic: str, partition: int, cfg, store: RemoteStore, *,
                    now: int | None = None, lock_timeout: float | None = None, maintenance_timeout: float | None = 0,
                    before_record: Callable[[int], None] | None = None,
