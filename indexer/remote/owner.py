@@ -92,7 +92,7 @@ def check(root: str | os.PathLike, store) -> None:
 def foreign_objects(root: str | os.PathLike, store) -> list[str]:
     """Keys under the prefix that are not this root's (see the module doc), at most 5."""
     from seglog.indexer.remote import metadata
-    from seglog.indexer.remote.tier import _base_of
+    from seglog.indexer.remote.tier import base_of
 
     out: list[str] = []
     for name in store.list_dirs(""):
@@ -106,7 +106,7 @@ def foreign_objects(root: str | os.PathLike, store) -> list[str]:
             state = metadata.read_state(root, *parsed)
             known = set(state.live) | set(state.deleting) | state.deleted | state.copying
             for f in files:
-                base = _base_of(f)
+                base = base_of(f)
                 if base is None or not (base in known or (state.end is not None and base >= state.end)):
                     out.append(f"{name}/{f}")
         if len(out) >= 5:

@@ -51,7 +51,7 @@ class TierResult:
         return {k: v for k, v in self.__dict__.items() if v}
 
 
-def _base_of(name: str) -> int | None:
+def base_of(name: str) -> int | None:
     for suffix in SUFFIXES:
         if name.endswith(suffix) and name[:-len(suffix)].isdigit():
             return int(name[:-len(suffix)])
