@@ -103,3 +103,22 @@ def test_local_retention_never_outruns_the_remote_tier(tmp_path):
         log.apply_retention()
         assert log.segment_bases()[0] <= state.end
     assert every_offset(root) == list(range(80))
+
+
+def test_describe_reports_the_remote_range_as_recorded(tmp_path):
+    """describe printed the remote range as reaching the local log start; a hole (made here by hand: no job
+    makes one now) is reported as offsets on neither tier."""
+    root = tmp_path / "root"
+    state = tiered_then_more(root, tmp_path)
+    with TieredLog(root, "t", 0) as log:
+        remote_end = max(s.next for s in log.remote)
+        local_start = log.local_log_start_offset
+    out = seglog("describe", root, check_rc=0).stdout
+    assert f"the remote tier holds offsets 0 to {remote_end - 1}; the local tier starts at {local_start}\n" in out
+    with Log.open(root / "t-0", CFG) as log:                 # the hole retention used to open
+        bases = log.segment_bases()
+        k = next(i for i, b in enumerate(bases) if b >= state.end) + 1
+        log.delete_oldest_segments(k)
+        local_start = log.log_start_offset
+    out = seglog("describe", root).stdout + seglog("describe", root).stderr
+    assert f"offsets {state.end} to {local_start - 1} are on neither tier" in out, out
