@@ -5,6 +5,7 @@ seek fetches them again)."""
 from __future__ import annotations
 
 import shutil
+import threading
 import uuid
 from pathlib import Path
 
@@ -22,14 +23,14 @@ from seglog.indexer.topics import create_topic
 T0 = 1_700_000_000_000
 CFG = {"segment.bytes": 1 << 20, "segment.ms": 1 << 62, "index.interval.bytes": 64, "remote.storage.enable": True,
        "retention.ms": -1, "local.retention.bytes": 0}
-N, PER_SEGMENT = 400, 20                 # 20 segments, 19 tiered (never the active one)
+N, PER_SEGMENT = 400, 20                 # 20 segments of about 20 KB, 19 tiered (never the active one)
 
 
 def build_tiered(root: Path, location: RemoteLocation) -> int:
     create_topic(root, "t", 1, CFG)
     with Log.open(root / "t-0", CFG) as log:
         for i in range(N):
-            log.append([Record(key=b"k%d" % i, value=b"v%d" % i * 10, timestamp=T0 + i * 1000)])
+            log.append([Record(key=b"k%d" % i, value=(b"v%d" % i * 200)[:1000], timestamp=T0 + i * 1000)])
             if i % PER_SEGMENT == PER_SEGMENT - 1:
                 log.roll()
         log.seal_inactive()
@@ -49,7 +50,27 @@ def offsets(spark, root, **options) -> list[int]:
     return sorted(row.offset for row in r.load(str(root)).select("offset").collect())
 
 
-@pytest.mark.timeout(300)
+def finishes(seconds: float, read):
+    """`read()`'s value; a failure naming the hang when it has not returned within `seconds` (a read parked
+    waiting for a pooled connection never returns: the test fails instead of hanging the run)."""
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = read()
+        except BaseException as exc:            # reported in the test's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"the read did not finish within {seconds} s: S3A's connection pool exhausted?"
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+@pytest.mark.timeout(600)
 def test_a_read_of_more_tiered_segments_than_s3_connections_finishes(spark, tmp_path, s3_server):
     """Item 18: each cached tiered .log kept its object's stream (and a pooled connection) open until eviction:
     with fs.s3a.connection.maximum=8 a read of 12+ tiered segments parked forever waiting for a connection."""
@@ -60,15 +81,23 @@ def test_a_read_of_more_tiered_segments_than_s3_connections_finishes(spark, tmp_
     location = RemoteLocation(bucket.replace("s3://", "s3a://") + "/x", endpoint=s3_server.endpoint,
                               region="us-east-1")
     root = tmp_path / "root"
-    build_tiered(root, location)
-    settings = {"fs.s3a.connection.maximum": "8", "fs.s3a.connection.acquisition.timeout": "600s"}
+    tiered = build_tiered(root, location)
+    # small chunks, no read-ahead: a read of a segment's first records leaves the rest of its object unread
+    settings = {"fs.s3a.connection.maximum": "8", "fs.s3a.connection.acquisition.timeout": "600s",
+                "seglog.remote.read.chunk.bytes": "1024", "seglog.remote.read.ahead.chunks": "0"}
     try:
         for k, v in settings.items():
             spark.conf.set(k, v)
-        # one task per segment or so, and a stream of small tasks: every tiered segment opened in this JVM
-        assert offsets(spark, root) == list(range(N))
-        assert offsets(spark, root, maxBytesPerTask="2000") == list(range(N))
-        assert spark.read.format("seglog").option("topic", "t").load(str(root)).count() == N
+        for seg in range(tiered):                          # the head of each tiered segment, one read each
+            first = seg * PER_SEGMENT
+            assert finishes(120, lambda: offsets(spark, root, startingOffsets=f'{{"t": {{"0": {first}}}}}',
+                                                 endingOffsets=f'{{"t": {{"0": {first + 1}}}}}')) == [first]
+        assert finishes(120, lambda: offsets(spark, root)) == list(range(N))
+        assert finishes(120, lambda: offsets(spark, root, maxBytesPerTask="20000")) == list(range(N))
+        for k in ("seglog.remote.read.chunk.bytes", "seglog.remote.read.ahead.chunks"):
+            spark.conf.unset(k)                            # read-ahead (vectored reads) and whole chunks too
+        df = spark.read.format("seglog").option("topic", "t").load(str(root))
+        assert finishes(120, df.count) == N
     finally:
         for k in settings:
             spark.conf.unset(k)

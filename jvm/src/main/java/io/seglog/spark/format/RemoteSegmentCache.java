@@ -108,14 +108,13 @@ public final class RemoteSegmentCache {
         synchronized (INDEXES) {
             have = INDEXES.get(key);
             if (have != null && have.intact()) return have.file();
-            INDEXES.remove(key);
+            IndexCopy stale = INDEXES.remove(key);
             byte[] bytes = fetchWhole(tier, objectUri, facts);
             try {
-                Path file = dir().resolve(facts.sha256() + suffix);
-                Path tmp = Files.createTempFile(dir(), facts.sha256(), suffix + ".tmp");
-                Files.write(tmp, bytes);
-                Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
-                    java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+                if (stale != null) Files.deleteIfExists(stale.file());
+                // a file of its own per object (two objects may hold the same bytes): no copy replaces another's
+                Path file = Files.createTempFile(dir(), facts.sha256().substring(0, 16) + "-", suffix);
+                Files.write(file, bytes);
                 file.toFile().deleteOnExit();
                 INDEXES.put(key, new IndexCopy(file, bytes.length, Files.getLastModifiedTime(file)));
                 return file;
