@@ -138,8 +138,10 @@ class Jobs:
                 try:
                     if topic not in configs:
                         configs[topic] = self.topic_config(topic, root)
-                    # `tier` concerns remote.storage.enable topics only
-                    mine = tuple(s for s in steps if s != "tier" or configs[topic].tiered)
+                    # `tier` concerns remote.storage.enable topics, and partitions with tiered segments of a
+                    # topic switched off (KIP-950: deleted with remote.log.delete.on.disable, else refused)
+                    mine = tuple(s for s in steps if s != "tier" or configs[topic].tiered
+                                 or self._has_tiered(root, topic, partition))
                     if not mine or self._nothing_to_do(root, topic, partition, configs[topic], mine):
                         result.unchanged += 1
                         continue
@@ -344,18 +346,29 @@ class Jobs:
               map_entries=res.map_entries, duration_ms=round(res.duration_ms, 1),
               longest_lock_hold_ms=round(res.longest_lock_hold_ms, 1))
 
+    def _has_tiered(self, root, topic: str, partition: int) -> bool:
+        """The partition has a remote segment metadata log (it was tiered)."""
+        from seglog.indexer.remote.metadata import metadata_path
+
+        return metadata_path(root.path, topic, partition).exists()
+
     def _tier(self, root, topic: str, partition: int, cfg: TopicConfig, name: str, did: dict[str, Any]) -> None:
         """One tier pass of a remote.storage.enable partition beside the writer (docs/tiered-storage.md §4:
-        indexer/remote/tier.py's tier_partition does the work)."""
+        indexer/remote/tier.py's tier_partition does the work); of a partition with tiered segments on a topic
+        switched off, disable_partition (§4a)."""
         from seglog.errors import ConfigError
-        from seglog.indexer.remote.tier import tier_partition
+        from seglog.indexer.remote.tier import disable_partition, tier_partition
 
         store = self.store()
         if store is None:
-            raise ConfigError(f"topic {topic} has remote.storage.enable = true but the sidecar's configuration "
-                              f"({self.config.source}) has no remote: section naming the remote tier")
-        res = tier_partition(root.path, topic, partition, cfg, store, now=self.clock(),
-                             lock_timeout=self.lock_timeout_s)
+            raise ConfigError(f"topic {topic} has remote.storage.enable = {str(cfg.tiered).lower()} and tiered "
+                              f"segments but the sidecar's configuration ({self.config.source}) has no remote: "
+                              f"section naming the remote tier")
+        if not cfg.tiered:
+            res = disable_partition(root.path, topic, partition, cfg, store)
+        else:
+            res = tier_partition(root.path, topic, partition, cfg, store, now=self.clock(),
+                                 lock_timeout=self.lock_timeout_s)
         if res.summary():
             did["tier"] = res.summary()
             event("partition.tiered", partition=name, **res.summary())

@@ -99,6 +99,9 @@ RULES: Mapping[str, _Rule] = MappingProxyType({
     "remote.storage.enable": _Rule(bool),
     "local.retention.ms": _Rule(int, -2, INT64_MAX),
     "local.retention.bytes": _Rule(int, -2, INT64_MAX),
+    # KIP-950 (Kafka 3.9+): remote.storage.enable = false on a topic with tiered segments is refused unless
+    # this is true, which deletes the remote data (indexer/remote/tier.py: disable_partition).
+    "remote.log.delete.on.disable": _Rule(bool),
     # seglog's own (docs/spec.md §3.10): a sealed segment below this many bytes is "small" and the
     # sidecar may merge it with its neighbours; -1 is half of segment.bytes, 0 never merges.
     "segment.merge.small.bytes": _Rule(int, -1, INT32_MAX),
@@ -239,6 +242,12 @@ class TopicConfig(Mapping[str, Any]):
     def tiered(self) -> bool:
         """remote.storage.enable: the sidecar copies sealed segments to the remote tier (docs/tiered-storage.md)."""
         return bool(self._values["remote.storage.enable"])
+
+    @property
+    def delete_remote_on_disable(self) -> bool:
+        """remote.log.delete.on.disable (KIP-950): with remote.storage.enable false, the topic's tiered segments
+        are deleted; without it, switching tiering off a topic with tiered segments is refused."""
+        return bool(self._values["remote.log.delete.on.disable"])
 
     def local_retention(self, kind: str) -> int:
         """local.retention.ms / .bytes (`kind` "ms" or "bytes") with -2 resolved to retention.*."""

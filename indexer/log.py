@@ -789,6 +789,13 @@ class Log:
         """Carry out retention's plan (docs/spec.md §3.7): the plan is pure, the file work is here."""
         self._check_writable()
         todo = retention.plan(self.retention_facts(), self.config, now_ms() if now is None else now)
+        from seglog.indexer.remote.metadata import locally_deletable
+
+        # Invariant: while the remote tier holds live segments of this partition, only local segments that are
+        # also there go (whatever the configuration says now): no hole opens between the tiers.
+        cap = locally_deletable(self.path, self._segments.bases)
+        if cap is not None and todo.count > cap:
+            todo = dataclasses.replace(todo, count=cap, roll_active=False)
         if todo.count == 0:
             return retention.RetentionResult([], self._log_start, todo.blocked_by)
         if not todo.roll_active:

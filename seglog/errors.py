@@ -112,6 +112,12 @@ class SegmentNameError(SeglogError, ValueError):
     digits holding a base offset of at most 2^63-1: Kafka refuses to load such a log, and so does seglog."""
 
 
+class RemotePrefixOwnedError(ConfigError):
+    """A remote tier's prefix is owned by another root (its owner object names another root id), or holds
+    objects this root never recorded: two roots sharing one prefix would overwrite and delete each other's
+    segments (docs/tiered-storage.md §2). Nothing was written or deleted."""
+
+
 class ConnectorJarError(SeglogError):
     """seglog's Spark connector jar (seglog/jars/seglog-spark.jar) is missing, or a Spark session runs
     another version of it than the installed seglog."""

@@ -1,7 +1,8 @@
 """The per-partition remote segment metadata log (docs/tiered-storage.md §3), Kafka's
 RemoteLogMetadataManager for one root: `<root>/_seglog/remote/<topic>-<partition>.meta`.
 
-One record per line, `<crc32c of the JSON, 8 hex digits> <JSON>\\n`: `copied` (the segment's objects are
+One record per line, `<crc32c of the JSON, 8 hex digits> <JSON>\\n`: `copying` (a copy started: objects may be
+written from here on; the sweep deletes them unless `copied` follows), `copied` (the segment's objects are
 complete: readers may read it), `deleting` (remote retention took it out of the log; objects go next),
 `deleted` (its objects are gone). The state of a base is its last record.
 
@@ -26,7 +27,7 @@ from seglog.indexer.names import META_DIR, partition_dir_name
 
 META_SUBDIR = "remote"
 META_SUFFIX = ".meta"
-OPS = ("copied", "deleting", "deleted")
+OPS = ("copying", "copied", "deleting", "deleted")
 
 
 def metadata_path(root: str | os.PathLike, topic: str, partition: int) -> Path:
@@ -63,6 +64,7 @@ class RemoteState:
     live: dict[int, RemoteSegment] = field(default_factory=dict)      # copied
     deleting: dict[int, RemoteSegment] = field(default_factory=dict)  # deleting: gone for readers
     deleted: set[int] = field(default_factory=set)
+    copying: set[int] = field(default_factory=set)   # a copy started, not recorded copied: its objects are ours to sweep
     copied_end: int | None = None  # the largest `next` of any copied record, also of segments since deleted
     valid_bytes: int = 0          # the length of the file's whole, checked lines
     torn: bool = False            # a torn last line follows them
@@ -114,6 +116,26 @@ def refuse_below_remote_end(partition_dir: str | os.PathLike, offset: int, doing
                                     f"remote tier, and what is tiered is immutable (docs/tiered-storage.md §4)")
 
 
+def locally_deletable(partition_dir: str | os.PathLike, bases: list[int]) -> int | None:
+    """How many of the oldest local segments (`bases`, the active one last) may be deleted without a hole
+    between the tiers: those recorded `copied` with the same range, in a row from the oldest; None when the
+    remote tier holds no live segment of the partition (nothing to keep contiguous with). The one home of the
+    rule "local deletion never outruns the remote tier" for retention of any kind (docs/tiered-storage.md §4)."""
+    from seglog.indexer.names import parse_partition_dir
+
+    d = Path(partition_dir)
+    parsed = parse_partition_dir(d.name)
+    if parsed is None or not metadata_path(d.parent, *parsed).exists():
+        return None
+    state = read_state(d.parent, *parsed)
+    if not state.live:
+        return None
+    k = 0
+    while k < len(bases) - 1 and bases[k] in state.live and state.live[bases[k]].next == bases[k + 1]:
+        k += 1
+    return k
+
+
 def encode(record: dict) -> bytes:
     body = json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
     return b"%08x " % _crc32c.crc32c(body) + body + b"\n"
@@ -162,6 +184,10 @@ def read_state(root: str | os.PathLike, topic: str, partition: int) -> RemoteSta
 
 def _apply(state: RemoteState, rec: dict, path: Path, n: int) -> None:
     base, op = rec["base"], rec["op"]
+    if op == "copying":             # readers ignore it: the segment is not part of the log yet
+        state.copying.add(base)
+        return
+    state.copying.discard(base)
     if op == "copied":
         try:
             state.live[base] = seg = RemoteSegment.from_record(rec)

@@ -241,6 +241,14 @@ class RemoteStore:
         except _FAILURES as exc:
             raise self._fail("cannot list", prefix, exc) from exc
 
+    def list_dirs(self, prefix: str) -> list[str]:
+        """The names of the folders (common prefixes) directly under `prefix` ("" for the location's own)."""
+        sel = pafs.FileSelector(self.path(prefix).rstrip("/"), allow_not_found=True, recursive=False)
+        try:
+            return sorted(i.base_name for i in self.fs.get_file_info(sel) if i.type == pafs.FileType.Directory)
+        except _FAILURES as exc:
+            raise self._fail("cannot list", prefix or "/", exc) from exc
+
     def delete(self, key: str) -> None:
         """Delete `key`; an object already gone is fine (deletion is finished by the next pass)."""
         try:

@@ -27,7 +27,7 @@ from seglog.errors import ConfigError
 from seglog.indexer import retention
 from seglog.indexer.locks import maintenance_lock
 from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, partition_dir_name, segment_file
-from seglog.indexer.remote import metadata
+from seglog.indexer.remote import metadata, owner
 from seglog.indexer.remote.location import record_location
 from seglog.indexer.remote.metadata import RemoteSegment, RemoteState
 from seglog.indexer.remote.store import MANIFEST_SUFFIX, RemoteStore, segment_key
@@ -51,7 +51,7 @@ class TierResult:
         return {k: v for k, v in self.__dict__.items() if v}
 
 
-def _base_of(name: str) -> int | None:
+def base_of(name: str) -> int | None:
     for suffix in SUFFIXES:
         if name.endswith(suffix) and name[:-len(suffix)].isdigit():
             return int(name[:-len(suffix)])
@@ -64,16 +64,22 @@ def delete_objects(store: RemoteStore, topic: str, partition: int, base: int) ->
 
 
 def sweep(root, topic: str, partition: int, store: RemoteStore, state: RemoteState, result: TierResult) -> None:
-    """Finish every `deleting` record, then remove objects no `copied` record owns (a crashed copy's)."""
+    """Finish every `deleting` record, then remove the objects of every copy recorded `copying` and never
+    `copied` (a crashed copy's). Only what this root's metadata log recorded is deleted, as in KIP-405: an
+    object it never recorded is not its to delete (another root's, or a copy from before `copying` records,
+    which the next copy of that base overwrites)."""
     for base in sorted(state.deleting):
         delete_objects(store, topic, partition, base)
         metadata.append(root, topic, partition, {"op": "deleted", "base": base, "at": now_ms()}, state)
         result.finished.append(base)
-    for name in store.list(partition_dir_name(topic, partition)):
-        base = _base_of(name)
-        if base is None or base not in state.live:
-            store.delete(f"{partition_dir_name(topic, partition)}/{name}")
-            result.swept.append(name)
+    for base in sorted(state.copying):
+        there = set(store.list(partition_dir_name(topic, partition)))
+        for suffix in SUFFIXES:
+            name = f"{base:020d}{suffix}"
+            if name in there:
+                store.delete(f"{partition_dir_name(topic, partition)}/{name}")
+                result.swept.append(name)
+        metadata.append(root, topic, partition, {"op": "deleted", "base": base, "at": now_ms()}, state)
 
 
 def copyable(view, state: RemoteState) -> list[tuple[int, int]]:
@@ -105,6 +111,8 @@ def copy_segment(root, topic: str, partition: int, ppath: Path, base: int, nxt: 
     summary = sealed_summary(ppath, base, nxt)
     if summary is None:
         return False
+    # recorded before any object is written: a crash from here leaves objects the sweep knows to be this root's
+    metadata.append(root, topic, partition, {"op": "copying", "base": base, "at": now_ms()}, state)
     files = {}
     try:
         for name, suffix in FILES:
@@ -148,6 +156,39 @@ def local_expired(state: RemoteState, facts: list, bases: list[int], cfg, now: i
     return k
 
 
+# Kafka's refusal (LogConfig.validateTurningOffRemoteStorageWithDelete, Kafka 3.9+, KIP-950), in seglog's keys.
+DISABLE_REFUSED = ("remote.storage.enable = false on a partition with tiered segments is refused unless the remote "
+                   "data is deleted with it: set remote.log.delete.on.disable = true to delete the tiered segments "
+                   "(offsets held only there are lost), or remote.storage.enable = true to keep tiering")
+
+
+def disable_partition(root: str | os.PathLike, topic: str, partition: int, cfg, store: RemoteStore, *,
+                      maintenance_timeout: float | None = 0) -> TierResult:
+    """A partition with tiered segments on a topic whose remote.storage.enable is now false (KIP-950): with
+    remote.log.delete.on.disable, every tiered segment is deleted (`deleting` first, objects, `deleted`), the log
+    start moving up to the local tier's; without it, a ConfigError (Kafka's refusal) and nothing changes. Local
+    retention meanwhile deletes only segments the remote tier also holds (metadata.locally_deletable): no hole."""
+    if cfg.tiered:
+        raise ConfigError(f"topic {topic}: remote.storage.enable is true: the tier pass keeps it")
+    root = Path(root)
+    state = metadata.read_state(root, topic, partition)
+    if not state.live and not state.deleting and not state.copying:
+        return TierResult()
+    if not cfg.delete_remote_on_disable:
+        raise ConfigError(f"topic {topic}, partition {partition}: {DISABLE_REFUSED}")
+    owner.claim(root, store)
+    result = TierResult()
+    with maintenance_lock(root / partition_dir_name(topic, partition)).acquire(maintenance_timeout):
+        state = metadata.read_state(root, topic, partition)
+        sweep(root, topic, partition, store, state, result)
+        for base in sorted(state.live):                     # record first, objects after
+            metadata.append(root, topic, partition, {"op": "deleting", "base": base, "at": now_ms()}, state)
+            delete_objects(store, topic, partition, base)
+            metadata.append(root, topic, partition, {"op": "deleted", "base": base, "at": now_ms()}, state)
+            result.remote_deleted.append(base)
+    return result
+
+
 def tier_partition(root: str | os.PathLike, topic: str, partition: int, cfg, store: RemoteStore, *,
                    now: int | None = None, lock_timeout: float | None = None, maintenance_timeout: float | None = 0,
                    before_record: Callable[[int], None] | None = None,
@@ -165,6 +206,8 @@ def tier_partition(root: str | os.PathLike, topic: str, partition: int, cfg, sto
     # made after that start, or a pass run by other means, would tier segments no reader can find. Another
     # URI recorded already is a ConfigError here, before anything changes.
     record_location(root, store.location)
+    # Invariant: the prefix is this root's before anything is written or deleted there (indexer/remote/owner.py).
+    owner.claim(root, store)
     ppath = root / partition_dir_name(topic, partition)
     now = now_ms() if now is None else now
     result = TierResult()

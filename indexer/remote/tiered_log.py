@@ -25,7 +25,7 @@ from seglog.errors import ConfigError, CorruptRecordError, OffsetOutOfRangeError
 from seglog.indexer.codec.records import (BATCH_HEADER_SIZE, CONTROL_FLAG_MASK, Record, decode_batch,
                                           first_offset_at_or_after, parse_header, scan_batches)
 from seglog.indexer.names import partition_dir_name
-from seglog.indexer.remote import metadata
+from seglog.indexer.remote import metadata, owner
 from seglog.indexer.remote.location import load_location
 from seglog.indexer.remote.metadata import RemoteSegment
 from seglog.indexer.remote.store import RemoteStore, segment_key
@@ -149,6 +149,8 @@ class TieredLog:
                 raise ConfigError(f"{self.root}: the partition {topic}-{partition} has tiered segments but the root "
                                   f"records no remote tier (_seglog/remote.json)")
             self.store = RemoteStore(location)
+        if self.state.live:
+            owner.check(self.root, self.store)      # another root's objects are never read as this root's rows
         if self.remote and self.remote[-1].next < local_start:
             raise CorruptRecordError(f"{self.root}: {topic}-{partition}: the remote tier ends at offset "
                                      f"{self.remote[-1].next} and the local tier starts at {local_start}: offsets "

@@ -145,8 +145,12 @@ def _print_text(docs: list[dict], now: int) -> None:
                       f", dirty ratio {d['dirty_ratio']:.3f} (dirty {d['first_dirty_offset']} to "
                       f"{d['first_uncleanable_offset']}), clean due: {'yes' if d['clean_due'] else 'no'}")
             if d["local_log_start_offset"] != d["log_start_offset"]:
+                # the remote range as recorded, never assumed to reach the local tier
+                remote_end = max(s["next_offset"] for s in d["segments"] if s["tier"] == "remote")
+                gap = (f"; offsets {remote_end} to {d['local_log_start_offset'] - 1} are on neither tier"
+                       if remote_end < d["local_log_start_offset"] else "")
                 print(f"  tiered: the remote tier holds offsets {d['log_start_offset']} to "
-                      f"{d['local_log_start_offset'] - 1}; the local tier starts at {d['local_log_start_offset']}")
+                      f"{remote_end - 1}; the local tier starts at {d['local_log_start_offset']}{gap}")
             for s in d["segments"]:
                 print(f"    {s['base_offset']:>20}  {s['state']:<8}  {s['tier']:<6}  next {s['next_offset']:<12} "
                       f"{s['size_bytes']:>12} B  largest ts {_fmt_ts(s['largest_timestamp'])}")

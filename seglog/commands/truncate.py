@@ -42,6 +42,20 @@ def _confirm(question: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
+def _refuse_what_cannot_go(part, n: int, start: int, end: int) -> None:
+    """Every refusal, before anything changes (the committed end included): a refused truncation changes
+    nothing. Records below the local log start may still be on the remote tier: "already gone" only when
+    they are on neither tier; tiered records are immutable (docs/tiered-storage.md §4)."""
+    from seglog.indexer.remote import metadata
+
+    state = metadata.read_state(part.root, part.topic, part.partition)
+    first = start if state.start is None else min(start, state.start)
+    if n < first:
+        raise UsageError(f"--to-offset {n} is below the log start offset {first} of {part.name}: "
+                         f"those records are already gone (allowed: {first} to {end})")
+    metadata.refuse_below_remote_end(part.path, n, f"truncate to offset {n}")
+
+
 def run(args) -> int:
     from seglog.indexer.commit_log import CommitLog
 
@@ -53,9 +67,7 @@ def run(args) -> int:
         start, end = log.log_start_offset, log.log_end_offset
         commits = CommitLog(part.root, part.topic)
         committed = commits.end_offsets().get(part.partition)
-        if n < start:
-            raise UsageError(f"--to-offset {n} is below the log start offset {start} of {part.name}: "
-                             f"those records are already gone (allowed: {start} to {end})")
+        _refuse_what_cannot_go(part, n, start, end)
         lower_commit = committed is not None and committed > n
         if n >= end and not lower_commit:
             print(f"{part.name}: nothing to do: the log ends at {end} (<= {n}); committed end "

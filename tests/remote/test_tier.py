@@ -274,3 +274,35 @@ def test_truncation_below_the_remote_end_is_refused_and_changes_nothing(tmp_path
         assert log.log_end_offset == end
         log.truncate_to(remote_end)                          # at or above the remote end: as before
         assert log.log_end_offset == remote_end
+
+
+def _cli(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "seglog", *map(str, args)], capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("local_gone", [False, True])
+def test_a_refused_cli_truncation_below_the_remote_end_changes_nothing(tmp_path, local_gone):
+    """Issue 36 item 16: the refusal came after the committed end was lowered (records hidden from readers,
+    lowered again by a second try); with the local copies gone the records were called "already gone"."""
+    from seglog.indexer.commit_log import CommitLog
+
+    root = tmp_path / "root"
+    cfg = validate_topic_config(fill(root, 30, {"local.retention.bytes": 0} if local_gone else None))
+    with Log.open(root / "t-0", cfg, readonly=True) as log:
+        end = log.log_end_offset
+    CommitLog(root, "t").commit("q", 0, {0: end})
+    tier_partition(root, "t", 0, cfg, store_at(tmp_path))
+    remote_end = metadata.read_state(root, "t", 0).end
+    assert (local_bases(root)[0] == remote_end) is local_gone
+    for _ in range(2):
+        proc = _cli("truncate", root, "--topic", "t", "--partition", 0, "--to-offset", remote_end - 1, "--yes")
+        assert proc.returncode != 0, proc.stdout
+        assert "tiered" in proc.stderr and "already gone" not in proc.stderr, proc.stderr
+        assert "lowered" not in proc.stdout and "Traceback" not in proc.stderr
+        assert CommitLog(root, "t").end_offsets()[0] == end
+        with Log.open(root / "t-0", cfg, readonly=True) as log:
+            assert log.log_end_offset == end

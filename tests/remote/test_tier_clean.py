@@ -96,7 +96,10 @@ def test_the_sidecar_clean_job_rewrites_nothing_below_the_remote_end(tmp_path):
     config = tmp_path / "compactor.yaml"
     config.write_text(yaml.safe_dump({
         "root": str(root),
-        "topics": {"t": COMPACTED},                    # the switch, as an operator makes it in the sidecar's file
+        # the switch, as an operator makes it in the sidecar's file: tiering off needs the remote data deleted
+        # with it (KIP-950, docs/tiered-storage.md §4a); the local copies below the remote end stay as they were
+        "topics": {"t": {**COMPACTED, "remote.log.delete.on.disable": True}},
+        "remote": {"uri": f"file://{tmp_path}/remote"},
         "schedule": {"partition.lock.timeout.ms": 100},
     }))
     proc = subprocess.run([sys.executable, "-m", "seglog.compactor", "--config", str(config), "--once"],

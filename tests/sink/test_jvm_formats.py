@@ -206,6 +206,8 @@ CONFIG_CORPUS = [
     {"remote.storage.enable": "true", "cleanup.policy": "compact"},
     {"remote.storage.enable": "true", "cleanup.policy": "delete,compact"},
     {"remote.storage.enable": "false", "cleanup.policy": "compact"},
+    {"remote.storage.enable": "false", "remote.log.delete.on.disable": "TRUE"},
+    {"remote.log.delete.on.disable": "sometimes"}, {"remote.log.delete.on.disable": False},
     {"local.retention.ms": "-2"}, {"local.retention.ms": "-3"}, {"local.retention.ms": "-1"},
     {"local.retention.ms": "-1", "retention.ms": "-1"}, {"local.retention.ms": "604800000"},
     {"local.retention.ms": "604800001"}, {"local.retention.ms": "1000", "retention.ms": "999"},

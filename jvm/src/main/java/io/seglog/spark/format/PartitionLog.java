@@ -203,7 +203,9 @@ public final class PartitionLog implements Closeable {
                     + "segments (offsets " + logStart + " to " + (localStart - 1) + ") but " + RemoteLocation.path(root)
                     + " is missing: the remote tier cannot be found", null);
             }
-            tier = new RemoteTier(location, hadoopConf);
+            RemoteTier t = new RemoteTier(location, hadoopConf);
+            RemoteOwner.check(root, t);     // another root's objects are never read as this root's rows
+            tier = t;
         }
         return tier;
     }

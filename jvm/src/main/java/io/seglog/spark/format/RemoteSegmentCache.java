@@ -55,7 +55,7 @@ public final class RemoteSegmentCache {
     public static final int CHUNK = 8 << 20;
     public static final String CHUNK_KEY = "seglog.remote.read.chunk.bytes";
     public static final String READ_AHEAD_KEY = "seglog.remote.read.ahead.chunks";
-    private static final Map<String, Path> INDEXES = new ConcurrentHashMap<>();
+    private static final Map<String, IndexCopy> INDEXES = new ConcurrentHashMap<>();
     private static final Map<String, CachedLog> LOGS = new ConcurrentHashMap<>();
     private static Path dir;
     private static final java.util.concurrent.atomic.LongAdder FETCHED = new java.util.concurrent.atomic.LongAdder();
@@ -68,31 +68,74 @@ public final class RemoteSegmentCache {
         return FETCHED.sum();
     }
 
+    /** The folder of the index copies, made again when it went (a {@code /tmp} cleaner on a long-running JVM). */
     private static synchronized Path dir() throws IOException {
         if (dir == null) {
             dir = Files.createTempDirectory("seglog-remote-cache-");
             dir.toFile().deleteOnExit();
+        } else {
+            Files.createDirectories(dir);
         }
         return dir;
     }
 
-    /** The local copy of an index object, fetched whole and checked against {@code facts} on first use. */
+    /** The folder of the index copies (tests: a cleaner removes it). */
+    public static Path indexDir() throws IOException {
+        return dir();
+    }
+
+    /** A local copy of an index object as written: its path, size and modification time. */
+    private record IndexCopy(Path file, long size, java.nio.file.attribute.FileTime written) {
+        /** Whether the file is still the one written (not removed, truncated or rewritten since). */
+        boolean intact() {
+            try {
+                java.nio.file.attribute.BasicFileAttributes a = Files.readAttributes(file,
+                    java.nio.file.attribute.BasicFileAttributes.class);
+                return a.isRegularFile() && a.size() == size && a.lastModifiedTime().equals(written);
+            } catch (IOException e) {
+                return false;
+            }
+        }
+    }
+
+    /** The local copy of an index object, fetched whole and checked against {@code facts} on first use, and fetched
+     *  again whenever the copy is gone or changed (a {@code /tmp} cleaner, a damaged disk), as Kafka's remote index
+     *  cache does: a local copy is a cache, never the only truth. */
     public static Path index(RemoteTier tier, String objectUri, RemoteSegmentLog.FileFacts facts, String suffix) {
         String key = objectUri + "#" + facts.sha256();
-        Path have = INDEXES.get(key);
-        if (have != null) return have;
+        IndexCopy have = INDEXES.get(key);
+        if (have != null && have.intact()) return have.file();
         synchronized (INDEXES) {
             have = INDEXES.get(key);
-            if (have != null) return have;
+            if (have != null && have.intact()) return have.file();
+            IndexCopy stale = INDEXES.remove(key);
             byte[] bytes = fetchWhole(tier, objectUri, facts);
             try {
-                Path file = dir().resolve(facts.sha256() + suffix);
+                if (stale != null) Files.deleteIfExists(stale.file());
+                // a file of its own per object (two objects may hold the same bytes): no copy replaces another's
+                Path file = Files.createTempFile(dir(), facts.sha256().substring(0, 16) + "-", suffix);
                 Files.write(file, bytes);
                 file.toFile().deleteOnExit();
-                INDEXES.put(key, file);
+                INDEXES.put(key, new IndexCopy(file, bytes.length, Files.getLastModifiedTime(file)));
                 return file;
             } catch (IOException e) {
                 throw new StorageException("cannot write the local copy of " + objectUri + ": " + e, e);
+            }
+        }
+    }
+
+    /** Opens the local copy of an index object ({@link #index}); a copy removed between the check and the open is
+     *  fetched again, once. */
+    public static FileChannel openIndex(RemoteTier tier, String objectUri, RemoteSegmentLog.FileFacts facts, String suffix) {
+        for (int attempt = 0; ; attempt++) {
+            Path copy = index(tier, objectUri, facts, suffix);
+            try {
+                return FileChannel.open(copy, java.nio.file.StandardOpenOption.READ);
+            } catch (java.nio.file.NoSuchFileException e) {
+                if (attempt > 0) throw new StorageException("the local copy " + copy + " of " + objectUri
+                    + " goes as soon as it is written (a cleaner of its folder?): " + e, e);
+            } catch (IOException e) {
+                throw new StorageException("cannot read the local copy " + copy + " of " + objectUri + ": " + e, e);
             }
         }
     }
@@ -272,8 +315,8 @@ public final class RemoteSegmentCache {
      * chunks after a walk's position in the background.
      *
      * <p>Invariants: a chunk is published ({@code chunks[c]}) only whole, and its array is never written after;
-     * a chunk is fetched by one thread at a time ({@code fetching}), the others wait for it; the object's stream
-     * is read by one thread at a time ({@code streamLock}). A read-ahead that fails leaves its chunk absent, so
+     * a chunk is fetched by one thread at a time ({@code fetching}), the others wait for it; each fetch opens its
+     * own stream and closes it when it ends ({@link #open}). A read-ahead that fails leaves its chunk absent, so
      * the walk that needs it fetches it itself and reports the failure, typed, naming the object.
      */
     public static final class CachedLog {
@@ -289,8 +332,6 @@ public final class RemoteSegmentCache {
         private final long[] used;                       // guarded by this: each held chunk's last use (TICKS)
         private final BitSet read = new BitSet();        // guarded by this: held chunks a walk has read
         private final BitSet fetching = new BitSet();    // guarded by this
-        private final Object streamLock = new Object();
-        private FSDataInputStream in;                    // guarded by streamLock
         private volatile java.util.concurrent.CompletableFuture<Void> lengthCheck;   // started with the stream
         private volatile boolean lengthChecked;          // the object's length is the manifest's
         private int aheadFrom;                           // guarded by this: the read-ahead window [aheadFrom, aheadTo)
@@ -384,9 +425,6 @@ public final class RemoteSegmentCache {
         private synchronized boolean forgetIfEmpty() {
             if (aheadRunning || !fetching.isEmpty()) return false;
             for (byte[] b : chunks) if (b != null) return false;
-            synchronized (streamLock) {
-                closeStream();
-            }
             return true;
         }
 
@@ -444,12 +482,11 @@ public final class RemoteSegmentCache {
                     }
                 }
                 int done = 0;
-                try {
+                // the stream (and any connection it holds) lives while its ranges arrive, no longer
+                try (FSDataInputStream in = open()) {
                     List<FileRange> ranges = new ArrayList<>(claimed.size());
                     for (int c : claimed) ranges.add(FileRange.createFileRange((long) c * chunk, chunkLength(c)));
-                    synchronized (streamLock) {
-                        stream().readVectored(ranges, ByteBuffer::allocate);
-                    }
+                    in.readVectored(ranges, ByteBuffer::allocate);
                     for (; done < claimed.size(); done++) {
                         int c = claimed.get(done);
                         settle(c, whole(c, ranges.get(done).getData().get()), false);
@@ -486,29 +523,23 @@ public final class RemoteSegmentCache {
             return out;
         }
 
-        private void closeStream() {
-            try {
-                if (in != null) in.close();
-            } catch (IOException e) {
-                // a read-only stream: nothing to lose
-            }
-            in = null;
-        }
-
-        /** The object's stream, opened once with the manifest's length (no HEAD before the first GET); the object's
+        /** A new stream on the object for one fetch, opened with the manifest's length (no HEAD before the first
+         *  GET); the caller closes it when that fetch ends. Invariant: no stream outlives the fetch that opened it,
+         *  so a JVM holds a pooled connection (S3A's {@code fs.s3a.connection.maximum}) only while it reads, never
+         *  one per cached segment: a read of more segments than the pool has connections finishes. The object's
          *  real length is asked for beside the first reads ({@link #lengthCheck}), and no walk uses the bytes before
          *  it agrees ({@link #requireLength}): shorter or longer is reported naming the object, never fewer rows. */
-        private FSDataInputStream stream() throws IOException {
-            if (in != null) return in;
+        private FSDataInputStream open() throws IOException {
             FileSystem fs = tier.fileSystem();
-            if (lengthCheck == null) {
-                lengthCheck = java.util.concurrent.CompletableFuture.runAsync(() -> {
-                    long length = status(fs, remote, objectUri).getLen();
-                    if (length != size) throw sizeMismatch(objectUri, length, size);
-                }, CHECKS);
+            synchronized (this) {
+                if (lengthCheck == null) {
+                    lengthCheck = java.util.concurrent.CompletableFuture.runAsync(() -> {
+                        long length = status(fs, remote, objectUri).getLen();
+                        if (length != size) throw sizeMismatch(objectUri, length, size);
+                    }, CHECKS);
+                }
             }
-            in = openKnownLength(fs, remote, objectUri, size, "vector, random");
-            return in;
+            return openKnownLength(fs, remote, objectUri, size, "vector, random");
         }
 
         /** Waits for the object's length check (started with its stream); its failure is the walk's. */
@@ -529,19 +560,16 @@ public final class RemoteSegmentCache {
             long from = (long) c * chunk;
             int len = chunkLength(c);
             byte[] buf = new byte[len];
-            synchronized (streamLock) {
-                try {
-                    stream().readFully(from, buf, 0, len);
-                } catch (FileNotFoundException e) {
-                    throw gone(objectUri, e);
-                } catch (EOFException e) {
-                    requireLength();                   // the object's own length says it best, when it disagrees
-                    throw new RemoteObjectException(objectUri + ": the object ends before position " + (from + len)
-                        + " though its manifest records " + size + " bytes: records of the segment are lost", e);
-                } catch (IOException e) {
-                    closeStream();                     // the next fetch opens the object again
-                    throw new StorageException("cannot read " + objectUri + " at position " + from + ": " + e, e);
-                }
+            try (FSDataInputStream in = open()) {       // closed when the chunk is read: its connection goes back
+                in.readFully(from, buf, 0, len);
+            } catch (FileNotFoundException e) {
+                throw gone(objectUri, e);
+            } catch (EOFException e) {
+                requireLength();                   // the object's own length says it best, when it disagrees
+                throw new RemoteObjectException(objectUri + ": the object ends before position " + (from + len)
+                    + " though its manifest records " + size + " bytes: records of the segment are lost", e);
+            } catch (IOException e) {
+                throw new StorageException("cannot read " + objectUri + " at position " + from + ": " + e, e);
             }
             return buf;
         }

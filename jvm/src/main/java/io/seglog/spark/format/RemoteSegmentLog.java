@@ -29,7 +29,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  */
 public final class RemoteSegmentLog {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final Set<String> OPS = Set.of("copied", "deleting", "deleted");
+    private static final Set<String> OPS = Set.of("copying", "copied", "deleting", "deleted");
 
     private RemoteSegmentLog() {
     }
@@ -149,6 +149,9 @@ public final class RemoteSegmentLog {
     private static void apply(State state, JsonNode rec, Path file, int n) {
         long base = rec.get("base").asLong();
         switch (rec.get("op").asText()) {
+            case "copying" -> {
+                // a copy started: not part of the log until recorded copied (its objects are the sweep's)
+            }
             case "copied" -> {
                 Entry e = entry(rec, base, file, n);
                 state.live.put(base, e);

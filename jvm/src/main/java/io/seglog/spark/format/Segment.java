@@ -162,23 +162,19 @@ public final class Segment implements Closeable {
 
     /** A tiered segment's two indexes, each fetched (whole, checked against the manifest) on first need. */
     private record RemoteIndexes(RemoteTier tier, String topic, int partition, RemoteSegmentLog.Entry e) {
+        // openIndex fetches a local copy again when it went or changed (as Kafka's remote index cache does)
         OffsetIndexFile offsetIndex() {
-            Path copy = RemoteSegmentCache.index(tier, tier.location.objectUri(topic, partition, e.base(), ".index"), e.index(), ".index");
-            try (FileChannel ch = FileChannel.open(copy, StandardOpenOption.READ)) {
+            String uri = tier.location.objectUri(topic, partition, e.base(), ".index");
+            try (FileChannel ch = RemoteSegmentCache.openIndex(tier, uri, e.index(), ".index")) {
                 return OffsetIndexFile.read(ch, e.base());
             } catch (IOException ex) {
-                throw new StorageException("cannot read the local copy " + copy + " of a tiered offset index: " + ex, ex);
+                throw new StorageException("cannot read the local copy of the tiered offset index " + uri + ": " + ex, ex);
             }
         }
 
         FileChannel timeIndexFile() {
-            Path copy = RemoteSegmentCache.index(tier, tier.location.objectUri(topic, partition, e.base(), ".timeindex"),
+            return RemoteSegmentCache.openIndex(tier, tier.location.objectUri(topic, partition, e.base(), ".timeindex"),
                 e.timeindex(), ".timeindex");
-            try {
-                return FileChannel.open(copy, StandardOpenOption.READ);
-            } catch (IOException ex) {
-                throw new StorageException("cannot read the local copy " + copy + " of a tiered time index: " + ex, ex);
-            }
         }
     }
 

@@ -84,6 +84,7 @@ public final class TopicConfigRules {
         r.put("remote.storage.enable", new Rule(Kind.BOOL, null, null, List.of(), false, false));
         r.put("local.retention.ms", intRule(-2, INT64_MAX));
         r.put("local.retention.bytes", intRule(-2, INT64_MAX));
+        r.put("remote.log.delete.on.disable", new Rule(Kind.BOOL, null, null, List.of(), false, false));
         r.put("segment.merge.small.bytes", intRule(-1, INT32_MAX));
         RULES = Collections.unmodifiableMap(r);
     }

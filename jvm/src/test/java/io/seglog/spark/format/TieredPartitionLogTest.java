@@ -335,6 +335,59 @@ class TieredPartitionLogTest {
         }
     }
 
+    /** Issue 36 item 17: the local copies of tiered indexes are a cache: removed (a /tmp cleaner on a long-running
+     *  driver) or damaged, they are fetched again, as Kafka's remote index cache does; seeks go on working. */
+    @Test
+    void indexCopiesRemovedOrDamagedAreFetchedAgain() throws IOException {
+        Path root = tiered();
+        List<Long> want = new ArrayList<>();
+        for (long o = 37; o < 200; o++) want.add(o);
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            assertEquals(want, offsets(log, 37, 200));           // a seek: the offset index of segment 0 is fetched
+            assertEquals(150, log.offsetForTimestamp(TestLogs.T0 + 150, 300));
+        }
+        Path dir = RemoteSegmentCache.indexDir();
+        try (java.util.stream.Stream<Path> files = Files.list(dir)) {
+            for (Path f : files.toList()) Files.delete(f);
+        }
+        Files.delete(dir);                                       // the cleaner takes the folder too
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            assertEquals(want, offsets(log, 37, 200));
+            assertEquals(150, log.offsetForTimestamp(TestLogs.T0 + 150, 300));
+        }
+        try (java.util.stream.Stream<Path> files = Files.list(RemoteSegmentCache.indexDir())) {
+            List<Path> copies = files.toList();
+            assertFalse(copies.isEmpty(), "no index was fetched again");
+            for (Path f : copies) Files.write(f, new byte[] {1, 2, 3});     // damaged: shorter than the object
+        }
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            assertEquals(want, offsets(log, 37, 200));
+            assertEquals(150, log.offsetForTimestamp(TestLogs.T0 + 150, 300));
+        }
+    }
+
+    /** Issue 36 item 14: a prefix whose owner object names another root is refused before any segment is read;
+     *  the owner's own root reads it, and an unowned prefix is read as before. */
+    @Test
+    void aPrefixOwnedByAnotherRootIsRefused() throws IOException {
+        Path root = tiered();
+        List<Long> want = new ArrayList<>();
+        for (long o = 0; o < 200; o++) want.add(o);
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            assertEquals(want, offsets(log, 0, 200));            // unowned: as before
+        }
+        Files.writeString(tmp.resolve("remote").resolve(RemoteOwner.OWNER_KEY),
+            "{\"version\": 1, \"root_id\": \"" + "a".repeat(32) + "\", \"root\": \"/elsewhere\"}");
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            RemotePrefixOwnedException e = assertThrows(RemotePrefixOwnedException.class, () -> offsets(log, 0, 200));
+            assertTrue(e.getMessage().contains("/elsewhere") && e.getMessage().contains(root.toString()), e.getMessage());
+        }
+        Files.writeString(root.resolve("_seglog").resolve("root-id"), "a".repeat(32) + "\n");
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200)) {
+            assertEquals(want, offsets(log, 0, 200));            // the owner reads its own
+        }
+    }
+
     @Test
     void aMissingObjectIsAGoneSegmentNamingIt() throws IOException {
         Path root = tiered();
