@@ -268,7 +268,10 @@ final class PushedAggregate implements Serializable {
                 }
                 boolean whole = from == b.baseOffset() && to == b.lastOffset() + 1;
                 boolean offsetsKnown = dense || !(wants(Kind.MIN_OFFSET) || wants(Kind.MAX_OFFSET));
-                if (whole && !filtering && offsetsKnown && !wants(Kind.MIN_TIMESTAMP)) {
+                // a compressed batch's count is known once its records are read (Segment's walk bounds every count
+                // by what the batch can hold, but a compressed one's only by the inflation ceiling)
+                boolean countKnown = b.compressionType() == org.apache.kafka.common.record.CompressionType.NONE;
+                if (whole && !filtering && offsetsKnown && countKnown && !wants(Kind.MIN_TIMESTAMP)) {
                     Integer n = b.countOrNull();
                     if (n == null || n == 0) continue;
                     t.count += n;
