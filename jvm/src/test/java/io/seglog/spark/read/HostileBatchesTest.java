@@ -79,7 +79,7 @@ class HostileBatchesTest {
         out.write(head.array());
         try (OutputStream z = Compression.zstd().build().wrapForOutput(out, RecordBatch.MAGIC_VALUE_V2)) {
             ByteBuffer rec = ByteBuffer.allocate(32);
-            org.apache.kafka.common.utils.ByteUtils.writeVarint(8 + size, rec);   // attrs..key, varint of size, headers
+            org.apache.kafka.common.utils.ByteUtils.writeVarint(6 + org.apache.kafka.common.utils.ByteUtils.sizeOfVarint(size) + size, rec);
             rec.put((byte) 0).put((byte) 0).put((byte) 0);                           // attributes, ts delta, offset delta
             org.apache.kafka.common.utils.ByteUtils.writeVarint(1, rec);
             rec.put((byte) 'k');
@@ -139,5 +139,33 @@ class HostileBatchesTest {
     void aCompressedBatchClaimingTwoToTheThirtyOneRecordsIsACorruptBatch() {
         topic("count", claiming(compressed(Compression.zstd().build(), 0, 4), Integer.MAX_VALUE), Integer.MAX_VALUE);
         refused("count", "record count 2147483647 cannot fit");
+    }
+
+    @Test
+    void aCountAboveWhatTheInflatedRecordsHoldIsACorruptBatch() {
+        // under the ceiling's bound, but more than 4 records' inflated bytes can hold
+        topic("over", claiming(compressed(Compression.zstd().build(), 0, 4), 1000), 1000);
+        refused("over", "record count 1000 cannot fit");
+    }
+
+    @Test
+    void aBatchInflatingPastTheCeilingIsACorruptBatch() throws Exception {
+        topic("bomb", bomb(0, BatchBounds.INFLATED_BATCH_MAX + (1 << 20)), 1);
+        refused("bomb", "more than " + BatchBounds.INFLATED_BATCH_MAX + " bytes");
+    }
+
+    @Test
+    void aBatchAtTheCeilingIsRead() throws Exception {
+        topic("fits", bomb(0, BatchBounds.INFLATED_BATCH_MAX - 64), 1);
+        read("fits");
+        assertEquals(2, count("fits"));
+    }
+
+    @Test
+    void damagedZstdAndSnappyRecordsNameTheFileAndPosition() {
+        topic("zstd", damaged(compressed(Compression.zstd().build(), 0, 40), 4), 40);
+        refused("zstd");
+        topic("snappy", damaged(compressed(Compression.snappy().build(), 0, 40), 20), 40);
+        refused("snappy");
     }
 }
