@@ -185,6 +185,8 @@ def record_count_problem(count: int, codec: int, batch_length: int) -> str | Non
     record takes at least MIN_RECORD_SIZE bytes, of the batch's records section when uncompressed,
     of at most INFLATED_BATCH_MAX inflated bytes when compressed. Checked before anything is sized
     by the count (a crafted 170-byte batch can claim 2^31-1 records under a valid CRC)."""
+    if count < 0:
+        return f"negative record count {count}"
     room = INFLATED_BATCH_MAX if codec else batch_length - MIN_BATCH_LENGTH
     if count > room // MIN_RECORD_SIZE:
         where = (f"{INFLATED_BATCH_MAX} bytes, the most a compressed batch's records inflate to" if codec
