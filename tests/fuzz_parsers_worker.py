@@ -9,7 +9,6 @@ A MemoryError or a signal (the memory limit, a crash) is the subprocess's death,
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import time
