@@ -16,6 +16,10 @@ and zstd from cramjam (one compiled wheel; as fast as the per-codec packages in 
 lz4 runs in its fast mode). `inflate_batch` turns a compressed batch into the equivalent uncompressed batch
 (codec bits cleared, batchLength adjusted, CRC recomputed), so every record walk, compiled
 (`indexer.codec.native`) or not, only ever sees uncompressed record bytes.
+
+Invariant: inflating never holds more than conf/limits.py's INFLATED_BATCH_MAX of records, whatever the
+compressed bytes claim: every codec decompresses into a buffer of at most that size and stops at its end,
+and a batch that would go past it is a CorruptRecordError naming its position and the bound.
 """
 from __future__ import annotations
 
@@ -24,7 +28,9 @@ import zlib
 
 import crc32c as _crc32c
 import cramjam
+import numpy as np
 
+from seglog.conf.limits import INFLATED_BATCH_MAX
 from seglog.errors import CorruptRecordError
 from seglog.indexer.codec.batch_layout import (
     ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, BATCH_LENGTH_OFFSET, COMPRESSION_CODEC_MASK, CRC_OFFSET,
@@ -39,7 +45,11 @@ _XERIAL_HEADER = struct.Struct(">8sii")        # magic, version, compatible vers
 _XERIAL_BLOCK = 32 * 1024                      # snappy-java's default block size
 _INT32 = struct.Struct(">i")
 _GZIP_WBITS = 16 + zlib.MAX_WBITS               # zlib's gzip container
-_MAX_INFLATED = (1 << 31) - 1 - BATCH_HEADER_SIZE   # an inflated batch must still fit an int32 length
+# The first output buffer a batch is inflated into: most batches fit it; one that does not is inflated
+# again into a buffer of the whole ceiling (untouched pages of which cost nothing: np.zeros is calloc).
+_FIRST_GUESS = 256 * 1024
+_GUESS_RATIO = 32
+_GZIP_STEP = 1 << 20
 
 
 def expansion_headroom(codec: int, limit: int) -> int:
@@ -63,12 +73,24 @@ class _Unsupported(Exception):
     pass
 
 
-def _snappy_decompress(data: bytes) -> bytes:
+class InflatedTooLarge(Exception):
+    """The records would decompress to more than the ceiling they were inflated under."""
+
+
+def _snappy_raw_into(data, out: np.ndarray) -> int:
+    # raw snappy states its length up front: checked before anything is written
+    n = cramjam.snappy.decompress_raw_len(data)
+    if n > len(out):
+        raise InflatedTooLarge
+    return cramjam.snappy.decompress_raw_into(data, out)
+
+
+def _snappy_into(data: bytes, out: np.ndarray) -> int:
     if not data.startswith(_XERIAL_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(data))
+        return _snappy_raw_into(data, out)
     if len(data) < _XERIAL_HEADER.size:
         raise ValueError("torn xerial snappy header")
-    out = bytearray()
+    at = 0
     p = _XERIAL_HEADER.size
     while p < len(data):
         if p + 4 > len(data):
@@ -77,11 +99,9 @@ def _snappy_decompress(data: bytes) -> bytes:
         p += 4
         if n < 0 or p + n > len(data):
             raise ValueError(f"xerial snappy block of {n} bytes at {p} runs past the end")
-        out += cramjam.snappy.decompress_raw(data[p:p + n])
-        if len(out) > _MAX_INFLATED:
-            raise ValueError("decompressed records exceed 2 GiB")
+        at += _snappy_raw_into(data[p:p + n], out[at:])
         p += n
-    return bytes(out)
+    return at
 
 
 def _snappy_compress(data: bytes) -> bytes:
@@ -94,29 +114,66 @@ def _snappy_compress(data: bytes) -> bytes:
     return bytes(out)
 
 
-def _gunzip(data: bytes) -> bytes:
+def _gunzip_into(data: bytes, out: np.ndarray) -> int:
+    # in steps, so that no more than one step is held beside the buffer
     d = zlib.decompressobj(_GZIP_WBITS)
-    out = d.decompress(data, _MAX_INFLATED + 1)
-    if len(out) > _MAX_INFLATED:
-        raise ValueError("decompressed records exceed 2 GiB")
-    if not d.eof:
-        raise ValueError("truncated gzip stream")
-    return out
+    at = 0
+    chunk = data
+    while not d.eof:
+        got = d.decompress(chunk, _GZIP_STEP)
+        if not got and not d.eof:
+            raise ValueError("truncated gzip stream")
+        if at + len(got) > len(out):
+            raise InflatedTooLarge
+        out[at:at + len(got)] = np.frombuffer(got, dtype=np.uint8)
+        at += len(got)
+        chunk = d.unconsumed_tail
+    return at
 
 
-def decompress(codec: int, data) -> bytes:
-    """The records section of a batch compressed with `codec` (1-4), decompressed. Raises
-    ValueError (or cramjam's DecompressionError) on bad bytes; callers name the batch."""
-    data = bytes(data)
+def _frame_into(module, data: bytes, out: np.ndarray) -> int:
+    try:
+        return module.decompress_into(data, out)
+    except cramjam.DecompressionError as exc:
+        # cramjam stops writing at the buffer's end (it never holds more than the buffer) and says so thus
+        if "failed to write whole buffer" in str(exc):
+            raise InflatedTooLarge from None
+        raise
+
+
+def _into(codec: int, data: bytes, out: np.ndarray) -> int:
     if codec == GZIP:
-        return _gunzip(data)
+        return _gunzip_into(data, out)
     if codec == SNAPPY:
-        return _snappy_decompress(data)
+        return _snappy_into(data, out)
     if codec == LZ4:
-        return bytes(cramjam.lz4.decompress(data))
+        return _frame_into(cramjam.lz4, data, out)
     if codec == ZSTD:
-        return bytes(cramjam.zstd.decompress(data))
+        return _frame_into(cramjam.zstd, data, out)
     raise _Unsupported(codec)
+
+
+def _inflate_into(codec: int, data: bytes, lead: int, ceiling: int) -> tuple[np.ndarray, int]:
+    """(buffer, n): the records decompressed into buffer[lead:lead + n], n <= ceiling, the first
+    `lead` bytes left for the caller's header. Memory stays within lead + ceiling whatever the
+    bytes claim: every codec writes into the buffer and stops at its end (InflatedTooLarge)."""
+    guess = min(ceiling, max(_FIRST_GUESS, _GUESS_RATIO * len(data)))
+    while True:
+        buf = np.zeros(lead + guess, dtype=np.uint8)
+        try:
+            return buf, _into(codec, data, buf[lead:])
+        except InflatedTooLarge:
+            if guess >= ceiling:
+                raise
+            guess = ceiling
+
+
+def decompress(codec: int, data, ceiling: int = INFLATED_BATCH_MAX) -> bytes:
+    """The records section of a batch compressed with `codec` (1-4), decompressed, at most `ceiling`
+    bytes (InflatedTooLarge past it). Raises ValueError (or cramjam's DecompressionError) on bad
+    bytes; callers name the batch."""
+    buf, n = _inflate_into(codec, bytes(data), 0, ceiling)
+    return buf[:n].tobytes()
 
 
 def compress(codec: int, data) -> bytes:
@@ -142,33 +199,36 @@ def codec_of(buf, pos: int) -> int:
     return buf[pos + ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK
 
 
-def inflate_batch(buf, pos: int, size: int) -> bytes:
+def inflate_batch(buf, pos: int, size: int, ceiling: int = INFLATED_BATCH_MAX) -> bytes:
     """The compressed batch of `size` bytes at `pos` as the equivalent uncompressed batch: the same
     header with the codec bits cleared, batchLength for the decompressed records, and a CRC over
     the new bytes (so the result is a valid batch on its own). Raises CorruptRecordError naming
-    the position and codec when the records do not decompress."""
+    the position and codec when the records do not decompress, or would decompress to more than
+    `ceiling` bytes (conf/limits.py INFLATED_BATCH_MAX): memory stays within the ceiling and the
+    records are copied once, from the decompression buffer into the result."""
     view = memoryview(buf)
     if view.ndim != 1 or view.itemsize != 1:
         view = view.cast("B")
     codec = view[pos + ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK
     try:
-        records = decompress(codec, view[pos + BATCH_HEADER_SIZE:pos + size])
+        out, n = _inflate_into(codec, bytes(view[pos + BATCH_HEADER_SIZE:pos + size]), BATCH_HEADER_SIZE, ceiling)
     except _Unsupported:
         raise CorruptRecordError(f"batch at position {pos} uses compression codec {codec}, which Kafka does "
                                  f"not define (1 gzip, 2 snappy, 3 lz4, 4 zstd)") from None
+    except InflatedTooLarge:
+        raise CorruptRecordError(f"batch at position {pos}: its {CODEC_NAMES[codec]} records decompress to "
+                                 f"more than {ceiling} bytes, the most a batch's records may inflate to "
+                                 f"(INFLATED_BATCH_MAX)") from None
     except Exception as exc:                 # cramjam raises its own DecompressionError, or ValueError
         raise CorruptRecordError(f"batch at position {pos}: its {CODEC_NAMES[codec]} records do not "
                                  f"decompress: {exc}") from exc
-    if len(records) > _MAX_INFLATED:
-        raise CorruptRecordError(f"batch at position {pos}: its records decompress to {len(records)} bytes, "
-                                 f"over the 2 GiB a batch can hold")
-    out = bytearray(view[pos:pos + BATCH_HEADER_SIZE])
+    out[:BATCH_HEADER_SIZE] = np.frombuffer(view[pos:pos + BATCH_HEADER_SIZE], dtype=np.uint8)
     out[ATTRIBUTES_OFFSET + 1] &= ~COMPRESSION_CODEC_MASK & 0xFF
-    _INT32.pack_into(out, BATCH_LENGTH_OFFSET, BATCH_HEADER_SIZE - LOG_OVERHEAD + len(records))
-    out += records
-    crc = _crc32c.crc32c(memoryview(out)[ATTRIBUTES_OFFSET:])
-    struct.pack_into(">I", out, CRC_OFFSET, crc)
-    return bytes(out)
+    head = memoryview(out)[:BATCH_HEADER_SIZE]
+    _INT32.pack_into(head, BATCH_LENGTH_OFFSET, BATCH_HEADER_SIZE - LOG_OVERHEAD + n)
+    whole = memoryview(out)[:BATCH_HEADER_SIZE + n]
+    struct.pack_into(">I", head, CRC_OFFSET, _crc32c.crc32c(whole[ATTRIBUTES_OFFSET:]))
+    return whole.tobytes()
 
 
 def deflate_batch(batch: bytes, codec: int) -> bytes:

@@ -68,7 +68,7 @@ from numba import njit, types                           # noqa: E402
 from numba.core import cgutils                          # noqa: E402
 from numba.extending import intrinsic                   # noqa: E402
 
-from seglog.conf.limits import INT32_MAX, INT64_MAX  # noqa: E402
+from seglog.conf.limits import INFLATED_BATCH_MAX, INT32_MAX, INT64_MAX, MIN_RECORD_SIZE  # noqa: E402
 from seglog.indexer.codec.batch_layout import (  # noqa: E402  (numba freezes these globals into the kernels)
     ATTRIBUTES_OFFSET, BASE_SEQUENCE_OFFSET, BASE_TIMESTAMP_OFFSET, BATCH_HEADER_SIZE, BATCH_LENGTH_OFFSET,
     COMPRESSION_CODEC_MASK, CRC_OFFSET, LAST_OFFSET_DELTA_OFFSET, LOG_OVERHEAD, MAGIC, MAGIC_OFFSET,
@@ -80,6 +80,8 @@ _INT32_MAX = INT32_MAX              # numba freezes module globals: local names 
 _INT64_MAX = INT64_MAX
 _HEADER = BATCH_HEADER_SIZE
 _MIN_BATCH_LENGTH = MIN_BATCH_LENGTH
+_MIN_RECORD_SIZE = MIN_RECORD_SIZE
+_INFLATED_BATCH_MAX = INFLATED_BATCH_MAX
 
 OK = 0
 ERROR = 1                       # the numpy path must run and raise (or decide)
@@ -383,9 +385,10 @@ def _header_ok(a, pos):
     base = _get_be(a, pos, 8)
     if base < 0 or base > _INT64_MAX - lod:     # the last offset must fit (the range test adds)
         return False
-    if (_get_be(a, pos + ATTRIBUTES_OFFSET, 2) & COMPRESSION_CODEC_MASK) == 0 and rc > bl - _MIN_BATCH_LENGTH:
-        return False
-    return True
+    # records.record_count_problem: a record takes MIN_RECORD_SIZE bytes of what the batch holds
+    if (_get_be(a, pos + ATTRIBUTES_OFFSET, 2) & COMPRESSION_CODEC_MASK) == 0:
+        return rc <= (bl - _MIN_BATCH_LENGTH) // _MIN_RECORD_SIZE
+    return rc <= _INFLATED_BATCH_MAX // _MIN_RECORD_SIZE
 
 
 @njit(**_JIT)

@@ -23,6 +23,7 @@ from seglog.indexer.codec.batch_layout import (  # noqa: F401  (re-exported: the
     ATTRIBUTES_OFFSET, BATCH_HEADER_SIZE, COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, CRC_OFFSET, HEADER_STRUCT,
     LOG_OVERHEAD, MAGIC, MAGIC_OFFSET, MIN_BATCH_LENGTH, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK)
 from seglog.conf.limits import INT32_MAX, INT64_MAX, INT64_MIN  # noqa: F401  (re-exported for indexer modules)
+from seglog.conf.limits import INFLATED_BATCH_MAX, MIN_RECORD_SIZE
 from seglog.indexer.codec.compression import inflate_batch
 from seglog.indexer.codec.kernels import native_kernels
 
@@ -178,10 +179,24 @@ def header_problem(header: BatchHeader) -> str | None:
         # the last offset must be an int64: checked before anything computes with it (native._header_ok too)
         return (f"baseOffset {header.base_offset} + lastOffsetDelta {header.last_offset_delta} is beyond "
                 f"the largest offset {INT64_MAX}")
-    if (header.attributes & COMPRESSION_CODEC_MASK) == 0 and \
-            header.record_count > header.batch_length - MIN_BATCH_LENGTH:
-        # an uncompressed record takes at least one byte
-        return f"record count {header.record_count} cannot fit in batchLength {header.batch_length}"
+    return record_count_problem(header.record_count, header.attributes & COMPRESSION_CODEC_MASK,
+                                header.batch_length)
+
+
+def record_count_problem(count: int, codec: int, batch_length: int) -> str | None:
+    """Why a batch's recordCount cannot be its records' count, or None: the one home of the rule
+    (the JVM's format.BatchBounds keeps it too; tests/conformance/batch_bounds.json pins both). A
+    record takes at least MIN_RECORD_SIZE bytes, of the batch's records section when uncompressed,
+    of at most INFLATED_BATCH_MAX inflated bytes when compressed. Checked before anything is sized
+    by the count (a crafted 170-byte batch can claim 2^31-1 records under a valid CRC)."""
+    if count < 0:
+        return f"negative record count {count}"
+    room = INFLATED_BATCH_MAX if codec else batch_length - MIN_BATCH_LENGTH
+    if count > room // MIN_RECORD_SIZE:
+        where = (f"{INFLATED_BATCH_MAX} bytes, the most a compressed batch's records inflate to" if codec
+                 else f"batchLength {batch_length}")
+        return (f"record count {count} cannot fit in {where} (a record takes at least "
+                f"{MIN_RECORD_SIZE} bytes)")
     return None
 
 

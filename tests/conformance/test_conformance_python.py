@@ -280,3 +280,21 @@ def test_python_topic_name_rules_as_the_vectors_say():
             validate_topic(name)
     got = [colliding_topic(c["topic"], c["existing"]) for c in vectors["collisions"]]
     assert got == [c["collides_with"] for c in vectors["collisions"]]
+
+
+# ------------------------------------------------------------------------------- batch bounds
+BATCH_BOUNDS = CORPUS.parent / "batch_bounds.json"
+
+
+def test_python_bounds_record_counts_as_the_vectors_say():
+    """A batch's recordCount against what it can hold (issue 37 item 2): Python's `record_count_problem`,
+    word for word, against the vectors the JVM's `BatchBounds.countProblem` is held to as well
+    (jvm/.../format/BatchBoundsTest.java). A compressed batch's count is bounded by INFLATED_BATCH_MAX."""
+    from seglog.indexer.codec.records import record_count_problem
+
+    cases = json.loads(BATCH_BOUNDS.read_text())
+    assert any(c["problem"] for c in cases) and any(c["problem"] is None for c in cases)
+    wrong = [(c, got) for c in cases
+             if (got := record_count_problem(c["count"], 4 if c["compressed"] else 0, c["sizeInBytes"] - 12))
+             != c["problem"]]
+    assert not wrong, wrong

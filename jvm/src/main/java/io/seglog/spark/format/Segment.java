@@ -570,6 +570,8 @@ public final class Segment implements Closeable {
                         + "epoch " + epoch + " above " + maxLeaderEpoch + ", the largest this partition can hold", null);
                 }
                 String bad = checkCrcs || b.magic() < RecordBatch.MAGIC_VALUE_V2 ? null : checkStructure(b);
+                // what the batch can hold bounds its count, CRC or not (a valid CRC covers a crafted count too)
+                if (bad == null && b.magic() >= RecordBatch.MAGIC_VALUE_V2) bad = BatchBounds.countProblem(b);
                 if (bad != null) return fault("a corrupt batch at position " + b.position() + " (offset " + b.baseOffset()
                     + "): " + bad, null);
             } catch (org.apache.kafka.common.KafkaException | IllegalArgumentException e) {   // the latter: a codec id

@@ -249,13 +249,16 @@ final class PushedAggregate implements Serializable {
         if (slice.start >= slice.end) return t;
         boolean filtering = bounds.needsRowFilter();
         boolean timestamps = wants(Kind.MIN_TIMESTAMP) || wants(Kind.MAX_TIMESTAMP);
-        boolean arithmetic = dense && !filtering && !timestamps;
+        boolean plainArithmetic = dense && !filtering && !timestamps;
         try (RecordCursor cursor = RecordCursor.forAggregates(opts, slice)) {
             FileChannelRecordBatch b;
             while ((b = cursor.nextBatch()) != null) {
                 long from = Math.max(cursor.batchFrom, b.baseOffset());
                 long to = Math.min(slice.end, b.lastOffset() + 1);
-                if (arithmetic) {
+                // a compressed batch's count is known once its records are read (Segment's walk bounds every count
+                // by what the batch can hold, but a compressed one's only by the inflation ceiling)
+                boolean countKnown = b.compressionType() == org.apache.kafka.common.record.CompressionType.NONE;
+                if (plainArithmetic && countKnown) {
                     Integer n = b.countOrNull();
                     if (n == null || n != b.lastOffset() - b.baseOffset() + 1) {
                         throw new CorruptLogException(slice + ": the batch at offset " + b.baseOffset() + " (position "
@@ -268,7 +271,7 @@ final class PushedAggregate implements Serializable {
                 }
                 boolean whole = from == b.baseOffset() && to == b.lastOffset() + 1;
                 boolean offsetsKnown = dense || !(wants(Kind.MIN_OFFSET) || wants(Kind.MAX_OFFSET));
-                if (whole && !filtering && offsetsKnown && !wants(Kind.MIN_TIMESTAMP)) {
+                if (whole && !filtering && offsetsKnown && countKnown && !wants(Kind.MIN_TIMESTAMP)) {
                     Integer n = b.countOrNull();
                     if (n == null || n == 0) continue;
                     t.count += n;

@@ -215,7 +215,7 @@ final class RecordCursor implements AutoCloseable {
     /** The records of {@code b} (the batch just drawn), a record that does not parse reported naming the segment
      *  and the batch's position ({@link CheckedRecords}). */
     Iterator<Record> recordsOf(FileChannelRecordBatch b) {
-        return new CheckedRecords(inMemory(b).iterator(), log.segment(segment).where(), b.position());
+        return CheckedRecords.of(inMemory(b), log.segment(segment).where(), b.position());
     }
 
     /** The bytes of the batch {@link #inMemory} returned last stay until {@link #releaseHeldBytes} (a columnar batch

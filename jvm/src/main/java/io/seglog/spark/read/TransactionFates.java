@@ -177,7 +177,7 @@ final class TransactionFates {
                 if (b.lastOffset() < markersTo) continue;
                 markersTo = b.lastOffset() + 1;
                 if (!b.isControlBatch()) continue;
-                for (Iterator<Record> rs = new CheckedRecords(b.iterator(), log.segment(segment).where(), b.position()); rs.hasNext(); ) {
+                for (Iterator<Record> rs = CheckedRecords.of(b, log.segment(segment).where(), b.position()); rs.hasNext(); ) {
                     Record r = rs.next();
                     boolean commit = ControlRecordType.parse(r.key()) == ControlRecordType.COMMIT;
                     markers.computeIfAbsent(b.producerId(), k -> new TreeMap<>()).put(b.baseOffset(), commit);
