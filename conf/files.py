@@ -108,9 +108,10 @@ def load_yaml(path: str | Path) -> Any:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ConfigError(f"configuration file {path} is not UTF-8 text: byte {exc.start} (line {line}) "
                           f"is {data[exc.start:exc.start + 1]!r}") from None
-    loader = _StrictLoader(text)
-    loader.name = str(path)     # PyYAML's own messages then name the file too
+    loader = None
     try:
+        loader = _StrictLoader(text)    # its reader refuses unprintable characters here: inside the try
+        loader.name = str(path)     # PyYAML's own messages then name the file too
         return loader.get_single_data()
     except _Refused as exc:
         raise ConfigError(f"configuration file {path}: {exc}") from None
@@ -119,4 +120,5 @@ def load_yaml(path: str | Path) -> Any:
     except (ValueError, RecursionError, MemoryError) as exc:    # safety net: never a traceback
         raise ConfigError(f"configuration file {path} cannot be loaded: {type(exc).__name__}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()

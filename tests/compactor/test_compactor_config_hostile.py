@@ -40,6 +40,7 @@ CASES = {
     "huge_int_text": ("root: /tmp/x\nlog: {segment.bytes: '" + "9" * 5000 + "'}\n",
                       ["'segment.bytes' = '999", "...", "is not an integer"]),
     "not_utf8": (b"root: /tmp/caf\xe9\n", ["not UTF-8 text", "line 1"]),
+    "control_character": (b"root: /tmp/x\n\x11\n", ["not valid YAML", "#x0011"]),   # found by tests/test_fuzz_parsers.py
     "deep_brackets": ("root: /tmp/x\nlog: " + "[" * 10_000 + "]" * 10_000 + "\n",
                       [f"nested more than {MAX_DEPTH} levels deep", "line 2"]),
     "deep_mappings": ("root: /tmp/x\nlog: " + "{a: " * 10_000 + "1" + "}" * 10_000 + "\n",
