@@ -260,3 +260,15 @@ def test_python_planner_caps_records_as_the_vectors_say():
         if got != case["expected"]:
             wrong.append((k, case["maximum"], got[:3], case["expected"][:3]))
     assert wrong == []
+
+
+WRITER_IDS = CORPUS.parent / "writer_ids.json"
+
+
+def test_python_writer_ids_are_refused_as_the_vectors_say():
+    """The writer names a user may give (sink/writer_id.py), against the vectors the JVM's `WriterIds` is held to
+    as well (jvm/.../write/WriterIdsTest.java): `refused` is null, or the first word of why."""
+    from seglog.sink.writer_id import refusal
+
+    got = [(c["name"], (refusal(c["name"]) or "").split(":")[0] or None) for c in json.loads(WRITER_IDS.read_text())]
+    assert got == [(c["name"], c["refused"]) for c in json.loads(WRITER_IDS.read_text())]
