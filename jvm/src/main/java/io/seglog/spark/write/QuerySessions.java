@@ -19,7 +19,7 @@ import org.apache.spark.sql.execution.SQLExecution;
  * The Spark internals {@link ForeachBatchQuery} reads, the one place that reaches them by reflection (their
  * Scala types differ across Spark lines: {@code classic.SparkSession} from 4.0, Scala 2.12's Seq on 3.5; and
  * {@code sparkSessionForStream} is a private field before 4.1). Checked in the bytecode of 4.1.1 and 4.3.0 and in
- * the sources of 3.5/4.0 (docs/internals.md, "The writer of a foreachBatch write"):
+ * Spark's sources for 3.5/4.0 (docs/internals.md, "The writer of a foreachBatch write"):
  * <ul>
  * <li>{@code SparkSession.sharedState().activeStreamingQueries()}: every active query of the JVM (all sessions,
  *   Spark Connect's too) by id, to its {@code StreamExecution};</li>
