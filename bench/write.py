@@ -57,7 +57,7 @@ def batch(spark, work: Path, rows: int, rounds: int) -> dict:
          .save(fresh("format")))
 
     def sink():
-        SegmentLogSink(fresh("sink"), topic="bench", partitions=4)(df, 0)
+        SegmentLogSink(fresh("sink"), writer_id="bench", topic="bench", partitions=4)(df, 0)
 
     def delta():
         df.write.format("delta").mode("append").save(fresh("delta"))
@@ -81,7 +81,7 @@ def micro_batch(spark, work: Path, rounds: int) -> dict:
 
     small = _frame(spark, 1000, 1).cache()
     small.count()
-    sink = SegmentLogSink(str(work / "mb-sink"), topic="small", partitions=4)
+    sink = SegmentLogSink(str(work / "mb-sink"), writer_id="bench", topic="small", partitions=4)
     version = {"format": 0, "sink": 0}
 
     def fmt():

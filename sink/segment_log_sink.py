@@ -8,7 +8,8 @@ Per call `(df, batch_id)`:
 2. `df.write.format("seglog").mode("append")` with the sink's options and `foreachBatchId` = the batch id:
    the connector jar's DataSource V2 write does the rest, and its driver commit (the JVM's `DriverCommit`)
    is the one home of the exactly-once protocol: the writer is `writer_id`, else the calling query's id
-   (found on the driver JVM), the batch id its version, so a re-delivered batch is skipped; rows are
+   (known on the driver JVM from the batch's DataFrame, on any thread and under Spark Connect; a call that is
+   no query's is refused asking for `writer_id`), the batch id its version, so a re-delivered batch is skipped; rows are
    partitioned and checked in the write's tasks; partitions are rolled back, published and committed once
    per topic on the driver; a refused batch leaves every log as it was.
 3. A refusal comes back from the JVM as text (a py4j error in classic PySpark, a SparkConnectGrpcException
@@ -18,7 +19,6 @@ No `sparkContext`, no py4j: the same sink runs in classic PySpark and from a Spa
 """
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any, Mapping
@@ -31,9 +31,9 @@ from seglog.indexer.root import local_root
 from seglog.indexer.topics import load_topic
 from seglog.sink.input_schema import SinkInputError, validate_schema
 from seglog.sink.write_errors import typed_error
+from seglog.sink.writer_id import check_writer_id
 
 _RECOVERY_NEEDED = re.compile(r"RecoveryNeededException: (\S+) holds (?:\S+\.swap|truncate\.pending)")
-_WRITER_RE = re.compile(r"[A-Za-z0-9._-]{1,200}")   # fullmatch: `$` lets "id\n" through
 
 
 def _option_text(value: Any) -> str:
@@ -45,17 +45,11 @@ def _option_text(value: Any) -> str:
     return str(value)
 
 
-def _in_connect_foreach_batch_worker(df) -> bool:
-    """Whether this call runs in the Python worker a Spark Connect server starts for a query's foreachBatch
-    function (pyspark.sql.connect.streaming.worker): Spark gives that process its server's local Connect URL."""
-    return "SPARK_CONNECT_LOCAL_URL" in os.environ and type(df).__module__.startswith("pyspark.sql.connect")
-
-
 class SegmentLogSink:
     """`foreachBatch(SegmentLogSink(root, topic=..., partitions=..., config=...))`; a plain callable.
 
     `writer_id`: the writer the commit log records (default: the calling streaming query's id, one per
-    checkpoint); `tasks`: the write's task count (a repartition before the write; default: the input's
+    checkpoint; a call outside a query needs it); `tasks`: the write's task count (a repartition before the write; default: the input's
     partitions); `lock_timeout`: seconds the commit waits for a topic's or a partition's lock (None: for
     ever); `rename_min_bytes`: staged segments at least this large are renamed in, smaller ones copied onto
     the active segment (the write's default: 1 MiB)."""
@@ -74,9 +68,7 @@ class SegmentLogSink:
         # key asked for is kept, even one equal to a default: the topic records it (docs/spec.md §5).
         self.config = (requested_topic_config(config, where="SegmentLogSink config")
                        if config is not None else None)
-        if writer_id is not None and (not isinstance(writer_id, str) or not _WRITER_RE.fullmatch(writer_id)):
-            raise SinkInputError(f"writer_id = {writer_id!r}; allowed: 1 to 200 characters of [A-Za-z0-9._-]")
-        self.writer_id = writer_id
+        self.writer_id = None if writer_id is None else check_writer_id(writer_id, "writer_id")
         if tasks is not None and (isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1):
             raise SinkInputError(f"tasks = {tasks!r}; allowed: an integer >= 1")
         self.tasks = tasks
@@ -86,13 +78,10 @@ class SegmentLogSink:
             raise SinkInputError(f"rename_min_bytes = {rename_min_bytes!r}; allowed: an integer >= 0")
         self.rename_min_bytes = rename_min_bytes
 
-    def options(self, batch_id: int, *, in_connect_worker: bool = False) -> dict[str, str]:
-        """The `format("seglog")` write's options for one call (docs/spec.md §7 names each). In Spark Connect's
-        foreachBatch worker the write runs on a Connect thread, so the JVM finds the calling query by its active
-        trigger; elsewhere by the calling thread (a call outside any query records the writer `default`)."""
+    def options(self, batch_id: int) -> dict[str, str]:
+        """The `format("seglog")` write's options for one call (docs/spec.md §7 names each). Without `writer_id`
+        the JVM names the writer by the query whose micro-batch the DataFrame is, or refuses."""
         out: dict[str, str] = {"foreachBatchId": str(int(batch_id))}
-        if in_connect_worker:
-            out["foreachBatchLookup"] = "activeTrigger"
         if self.topic is not None:
             out["topic"] = self.topic
         if self.partitions is not None:
@@ -113,7 +102,7 @@ class SegmentLogSink:
         if self.tasks:
             df = df.repartition(self.tasks)
         writer = df.write.format("seglog").mode("append")
-        for key, value in self.options(batch_id, in_connect_worker=_in_connect_foreach_batch_worker(df)).items():
+        for key, value in self.options(batch_id).items():
             writer = writer.option(key, value)
         try:
             writer.save(self.root)

@@ -39,7 +39,7 @@ def generate(only: set[str] | None) -> None:
     spark = local_session("seglog-conformance", cores=2)
     try:
         with tempfile.TemporaryDirectory(prefix="conformance-sink-") as tmp:
-            sink = SegmentLogSink(tmp, writer_id="default", topic="t", partitions=1, config=CONFIG, rename_min_bytes=1)
+            sink = SegmentLogSink(tmp, writer_id="w0", topic="t", partitions=1, config=CONFIG, rename_min_bytes=1)
             for batch_id, rows in enumerate(deliveries):
                 data = [(k, v, ts, [(hk, hv) for hk, hv in h] or None) for ts, k, v, h in rows]
                 df = (spark.createDataFrame(spark.sparkContext.parallelize(data, 1), schema)

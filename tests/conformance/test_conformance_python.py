@@ -298,3 +298,15 @@ def test_python_bounds_record_counts_as_the_vectors_say():
              if (got := record_count_problem(c["count"], 4 if c["compressed"] else 0, c["sizeInBytes"] - 12))
              != c["problem"]]
     assert not wrong, wrong
+
+
+WRITER_IDS = CORPUS.parent / "writer_ids.json"
+
+
+def test_python_writer_ids_are_refused_as_the_vectors_say():
+    """The writer names a user may give (sink/writer_id.py), against the vectors the JVM's `WriterIds` is held to
+    as well (jvm/.../write/WriterIdsTest.java): `refused` is null, or the first word of why."""
+    from seglog.sink.writer_id import refusal
+
+    got = [(c["name"], (refusal(c["name"]) or "").split(":")[0] or None) for c in json.loads(WRITER_IDS.read_text())]
+    assert got == [(c["name"], c["refused"]) for c in json.loads(WRITER_IDS.read_text())]

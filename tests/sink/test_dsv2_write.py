@@ -72,7 +72,7 @@ def test_rows_written_read_back_equal(spark, tmp_path):
     # a second plain append goes after the first
     _write(_df(spark, 100, start=500), root, topic="events")
     assert sum(map(len, _core_records(root, "events").values())) == 600
-    assert CommitLog(root, "events").last_batch("append") == 1
+    assert CommitLog(root, "events").latest().writers == {"@append": 1}   # seglog's namespace: no txnAppId's
 
 
 def test_txn_version_makes_a_write_idempotent(spark, tmp_path):
@@ -86,6 +86,22 @@ def test_txn_version_makes_a_write_idempotent(spark, tmp_path):
     _write(df, root, topic="t", txnAppId="other", txnVersion=0)         # another app: written
     assert sum(map(len, _core_records(root, "t").values())) == 120
     assert CommitLog(root, "t").latest().writers == {"app": 1, "other": 0}
+
+
+def test_a_txn_app_id_never_reads_a_plain_appends_counter(spark, tmp_path):
+    """Plain appends count their writes in seglog's namespace (`@append`, `@append.<writerId>`), which no
+    txnAppId can name: three plain appends (named `nightly` or not), then txnAppId=nightly, txnVersion=1 writes
+    its rows (issue 36: it once read the appends' counter as its own versions and wrote 0 rows, no error); the
+    names earlier versions used for their own writers are refused by name (above)."""
+    root = tmp_path / "log"
+    _write(_df(spark, 10), root, topic="t", partitions=2)
+    for i in range(3):
+        _write(_df(spark, 10, start=10 * i), root, topic="t", writerId="nightly")
+    _write(_df(spark, 7, start=100), root, topic="t", txnAppId="nightly", txnVersion=1)
+    assert sum(map(len, _core_records(root, "t").values())) == 47
+    _write(_df(spark, 7, start=100), root, topic="t", txnAppId="nightly", txnVersion=1)    # its own re-run: skipped
+    assert sum(map(len, _core_records(root, "t").values())) == 47
+    assert CommitLog(root, "t").latest().writers == {"@append": 0, "@append.nightly": 2, "nightly": 1}
 
 
 def test_rows_pick_existing_topics_with_a_topic_column(spark, tmp_path):
@@ -127,11 +143,13 @@ def test_bad_options_are_refused_by_name_and_nothing_is_written(spark, tmp_path)
     _refused(spark, root, df, "option 'partitions' = '0'", topic="new", partitions=0)
     _refused(spark, root, df, "topic 'new' does not exist", topic="new")
     _refused(spark, root, df, "unknown option 'partition'", topic="t", partition=1)
-    _refused(spark, root, df, "option 'foreachBatchLookup' = 'nearest'; allowed: thread, activeTrigger", topic="t",
-             foreachBatchId=0, foreachBatchLookup="nearest")
-    _refused(spark, root, df, "option 'foreachBatchId' = 0: the writer is the calling streaming query's id, and no "
-             "streaming query of this session is running a micro-batch", topic="t", foreachBatchId=0,
+    _refused(spark, root, df, "unknown option 'foreachBatchLookup'", topic="t", foreachBatchId=0,
              foreachBatchLookup="activeTrigger")
+    _refused(spark, root, df, "option 'foreachBatchId' = 0: the writer is the calling streaming query's id, and the "
+             "write's DataFrame is no streaming query's micro-batch", topic="t", foreachBatchId=0)
+    for name in ("append", "default", "seglog-import", ".."):
+        _refused(spark, root, df, f"option 'txnAppId' = '{name}'; reserved", topic="t", txnAppId=name, txnVersion=0)
+        _refused(spark, root, df, f"option 'writerId' = '{name}'; reserved", topic="t", writerId=name)
     _refused(spark, root, df, "mode 'overwrite' (and a stream's outputMode 'complete') is not supported", mode="overwrite", topic="t")
     _refused(spark, root, df, "ErrorIfExists", mode="errorifexists", topic="t")
     _refused(spark, root, df.selectExpr("key", "CAST(1 AS INT) AS value"), "column 'value' is int", topic="t")
@@ -262,7 +280,7 @@ def test_a_write_removes_crashed_runs_but_not_a_live_one(spark, tmp_path):
 
     root = tmp_path / "log"
     _write(_df(spark, 5), root, topic="t", partitions=1)
-    runs = root / "_seglog" / "staging" / "append" / (hashlib.sha1(b"t").hexdigest()[:16] + "-jvm")
+    runs = root / "_seglog" / "staging" / "@append" / (hashlib.sha1(b"t").hexdigest()[:16] + "-jvm")
     crashed, live = runs / "append-crashed", runs / "append-live"
     for run in (crashed, live):
         (run / "t0-1").mkdir(parents=True)

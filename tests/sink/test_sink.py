@@ -57,7 +57,7 @@ def keyed_df(spark, n, start=0, ts=True):
 
 def test_keys_land_in_kafkas_partition(spark, tmp_path):
     root = str(tmp_path)
-    sink = SegmentLogSink(root, writer_id="default", topic="ev", partitions=5, config={"segment.bytes": 4096})
+    sink = SegmentLogSink(root, writer_id="w0", topic="ev", partitions=5, config={"segment.bytes": 4096})
     sink(keyed_df(spark, 3000), 0)
     got = read_topic(root, "ev", 5)
     assert sum(len(v) for v in got.values()) == 3000
@@ -72,7 +72,7 @@ def test_keys_land_in_kafkas_partition(spark, tmp_path):
         assert len(log.segments()) > 1
     assert load_topic(root, "ev").config == {"segment.bytes": 4096}
     state = CommitLog(root, "ev").latest()
-    assert state.writers == {"default": 0} and sum(state.end_offsets.values()) == 3000
+    assert state.writers == {"w0": 0} and sum(state.end_offsets.values()) == 3000
 
 
 def test_redelivered_batch_is_skipped_and_next_appends(spark, tmp_path):
@@ -94,7 +94,7 @@ def test_redelivered_batch_is_skipped_and_next_appends(spark, tmp_path):
 
 def test_partly_written_batch_is_rolled_back(spark, tmp_path):
     root = str(tmp_path)
-    sink = SegmentLogSink(root, writer_id="default", topic="ev", partitions=3)
+    sink = SegmentLogSink(root, writer_id="w0", topic="ev", partitions=3)
     sink(keyed_df(spark, 300), 0)
     committed = CommitLog(root, "ev").end_offsets()
     # a crashed delivery of batch 1 left junk past the committed end in every partition
@@ -102,7 +102,7 @@ def test_partly_written_batch_is_rolled_back(spark, tmp_path):
         with Log.open(os.path.join(root, f"ev-{p}")) as log:
             log.append_columns(pa.array([b"junk"] * (p + 7)))
     # ... and its staged files (never published): a run folder of this writer and topic no driver holds
-    staging = os.path.join(root, "_seglog", "staging", "default")
+    staging = os.path.join(root, "_seglog", "staging", "w0")
     (leftover,) = [os.path.join(staging, d) for d in os.listdir(staging)]
     os.makedirs(os.path.join(leftover, "1-crashed", "t0-a0"))
     with open(os.path.join(leftover, "1-crashed", "t0-a0", "s0-0.log"), "wb") as f:
@@ -119,7 +119,7 @@ def test_partly_written_batch_is_rolled_back(spark, tmp_path):
 
 def test_partition_column_and_range(spark, tmp_path):
     root = str(tmp_path)
-    sink = SegmentLogSink(root, writer_id="default", topic="ev", partitions=4)
+    sink = SegmentLogSink(root, writer_id="w0", topic="ev", partitions=4)
     df = spark.range(100).selectExpr("CAST(id AS STRING) AS value", "CAST(id % 4 AS INT) AS partition",
                                      "CAST(id AS STRING) AS key")
     sink(df, 0)
@@ -130,13 +130,13 @@ def test_partition_column_and_range(spark, tmp_path):
     bad = spark.range(10).selectExpr("CAST(id AS STRING) AS value", "CAST(id AS INT) AS partition")
     with pytest.raises(SinkInputError, match=r"4 partitions \(0 to 3\).*partition [4-9]; nothing was written$"):
         sink(bad, 1)
-    assert snapshot(root) == before and CommitLog(root, "ev").last_batch("default") == 0
+    assert snapshot(root) == before and CommitLog(root, "ev").last_batch("w0") == 0
 
 
 def test_null_keys_spread_and_strings(spark, tmp_path):
     root = str(tmp_path)
     df = spark.range(4000).selectExpr("CAST(NULL AS STRING) AS key", "CAST(id AS STRING) AS value")
-    SegmentLogSink(root, writer_id="default", topic="ev", partitions=4)(df, 0)
+    SegmentLogSink(root, writer_id="w0", topic="ev", partitions=4)(df, 0)
     got = read_topic(root, "ev", 4)
     sizes = [len(got[p]) for p in range(4)]
     assert sum(sizes) == 4000 and min(sizes) > 800
@@ -149,14 +149,14 @@ def test_headers_and_topic_column(spark, tmp_path):
         "CASE WHEN id % 3 = 0 THEN 'a' WHEN id % 3 = 1 THEN 'b' ELSE 'c' END AS topic",
         "CAST(id AS STRING) AS key", "CAST(CAST(id AS STRING) AS BINARY) AS value",
         "array(named_struct('key', 'h', 'value', CAST(id AS STRING)::binary)) AS headers")
-    SegmentLogSink(root, writer_id="default", partitions=2)(df, 0)          # no topic= option: each row picks its topic
+    SegmentLogSink(root, writer_id="w0", partitions=2)(df, 0)          # no topic= option: each row picks its topic
     for t, ids in (("a", range(0, 60, 3)), ("b", range(1, 60, 3)), ("c", range(2, 60, 3))):
         got = read_topic(root, t, 2)
         recs = [r for v in got.values() for r in v]
         assert sorted(int(r.key) for r in recs) == list(ids)
         assert all(r.headers == (("h", r.key),) for r in recs)
     with pytest.raises(SinkInputError, match="null 'topic'"):
-        SegmentLogSink(root, writer_id="default", partitions=2)(df.selectExpr("IF(key = '5', NULL, topic) AS topic", "value"), 1)
+        SegmentLogSink(root, writer_id="w0", partitions=2)(df.selectExpr("IF(key = '5', NULL, topic) AS topic", "value"), 1)
 
 
 def test_topic_option_overrides_the_topic_column_as_sparks_kafka_sink(spark, tmp_path):
@@ -164,7 +164,7 @@ def test_topic_option_overrides_the_topic_column_as_sparks_kafka_sink(spark, tmp
     root = str(tmp_path)
     df = spark.range(30).selectExpr("IF(id % 2 = 0, 'a', NULL) AS topic", "CAST(id AS STRING) AS key",
                                     "CAST(id AS STRING) AS value")
-    SegmentLogSink(root, writer_id="default", topic="z", partitions=2)(df, 0)
+    SegmentLogSink(root, writer_id="w0", topic="z", partitions=2)(df, 0)
     got = read_topic(root, "z", 2)
     assert sorted(int(r.key) for v in got.values() for r in v) == list(range(30))
     assert not os.path.exists(os.path.join(root, "a-0")) and not os.path.exists(os.path.join(root, "a-1"))
@@ -175,10 +175,10 @@ def test_the_sources_output_is_written_back_as_is(spark, tmp_path):
     unchanged: extra columns ignored, the topic= option over the topic column, partition and
     timestamp kept, as Spark's Kafka sink takes the Kafka source's rows."""
     src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
-    SegmentLogSink(src, writer_id="default", topic="ev", partitions=3)(keyed_df(spark, 200), 0)
+    SegmentLogSink(src, writer_id="w0", topic="ev", partitions=3)(keyed_df(spark, 200), 0)
     replay = spark.read.format("seglog").option("topic", "ev").load(src)
     assert {"offset", "timestampType", "topic", "partition"} <= set(replay.columns)
-    SegmentLogSink(dst, writer_id="default", topic="copy", partitions=3)(replay, 0)
+    SegmentLogSink(dst, writer_id="w0", topic="copy", partitions=3)(replay, 0)
     a, b = read_topic(src, "ev", 3), read_topic(dst, "copy", 3)
     for p in range(3):
         assert [(r.key, r.value, r.timestamp, r.offset) for r in a[p]] == \
@@ -187,7 +187,7 @@ def test_the_sources_output_is_written_back_as_is(spark, tmp_path):
 
 def test_the_jvm_write_places_keys_as_the_python_partitioner(spark, tmp_path):
     df = spark.range(500).selectExpr("CAST(id * 7919 AS STRING) AS key", "CAST(id AS STRING) AS value")
-    SegmentLogSink(str(tmp_path / "j"), topic="t", partitions=7, writer_id="default")(df, 0)
+    SegmentLogSink(str(tmp_path / "j"), topic="t", partitions=7, writer_id="w0")(df, 0)
     j = read_topic(str(tmp_path / "j"), "t", 7)
     assert sum(len(v) for v in j.values()) == 500
     for i in range(7):
@@ -204,7 +204,7 @@ def test_the_jvm_write_places_keys_as_the_python_partitioner(spark, tmp_path):
     (["'v' AS value", "array('x') AS headers"], r"column 'headers' is array<string>"),
 ])
 def test_bad_schema_refused_before_any_write(spark, tmp_path, select, match):
-    sink = SegmentLogSink(str(tmp_path), writer_id="default", topic="ev", partitions=1)
+    sink = SegmentLogSink(str(tmp_path), writer_id="w0", topic="ev", partitions=1)
     with pytest.raises(SinkSchemaError, match=match):
         sink(spark.range(3).selectExpr(*select), 0)
     assert not os.path.exists(tmp_path / "ev-0") and load_topic(str(tmp_path), "ev") is None
@@ -224,25 +224,25 @@ def test_bad_sink_arguments(tmp_path):
 
 def test_existing_topic_conflicts(spark, tmp_path):
     root = str(tmp_path)
-    SegmentLogSink(root, writer_id="default", topic="ev", partitions=2)(keyed_df(spark, 10), 0)
+    SegmentLogSink(root, writer_id="w0", topic="ev", partitions=2)(keyed_df(spark, 10), 0)
     from seglog.errors import InvalidTopicError
     with pytest.raises(InvalidTopicError, match="2 partitions, 3 were asked"):
         SegmentLogSink(root, topic="ev", partitions=3, writer_id="x")(keyed_df(spark, 10), 0)
     SegmentLogSink(root, topic="ev", writer_id="y")(keyed_df(spark, 10), 0)   # keeps its own count
     with pytest.raises(SinkInputError, match="does not exist"):
-        SegmentLogSink(root, writer_id="default", topic="nope")(keyed_df(spark, 10), 0)
+        SegmentLogSink(root, writer_id="w0", topic="nope")(keyed_df(spark, 10), 0)
 
 
 def test_oversized_record_refused_whole(spark, tmp_path):
     root = str(tmp_path)
-    sink = SegmentLogSink(root, writer_id="default", topic="ev", partitions=2, config={"max.message.bytes": 2000})
+    sink = SegmentLogSink(root, writer_id="w0", topic="ev", partitions=2, config={"max.message.bytes": 2000})
     sink(keyed_df(spark, 50), 0)
     before = snapshot(root)
     df = spark.range(50).selectExpr("CAST(CAST(id AS STRING) AS BINARY) AS key",
                                     "CASE WHEN id = 33 THEN repeat('x', 3000) ELSE 'small' END AS value")
     with pytest.raises(RecordTooLargeError, match=r"key b'33'.*max.message.bytes=2000"):
         sink(df, 1)
-    assert snapshot(root) == before and CommitLog(root, "ev").last_batch("default") == 0
+    assert snapshot(root) == before and CommitLog(root, "ev").last_batch("w0") == 0
     # the driver's size formula agrees with the storage layer's at the boundary
     ok = spark.range(1).selectExpr("CAST('k' AS BINARY) AS key", f"repeat('x', {2000 - 61 - 11}) AS value")
     sink(ok, 2)
@@ -257,19 +257,19 @@ def _ts_df(spark, now_ms, offsets):
 
 def test_timestamp_out_of_range_fail(spark, tmp_path):
     root = str(tmp_path)
-    sink = SegmentLogSink(root, writer_id="default", topic="ev", partitions=2,
+    sink = SegmentLogSink(root, writer_id="w0", topic="ev", partitions=2,
                           config={"max.message.time.difference.ms": 3_600_000})
     now = int(time.time() * 1000)
     sink(_ts_df(spark, now, [0, -1000, 1000]), 0)
     before = snapshot(root)
     with pytest.raises(TimestampOutOfRangeError, match=r"key b'2'.*message.timestamp.after.max.ms=3600000"):
         sink(_ts_df(spark, now, [0, 5, 86_400_000, 7]), 1)
-    assert snapshot(root) == before and CommitLog(root, "ev").last_batch("default") == 0
+    assert snapshot(root) == before and CommitLog(root, "ev").last_batch("w0") == 0
 
 
 def test_timestamp_out_of_range_quarantine(spark, tmp_path):
     root = str(tmp_path)
-    sink = SegmentLogSink(root, writer_id="default", topic="ev", partitions=2, config={
+    sink = SegmentLogSink(root, writer_id="w0", topic="ev", partitions=2, config={
         "max.message.time.difference.ms": 3_600_000, "message.timestamp.out.of.range.policy": "quarantine",
         "quarantine.topic": "ev.quarantine"})
     now = int(time.time() * 1000)
@@ -284,7 +284,7 @@ def test_timestamp_out_of_range_quarantine(spark, tmp_path):
 def test_log_append_time(spark, tmp_path):
     root = str(tmp_path)
     before = int(time.time() * 1000)
-    SegmentLogSink(root, writer_id="default", topic="ev", partitions=1, config={"message.timestamp.type": "LogAppendTime"})(
+    SegmentLogSink(root, writer_id="w0", topic="ev", partitions=1, config={"message.timestamp.type": "LogAppendTime"})(
         keyed_df(spark, 20), 0)
     recs = read_topic(root, "ev", 1)[0]
     assert len(recs) == 20 and all(r.timestamp_type == 1 and r.timestamp >= before for r in recs)
@@ -313,10 +313,10 @@ def test_a_refused_first_batch_leaves_no_topic_behind(spark, tmp_path):
     root = str(tmp_path)
     bad = spark.range(10).selectExpr("CAST(id AS STRING) AS value", "CAST(id AS INT) AS partition")
     with pytest.raises(SinkInputError, match=r"partition [4-9]; nothing was written$"):
-        SegmentLogSink(root, writer_id="default", topic="ev", partitions=4)(bad, 0)
+        SegmentLogSink(root, writer_id="w0", topic="ev", partitions=4)(bad, 0)
     assert load_topic(root, "ev") is None and not any(tmp_path.glob("ev-*"))
     # the corrected request (more partitions) is not refused as "already exists and differs"
-    SegmentLogSink(root, writer_id="default", topic="ev", partitions=10)(bad, 0)
+    SegmentLogSink(root, writer_id="w0", topic="ev", partitions=10)(bad, 0)
     assert load_topic(root, "ev").partitions == 10
     assert sum(len(v) for v in read_topic(root, "ev", 10).values()) == 10
 
@@ -329,7 +329,7 @@ def test_timestamp_ntz_is_read_in_the_session_time_zone(spark, tmp_path):
     spark.conf.set("spark.sql.session.timeZone", "America/New_York")
     try:
         df = spark.sql("SELECT 'v' AS value, TIMESTAMP_NTZ '2024-01-01 00:00:00' AS timestamp")
-        SegmentLogSink(root, writer_id="default", topic="ntz", partitions=1)(df, 0)
+        SegmentLogSink(root, writer_id="w0", topic="ntz", partitions=1)(df, 0)
     finally:
         spark.conf.set("spark.sql.session.timeZone", previous)
     (rec,) = read_topic(root, "ntz", 1)[0]
@@ -343,14 +343,14 @@ def test_no_shuffle_each_partition_holds_its_rows_in_task_order(spark, tmp_path)
     root = str(tmp_path)
     df = spark.range(0, 4000, numPartitions=4).selectExpr(
         "CAST(CAST(id AS STRING) AS BINARY) AS key", "CAST(concat('value-', id) AS BINARY) AS value")
-    SegmentLogSink(root, writer_id="default", topic="ev", partitions=3)(df, 0)
+    SegmentLogSink(root, writer_id="w0", topic="ev", partitions=3)(df, 0)
     got = read_topic(root, "ev", 3)
     for p in range(3):
         ids = [int(r.key) for r in got[p]]
         assert ids == sorted(ids) and all(partition_for_key(r.key, 3) == p for r in got[p])
         assert [r.offset for r in got[p]] == list(range(len(ids)))
     assert sum(len(v) for v in got.values()) == 4000
-    SegmentLogSink(root, writer_id="default", topic="ev", tasks=3)(df, 1)
+    SegmentLogSink(root, writer_id="w0", topic="ev", tasks=3)(df, 1)
     got = read_topic(root, "ev", 3)
     assert sorted(int(r.key) for v in got.values() for r in v) == sorted(list(range(4000)) * 2)
 
@@ -378,13 +378,18 @@ def test_two_checkpoints_into_one_topic_both_land(spark, tmp_path):
         f"{run}{i}-{j}" for run in "ab" for i in range(2) for j in range(5))
 
 
-def test_a_sink_called_outside_a_query_records_the_writer_default(spark, tmp_path):
-    """A plain call on a static DataFrame (no streaming query on the thread) is recorded under the writer
-    `default`, as the sink always has: a second call with the same batch id is a re-delivery, skipped."""
+def test_a_sink_called_outside_a_query_is_refused_asking_for_writer_id(spark, tmp_path):
+    """A plain call on a static DataFrame is no query's micro-batch: its writer is not known, so the call is
+    refused naming writer_id, nothing written (it once recorded the writer `default`, which a later query's call
+    from a worker thread shared: issue 36). With writer_id it writes, and a repeated batch id is skipped."""
     root = str(tmp_path)
-    sink = SegmentLogSink(root, topic="ev", partitions=1)
+    with pytest.raises(SinkInputError, match=r"option 'foreachBatchId' = 0: the writer is the calling streaming "
+                                             r"query's id.*give option 'writerId' \(SegmentLogSink\(writer_id=\.\.\.\)\)"):
+        SegmentLogSink(root, topic="ev", partitions=1)(keyed_df(spark, 3), 0)
+    assert CommitLog(root, "ev").latest() is None
+    sink = SegmentLogSink(root, topic="ev", partitions=1, writer_id="backfill")
     sink(keyed_df(spark, 3), 0)
     sink(keyed_df(spark, 3), 0)
     sink(keyed_df(spark, 2), 1)
-    assert CommitLog(root, "ev").latest().writers == {"default": 1}
+    assert CommitLog(root, "ev").latest().writers == {"backfill": 1}
     assert sum(map(len, read_topic(root, "ev", 1).values())) == 5

@@ -163,9 +163,9 @@ def test_sink_on_a_compressed_topic_equals_the_python_log(spark, tmp_path, codec
     rows = _records(CODEC_IDS.get(codec, 0), ROWS)
     df = _df(spark, rows)
     copied, renamed, python = tmp_path / "copy", tmp_path / "rename", tmp_path / "py"
-    copy_sink = SegmentLogSink(str(copied), writer_id="default", topic="t", partitions=1, config=cfg, rename_min_bytes=1 << 62)
+    copy_sink = SegmentLogSink(str(copied), writer_id="w0", topic="t", partitions=1, config=cfg, rename_min_bytes=1 << 62)
     copy_sink(df, 0)
-    sink = SegmentLogSink(str(renamed), writer_id="default", topic="t", partitions=1, config=cfg, rename_min_bytes=1)
+    sink = SegmentLogSink(str(renamed), writer_id="w0", topic="t", partitions=1, config=cfg, rename_min_bytes=1)
     sink(df, 0)
     # the rename path was taken: each of the 2 tasks' staged segments went in as a segment of its own
     assert df.rdd.getNumPartitions() == 2 and len(list((renamed / "t-0").glob("*.log"))) >= 2
@@ -199,7 +199,7 @@ def test_log_append_time_is_one_time_per_delivery(spark, tmp_path):
     batches' max timestamp, within the sink call; the next delivery's is not earlier."""
     cfg = {"message.timestamp.type": "LogAppendTime"}
     root = tmp_path / "root"
-    sink = SegmentLogSink(str(root), writer_id="default", topic="t", partitions=2, config=cfg)
+    sink = SegmentLogSink(str(root), writer_id="w0", topic="t", partitions=2, config=cfg)
     stamps = []
     for batch_id in range(2):
         # 6 input partitions (6 write tasks), each pausing 40 ms at its first row: rows are encoded at
@@ -240,7 +240,7 @@ def test_incompressible_records_that_fit_are_never_refused(spark, tmp_path, code
         log.append_columns(pa.array(values, pa.binary()))
     df = spark.createDataFrame(spark.sparkContext.parallelize([(v,) for v in values], 2), "value binary")
     for name, rename_min in (("copy", 1 << 62), ("rename", 1)):
-        SegmentLogSink(str(tmp_path / name), writer_id="default", topic="t", partitions=1, config=cfg, rename_min_bytes=rename_min)(df, 0)
+        SegmentLogSink(str(tmp_path / name), writer_id="w0", topic="t", partitions=1, config=cfg, rename_min_bytes=rename_min)(df, 0)
     limit = 1048588                                   # max.message.bytes' default
     for folder in (tmp_path / "py" / "t-0", tmp_path / "copy" / "t-0", tmp_path / "rename" / "t-0"):
         segs = _segments(folder)

@@ -66,6 +66,30 @@ def test_two_checkpoints_into_one_topic_both_land(remote, tmp_path):
     assert CommitLog(root, "both").latest().writers == {ids[0]: 1, ids[1]: 1}
 
 
+def test_two_queries_of_one_session_running_at_once_each_write_as_themselves(remote, tmp_path):
+    """Two foreachBatch(SegmentLogSink) queries of one Connect session running their micro-batches at the same
+    time into one topic: each write's writer is the query whose batch its DataFrame is (known on the server from
+    the batch's own session), so every row of each lands once and neither fails (issue 36 item 13: the sink once
+    picked "the one query of the session in a trigger" and failed whenever the other was mid-batch too)."""
+    root, queries = tmp_path / "log", []
+    for run in ("a", "b"):   # started idle: each start launches a Python worker, slow on a loaded machine
+        (tmp_path / f"src-{run}").mkdir()
+        queries.append(_stream(remote, tmp_path / f"src-{run}").writeStream
+                       .foreachBatch(SegmentLogSink(str(root), topic="both", partitions=2))
+                       .option("checkpointLocation", str(tmp_path / f"ckpt-{run}")).start())
+        queries[-1].processAllAvailable()   # idle before the next worker starts (Spark gives it 10 s to connect)
+    try:
+        for run, first in (("a", 0), ("b", 20)):
+            _json_files(tmp_path / f"src-{run}", first, 6, 5)
+        for q in queries:
+            q.processAllAvailable()
+    finally:
+        for q in queries:
+            q.stop()
+    assert _verified_keys(root, "both") == sorted(f"f{f}-{j}".encode() for f in (*range(6), *range(20, 26)) for j in range(5))
+    assert CommitLog(root, "both").latest().writers == {queries[0].id: 5, queries[1].id: 5}
+
+
 def test_quarantine_from_a_connect_client(remote, tmp_path):
     src, root = tmp_path / "src", tmp_path / "log"
     _json_files(src, 0, 2, 6, age_ms=lambda f, j: 86_400_000 if j % 3 == 0 else 0)   # a third a day old

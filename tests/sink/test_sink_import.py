@@ -49,13 +49,13 @@ def test_sink_renames_into_an_imported_folder_with_the_brokers_epoch(kafka_broke
 
     rows = [(b"k%d" % i, b"sink value %d" % i) for i in range(3000)]
     df = spark.createDataFrame(spark.sparkContext.parallelize(rows, 2), "key binary, value binary")
-    sink = SegmentLogSink(str(root), writer_id="default", topic="imp", rename_min_bytes=1)
+    sink = SegmentLogSink(str(root), writer_id="w0", topic="imp", rename_min_bytes=1)
     segments = len(list(folder.glob("*.log")))
     sink(df, 0)
     assert len(list(folder.glob("*.log"))) >= segments + 2   # both tasks' staged segments renamed in
     # a micro-batch after it takes the copy path: the same epoch, no new segment
     segments = len(list(folder.glob("*.log")))
-    small = SegmentLogSink(str(root), writer_id="default", topic="imp")
+    small = SegmentLogSink(str(root), writer_id="w0", topic="imp")
     small(df.limit(5), 1)
     assert len(list(folder.glob("*.log"))) == segments
 

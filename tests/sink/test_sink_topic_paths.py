@@ -59,7 +59,7 @@ def _sidecar_once(tmp_path, root):
 def test_a_default_equal_retention_asked_through_the_sink_outlives_the_sidecars_defaults(spark, tmp_path):
     assert TOPIC_DEFAULTS["retention.ms"] == WEEK_MS     # the case: the value asked equals the default
     root = tmp_path / "root"
-    sink = SegmentLogSink(str(root), writer_id="default", topic="ev", partitions=1,
+    sink = SegmentLogSink(str(root), writer_id="w0", topic="ev", partitions=1,
                           config={"retention.ms": WEEK_MS, "segment.bytes": 1024})
     now = int(time.time() * 1000)
     sink(_rows(spark, now, [2 * 3_600_000] * 5, value_bytes=700), 0)   # 2 h old, a segment each
@@ -73,7 +73,7 @@ def test_a_default_equal_retention_asked_through_the_sink_outlives_the_sidecars_
 def test_the_sidecars_default_still_applies_to_keys_the_topic_never_asked_for(spark, tmp_path):
     """The converse, so the test above cannot pass by a sidecar that ignores its `log:`."""
     root = tmp_path / "root"
-    SegmentLogSink(str(root), writer_id="default", topic="ev", partitions=1, config={"segment.bytes": 1024})(
+    SegmentLogSink(str(root), writer_id="w0", topic="ev", partitions=1, config={"segment.bytes": 1024})(
         _rows(spark, int(time.time() * 1000), [2 * 3_600_000] * 5, value_bytes=700), 0)
     _sidecar_once(tmp_path, root)
     assert _records(root, "ev", 1) == []
@@ -104,13 +104,13 @@ QUARANTINE = {"message.timestamp.before.max.ms": 3_600_000, "message.timestamp.o
 
 def test_quarantine_keeps_working_after_its_topic_exists(spark, tmp_path):
     root = tmp_path / "root"
-    sink = SegmentLogSink(str(root), writer_id="default", topic="ev", partitions=3, config={**QUARANTINE, "segment.bytes": 4096})
+    sink = SegmentLogSink(str(root), writer_id="w0", topic="ev", partitions=3, config={**QUARANTINE, "segment.bytes": 4096})
     now = int(time.time() * 1000)
     for batch in range(3):   # every batch has rows in range and rows a day old
         sink(_rows(spark, now, [0, 86_400_000, 5, 86_400_000]), batch)
     assert len(_records(root, "ev", 3)) == 6 and len(_records(root, "ev-quarantine", 3)) == 6
     assert load_topic(root, "ev-quarantine").partitions == 3
-    assert CommitLog(root, "ev-quarantine").last_batch("default") == 2
+    assert CommitLog(root, "ev-quarantine").last_batch("w0") == 2
 
 
 def test_quarantine_in_a_streaming_query_past_its_first_batch(spark, tmp_path):
@@ -133,7 +133,7 @@ def test_quarantine_in_a_streaming_query_past_its_first_batch(spark, tmp_path):
 def test_a_keyless_record_routed_to_a_compacted_quarantine_topic_is_refused_before_writing(spark, tmp_path):
     root = tmp_path / "root"
     create_topic(root, "ev-quarantine", 2, {"cleanup.policy": "compact"})
-    sink = SegmentLogSink(str(root), writer_id="default", topic="ev", partitions=2, config=QUARANTINE)
+    sink = SegmentLogSink(str(root), writer_id="w0", topic="ev", partitions=2, config=QUARANTINE)
     now = int(time.time() * 1000)
     sink(_rows(spark, now, [0, 86_400_000]), 0)              # keyed: fine
     before = {p: sorted(f.stat().st_size for f in p.iterdir()) for p in root.glob("ev*-*")}
@@ -143,7 +143,7 @@ def test_a_keyless_record_routed_to_a_compacted_quarantine_topic_is_refused_befo
     with pytest.raises(MissingKeyError, match="'ev-quarantine' is compacted.*null key.*nothing was written"):
         sink(df, 1)
     assert {p: sorted(f.stat().st_size for f in p.iterdir()) for p in root.glob("ev*-*")} == before
-    assert CommitLog(root, "ev").last_batch("default") == 0
+    assert CommitLog(root, "ev").last_batch("w0") == 0
     # a keyless row in range goes to the main (delete) topic: accepted
     ok = [(None, b"in range", dt.datetime.fromtimestamp(now / 1000, dt.timezone.utc))]
     sink(spark.createDataFrame(ok, "key binary, value binary, timestamp timestamp"), 1)
@@ -161,7 +161,7 @@ def test_a_swap_left_by_a_killed_sidecar_does_not_fail_the_next_delivery(spark, 
 
     root = tmp_path / "root"
     cfg = {"cleanup.policy": "compact", "segment.bytes": 1024, "index.interval.bytes": 64}
-    sink = SegmentLogSink(str(root), writer_id="default", topic="state", partitions=1, config=cfg)
+    sink = SegmentLogSink(str(root), writer_id="w0", topic="state", partitions=1, config=cfg)
     now = int(time.time() * 1000)
     for batch in range(4):
         rows = [(b"k%d" % (i % 5), b"v%d-%d" % (batch, i) + b"x" * 60,

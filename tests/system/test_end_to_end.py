@@ -103,7 +103,7 @@ def check_timestamp_reads(spark, root, topic, everything: list[tuple]) -> None:
 
 def test_static_dataframe_round_trip(spark, tmp_path):
     root, n = tmp_path / "log", 3000
-    sink = SegmentLogSink(str(root), writer_id="default", topic="events", partitions=PARTITIONS, config=CONFIG)
+    sink = SegmentLogSink(str(root), writer_id="w0", topic="events", partitions=PARTITIONS, config=CONFIG)
     sink(static_df(spark, 0, n), 0)
     everything = rows_of(seglog(spark, root, "events", startingOffsets="earliest"))
     check_against_input(everything, range(n), "events")

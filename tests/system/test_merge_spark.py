@@ -43,7 +43,7 @@ def test_the_sink_then_merge_end_to_end(spark, tmp_path):
     from seglog.sink.segment_log_sink import SegmentLogSink
 
     root = tmp_path / "root"
-    sink = SegmentLogSink(str(root), writer_id="default", topic="big", partitions=32)
+    sink = SegmentLogSink(str(root), writer_id="w0", topic="big", partitions=32)
     rows = 0
     for batch in range(3):
         n = 300_000

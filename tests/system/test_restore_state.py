@@ -121,7 +121,7 @@ def test_state_restored_from_a_compacted_topic(spark, tmp_path):
 
 def test_sink_refuses_a_null_key_for_a_compacted_topic(spark, tmp_path):
     root = str(tmp_path)
-    sink = SegmentLogSink(root, writer_id="default", topic=TOPIC, partitions=2, config=CONFIG)
+    sink = SegmentLogSink(root, writer_id="w0", topic=TOPIC, partitions=2, config=CONFIG)
     sink(spark.range(5).selectExpr("CAST(CAST(id AS STRING) AS BINARY) AS key", "CAST('v' AS BINARY) AS value"), 0)
     bad = spark.range(5).selectExpr("IF(id = 3, NULL, CAST(CAST(id AS STRING) AS BINARY)) AS key",
                                     "CAST('w' AS BINARY) AS value")

@@ -88,7 +88,7 @@ def _spark(root: str) -> None:
 
     spark = local_session("seglog-shared-volume", cores=1, driver_memory="1g")
     try:
-        sink = SegmentLogSink(root, writer_id="default", topic="clicks", partitions=2, config=CLICKS_CFG, rename_min_bytes=1)
+        sink = SegmentLogSink(root, writer_id="w0", topic="clicks", partitions=2, config=CLICKS_CFG, rename_min_bytes=1)
         old = int(time.time() * 1000) - 10 * DAY
 
         def batch(t0: int, n: int):

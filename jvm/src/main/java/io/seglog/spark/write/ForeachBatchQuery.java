@@ -2,23 +2,25 @@ package io.seglog.spark.write;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.streaming.StreamingQuery;
 
 /**
- * The streaming query a {@code foreachBatchId} write belongs to, found on the driver JVM while the write is
- * planned (public API only). Its id is the writer the commit log records: stable across restarts from one
+ * The streaming query a {@code foreachBatchId} write belongs to, known on the driver JVM while the write is
+ * planned, never guessed: its id is the writer the commit log records, stable across restarts from one
  * checkpoint, new for a new checkpoint (whose batch ids restart at 0 and must not be skipped as committed).
  * <ol>
- * <li>The calling thread's local property {@code sql.streaming.queryId}: Spark sets it on the stream's thread,
- *   and classic PySpark runs a foreachBatch function's JVM calls on that thread.</li>
- * <li>Else, when the call comes from Spark Connect's foreachBatch worker ({@code byTrigger}: Connect runs the
- *   function's write on a Connect thread), the one streaming query of the active session whose status says a
- *   trigger is active: a foreachBatch function runs inside its query's trigger. None or several: a typed error
- *   asking for a writer id, since a guessed writer could skip another query's batches as committed.</li>
- * <li>Else the call is not a query's (a plain {@code sink(df, batch_id)} call): the writer {@code default}, as
- *   SegmentLogSink has always recorded such calls.</li>
+ * <li>The write's input: Spark runs each micro-batch in the query's own cloned session and hands the
+ *   foreachBatch function a Dataset that keeps it ({@link QuerySessions}); the write's sessions matched by
+ *   identity against every active query's. This holds on any thread (a thread pool inside the function), in
+ *   Spark Connect with many queries per session, and in pyspark 4.3's cloned foreachBatch sessions.</li>
+ * <li>Else (a DataFrame made from another session inside the function) the calling thread's local property
+ *   {@code sql.streaming.queryId}: Spark sets it on the stream's thread.</li>
+ * <li>Else, or when the input belongs to several queries: refused, asking for option writerId
+ *   (SegmentLogSink's writer_id). A guessed writer (once {@code default}) lets one query's batches be skipped
+ *   as another's.</li>
  * </ol>
  */
 final class ForeachBatchQuery {
@@ -26,20 +28,19 @@ final class ForeachBatchQuery {
 
     private ForeachBatchQuery() {}
 
-    static final String OUTSIDE_A_QUERY = "default";
-
-    static String id(long batchId, boolean byTrigger) {
+    static String id(long batchId) {
         SparkSession session = SparkSession.active();
-        String local = session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY);
-        if (local != null && !local.isEmpty()) return local;
-        if (!byTrigger) return OUTSIDE_A_QUERY;
-        List<String> triggering = new ArrayList<>();
-        for (StreamingQuery q : session.streams().active()) {
-            if (q.status().isTriggerActive()) triggering.add(q.id().toString());
+        Set<Object> sessions = QuerySessions.ofExecutingWrite(session.sparkContext());
+        List<String> matched = new ArrayList<>();
+        for (Map.Entry<String, Object> q : QuerySessions.active(session).entrySet()) {
+            if (sessions.contains(q.getValue())) matched.add(q.getKey());
         }
-        if (triggering.size() == 1) return triggering.get(0);
-        String found = triggering.isEmpty() ? "no streaming query of this session is running a micro-batch"
-                : triggering.size() + " streaming queries of this session are running a micro-batch (" + triggering + ")";
+        if (matched.size() == 1) return matched.get(0);
+        String local = session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY);
+        if (matched.isEmpty() && local != null && !local.isEmpty()) return local;
+        String found = matched.isEmpty() ? "the write's DataFrame is no streaming query's micro-batch (a call outside "
+                + "foreachBatch, or a DataFrame of another session)"
+                : "the write's DataFrame comes from " + matched.size() + " streaming queries' micro-batches " + matched;
         throw new SeglogWriteException("seglog write: option 'foreachBatchId' = " + batchId + ": the writer is the calling "
                 + "streaming query's id, and " + found + "; give option 'writerId' (SegmentLogSink(writer_id=...)), "
                 + "one per query checkpoint");

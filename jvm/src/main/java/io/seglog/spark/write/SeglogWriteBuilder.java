@@ -38,7 +38,7 @@ public final class SeglogWriteBuilder implements WriteBuilder, SupportsTruncate 
         WriteOptions parsed = WriteOptions.parse(given);
         // a foreachBatch call: the calling query is found now, on the driver thread planning the write
         WriteOptions o = parsed.foreachBatchId == null ? parsed
-                : parsed.forForeachBatch(parsed.writerGiven ? null : ForeachBatchQuery.id(parsed.foreachBatchId, parsed.lookupByTrigger));
+                : parsed.forForeachBatch(parsed.writerGiven ? null : ForeachBatchQuery.id(parsed.foreachBatchId));
         InputColumns columns = InputColumns.of(info.schema());
         if (o.topic == null && columns.topic < 0) {
             throw new SeglogWriteException("seglog write: no topic: give option 'topic' or a 'topic' column");

@@ -4,7 +4,6 @@ import java.io.Serializable;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.regex.Pattern;
 
 import io.seglog.spark.format.StagedPublisher;
 import io.seglog.spark.format.TopicCatalog;
@@ -26,12 +25,11 @@ import io.seglog.spark.format.TopicLayout;
  *   last one committed for that app id is skipped. Without them a write is a plain append;</li>
  * <li>{@code foreachBatchId}: the write is that micro-batch of the streaming query whose foreachBatch function
  *   runs it (SegmentLogSink): its version is the batch id and its writer option writerId, else the query's id
- *   ({@link ForeachBatchQuery}); a re-delivered batch is skipped, as with txnVersion;</li>
- * <li>{@code foreachBatchLookup} (SegmentLogSink sets it): how the calling query is found: {@code thread} (the
- *   calling thread's query; none: the writer {@code default}, a plain call outside a query) or
- *   {@code activeTrigger} (Spark Connect's foreachBatch worker: else the one query of the session in a trigger);</li>
- * <li>{@code writerId}: the writer recorded in the commit log for a plain append (default {@code append});
- *   with {@code txnAppId} the app id is the writer;</li>
+ *   ({@link ForeachBatchQuery}: known from the write's input, or refused); a re-delivered batch is skipped, as
+ *   with txnVersion;</li>
+ * <li>{@code writerId}: with {@code foreachBatchId}, the writer; for a plain append, the name of its counter
+ *   (recorded as {@code @append.<writerId>}, seglog's namespace: {@link WriterIds}); with {@code txnAppId} the
+ *   app id is the writer. Reserved names are refused ({@link WriterIds#RESERVED});</li>
  * <li>{@code lockTimeoutMs}: how long the commit waits for a topic's writer lock and a partition's lock
  *   (default 600000; {@code none}: for ever; SegmentLogSink's lock_timeout);</li>
  * <li>{@code renameMinBytes} (hidden: for tests): staged segments of at least this many bytes are renamed in,
@@ -40,10 +38,8 @@ import io.seglog.spark.format.TopicLayout;
  */
 public final class WriteOptions implements Serializable {
     private static final long serialVersionUID = 1L;
-    static final String DEFAULT_WRITER = "append";
-    private static final Pattern WRITER = Pattern.compile("[A-Za-z0-9._-]{1,200}");
     private static final List<String> OWN = List.of("path", "topic", "partitions", "writerid", "txnappid", "txnversion",
-            "foreachbatchid", "foreachbatchlookup", "locktimeoutms", "renameminbytes");
+            "foreachbatchid", "locktimeoutms", "renameminbytes");
     // Spark's own, passed to every streaming sink with the sink's options: the query's, not ours
     private static final List<String> SPARKS = List.of("checkpointlocation");
 
@@ -56,13 +52,13 @@ public final class WriteOptions implements Serializable {
     public final Long txnVersion;                // null: a plain append
     public final Long foreachBatchId;            // null: not a foreachBatch call
     public final boolean writerGiven;            // option writerId (or txnAppId) was given
+    private final String named;                  // that name (a user's: WriterIds), null if none
     public final Long lockTimeoutMs;             // null: wait for ever
     public final long renameMinBytes;            // staged segments this large are renamed in, smaller ones copied
-    public final boolean lookupByTrigger;        // foreachBatchLookup=activeTrigger: Spark Connect's foreachBatch worker
 
     private WriteOptions(String root, String topic, Integer partitions, Map<String, Object> config, boolean configGiven,
-                         String writer, Long txnVersion, Long foreachBatchId, boolean writerGiven, Long lockTimeoutMs,
-                         long renameMinBytes, boolean lookupByTrigger) {
+                         String writer, Long txnVersion, Long foreachBatchId, boolean writerGiven, String named,
+                         Long lockTimeoutMs, long renameMinBytes) {
         this.root = root;
         this.topic = topic;
         this.partitions = partitions;
@@ -72,14 +68,14 @@ public final class WriteOptions implements Serializable {
         this.txnVersion = txnVersion;
         this.foreachBatchId = foreachBatchId;
         this.writerGiven = writerGiven;
+        this.named = named;
         this.lockTimeoutMs = lockTimeoutMs;
         this.renameMinBytes = renameMinBytes;
-        this.lookupByTrigger = lookupByTrigger;
     }
 
     private WriteOptions with(String writer, Long version) {
         return new WriteOptions(root, topic, partitions, config, configGiven, writer, version, foreachBatchId, writerGiven,
-                lockTimeoutMs, renameMinBytes, lookupByTrigger);
+                named, lockTimeoutMs, renameMinBytes);
     }
 
     /** {@code options}: Spark's, any key case (the original spelling is kept for messages). */
@@ -154,17 +150,18 @@ public final class WriteOptions implements Serializable {
         Long lockTimeoutMs = lockText == null ? (Long) DriverCommit.LOCK_TIMEOUT_MS
                 : lockText.strip().equalsIgnoreCase("none") ? null : nonNegative("lockTimeoutMs", lockText);
         String writerId = o.get("writerid");
-        if (writerId != null && !WRITER.matcher(writerId).matches()) {
-            throw new SeglogWriteException("seglog write: option 'writerId' = '" + writerId + "'; allowed: 1 to 200 characters of [A-Za-z0-9._-]");
+        if (writerId != null && WriterIds.refusal(writerId) != null) {
+            throw new SeglogWriteException("seglog write: option 'writerId' = '" + writerId + "'; " + WriterIds.refusal(writerId));
         }
-        if (app != null && !WRITER.matcher(app).matches()) {
-            throw new SeglogWriteException("seglog write: option 'txnAppId' = '" + app + "'; allowed: 1 to 200 characters of [A-Za-z0-9._-]");
+        if (app != null && WriterIds.refusal(app) != null) {
+            throw new SeglogWriteException("seglog write: option 'txnAppId' = '" + app + "'; " + WriterIds.refusal(app));
         }
         if (app != null && writerId != null && !app.equals(writerId)) {
             throw new SeglogWriteException("seglog write: options 'writerId' = '" + writerId + "' and 'txnAppId' = '" + app
                     + "' differ; with txnAppId the app id is the writer the commit log records: give one of them");
         }
-        String writer = app != null ? app : writerId != null ? writerId : DEFAULT_WRITER;
+        // a plain append's counter lives in seglog's namespace: no txnAppId (nor foreachBatch writer) can read it
+        String writer = app != null ? app : foreachBatchId != null && writerId != null ? writerId : WriterIds.plainAppend(writerId);
         long renameMinBytes = StagedPublisher.RENAME_MIN_BYTES;
         if (o.containsKey("renameminbytes")) {
             String text = o.get("renameminbytes");
@@ -178,13 +175,8 @@ public final class WriteOptions implements Serializable {
                         + "'; allowed: an integer >= 0 (bytes)");
             }
         }
-        String lookup = o.getOrDefault("foreachbatchlookup", "thread").strip();
-        if (!lookup.equalsIgnoreCase("thread") && !lookup.equalsIgnoreCase("activeTrigger")) {
-            throw new SeglogWriteException("seglog write: option '" + spelled.get("foreachbatchlookup") + "' = '" + lookup
-                    + "'; allowed: thread, activeTrigger");
-        }
         return new WriteOptions(root, topic, partitions, config, !configText.isEmpty(), writer, txnVersion, foreachBatchId,
-                app != null || writerId != null, lockTimeoutMs, renameMinBytes, lookup.equalsIgnoreCase("activeTrigger"));
+                app != null || writerId != null, app != null ? app : writerId, lockTimeoutMs, renameMinBytes);
     }
 
     private static long nonNegative(String name, String text) {
@@ -203,7 +195,7 @@ public final class WriteOptions implements Serializable {
      * id, {@link ForeachBatchQuery}), and the batch id is the version, so a re-delivered batch is skipped.
      */
     WriteOptions forForeachBatch(String queryId) {
-        return with(writerGiven ? writer : queryId, foreachBatchId);
+        return with(writerGiven ? named : queryId, foreachBatchId);
     }
 
     /**
@@ -220,7 +212,7 @@ public final class WriteOptions implements Serializable {
                         + "are its versions and its writer is the query id (or option 'writerId')");
             }
         }
-        return with(writerGiven ? writer : queryId, epoch);
+        return with(writerGiven ? named : queryId, epoch);
     }
 
     /** For messages: the write as the user asked it. */

@@ -34,9 +34,9 @@ class WriteOptionsTest {
         assertEquals("app", o.writer);
         assertEquals(7L, o.txnVersion);
         WriteOptions plain = WriteOptions.parse(opts("topic", "events"));
-        assertEquals("append", plain.writer);
+        assertEquals("@append", plain.writer);                               // seglog's namespace (WriterIds)
         assertNull(plain.txnVersion);
-        assertEquals("w1", WriteOptions.parse(opts("topic", "t", "writerId", "w1")).writer);
+        assertEquals("@append.w1", WriteOptions.parse(opts("topic", "t", "writerId", "w1")).writer);
         assertEquals(1L << 20, plain.renameMinBytes);                      // the core's RENAME_MIN_BYTES
         assertEquals(0L, WriteOptions.parse(opts("topic", "t", "renameMinBytes", "0")).renameMinBytes);
         assertEquals(4096L, WriteOptions.parse(opts("topic", "t", "RENAMEMINBYTES", " 4096")).renameMinBytes);
@@ -63,6 +63,19 @@ class WriteOptionsTest {
         refused("options 'foreachBatchId' and 'txnAppId' exclude each other", "topic", "t", "foreachBatchId", "1",
                 "txnAppId", "a", "txnVersion", "1");
         refused("option 'lockTimeoutMs' = 'soon'", "topic", "t", "lockTimeoutMs", "soon");
+        refused("unknown option 'foreachBatchLookup'", "topic", "t", "foreachBatchId", "1", "foreachBatchLookup", "thread");
+        for (String name : new String[] {"append", "default", "seglog-import", ".", ".."}) {
+            refused("option 'txnAppId' = '" + name + "'; reserved", "topic", "t", "txnAppId", name, "txnVersion", "1");
+            refused("option 'writerId' = '" + name + "'; reserved", "topic", "t", "writerId", name);
+        }
+        refused("option 'txnAppId' = '@append'; allowed", "topic", "t", "txnAppId", "@append", "txnVersion", "1");
+    }
+
+    @Test
+    void aStreamOrForeachBatchWriterIdIsTheUsersNameNotAPlainAppendsCounter() {
+        Map<String, String> given = opts("topic", "t", "writerId", "w");
+        assertEquals("w", WriteOptions.parse(given).forStream(given, "query-1", 3).writer);
+        assertEquals("query-1", WriteOptions.parse(opts("topic", "t")).forStream(opts("topic", "t"), "query-1", 3).writer);
     }
 
     @Test
