@@ -9,6 +9,8 @@ Invariants kept here:
 """
 from __future__ import annotations
 
+import contextlib
+
 import dataclasses
 import errno
 import os
@@ -645,9 +647,11 @@ class Log:
         records; read_committed also skips aborted transactions and stops at an open one)."""
         check_isolation_level(isolation_level)
         start, end = self._bounds(offset, max_offset)
-        for buf, positions, stop in self._visible_chunks(start, end, isolation_level):
+        for seg, file_pos, buf, positions, stop in self._visible_chunks(start, end, isolation_level):
             for pos in positions:
-                for rec in decode_batch(buf, int(pos)):
+                with _naming_the_file(seg, file_pos):
+                    records = decode_batch(buf, int(pos))
+                for rec in records:
                     if rec.offset >= end:
                         return
                     if rec.offset >= start:
@@ -661,16 +665,17 @@ class Log:
         `isolation_level` as in `read`."""
         check_isolation_level(isolation_level)
         start, end = self._bounds(start_offset, end_offset)
-        for buf, positions, stop in self._visible_chunks(start, end, isolation_level):
-            batch = decode_to_arrow(buf, positions, start_offset=start, end_offset=end)
+        for seg, file_pos, buf, positions, stop in self._visible_chunks(start, end, isolation_level):
+            with _naming_the_file(seg, file_pos):
+                batch = decode_to_arrow(buf, positions, start_offset=start, end_offset=end)
             for lo in range(0, batch.num_rows, max_rows):
                 yield batch.slice(lo, max_rows)
             if stop is not None:
                 return
 
     def _visible_chunks(self, start: int, end: int, isolation_level: str):
-        """(bytes, positions of the batches whose records a consumer returns, stop) per checked
-        chunk; `stop` is the last stable offset when an open transaction ends the read there."""
+        """(segment, the chunk's file position, bytes, positions of the batches whose records a consumer
+        returns, stop) per checked chunk; `stop` is the last stable offset when an open transaction ends the read there."""
         fates: list[TransactionFates] = []
 
         def fates_for() -> TransactionFates:
@@ -678,9 +683,9 @@ class Log:
                 fates.append(TransactionFates(self._control_markers))
             return fates[0]
 
-        for _, _, buf, scan in self._batch_chunks(start, end):
+        for seg, file_pos, buf, scan in self._batch_chunks(start, end):
             keep, stop = visible_batches(scan.headers, scan.attributes, isolation_level, fates_for)
-            yield buf, (scan.positions if keep is None else scan.positions[keep]), stop
+            yield seg, file_pos, buf, (scan.positions if keep is None else scan.positions[keep]), stop
             if stop is not None:
                 return
 
@@ -1138,3 +1143,15 @@ def _checked_chunks(seg: LogSegment, pos: int, prev_last: int, until: int | None
     """Chunks of whole, checked batches from `pos` to the segment's end (segment.read_checked);
     nothing at or past offset `until` is judged."""
     return read_checked(seg, pos, prev_last, until)
+
+
+@contextlib.contextmanager
+def _naming_the_file(seg: LogSegment, chunk_pos: int):
+    """A record decode fault (a damaged or oversized batch: codec/compression.py's ceiling) names the segment
+    file and the chunk's place in it: decode_batch and decode_to_arrow know only the chunk's bytes, whose
+    positions start at the chunk (issue 37: a fault names file, position and the bound)."""
+    try:
+        yield
+    except CorruptRecordError as exc:
+        raise CorruptRecordError(f"{seg.log_path} (the chunk read from byte {chunk_pos}; batch positions below "
+                                 f"count from there): {exc}") from None
