@@ -91,5 +91,10 @@ class RemoteTierUnavailableError(StorageError):
 
 
 class ConnectorJarError(SeglogError):
-    """seglog's Spark connector jar (seglog/jars/seglog-spark.jar) is missing, or a Spark session runs
+    """seglog's Spark connector jar (seglog/jars/seglog-spark-*.jar) is missing, or a Spark session runs
     another version of it than the installed seglog."""
+
+
+class UnsupportedSparkError(ConnectorJarError):
+    """The running (or named) Spark is a line, or a Scala build, that seglog ships no connector jar for;
+    the message names the ones it supports (seglog.jvm.JARS)."""

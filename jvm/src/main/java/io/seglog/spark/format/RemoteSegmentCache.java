@@ -22,9 +22,9 @@ import java.util.HexFormat;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
+import io.seglog.spark.SparkLines;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileStatus;
-import org.apache.hadoop.fs.FileRange;
 import org.apache.hadoop.fs.FileSystem;
 
 /**
@@ -422,7 +422,7 @@ public final class RemoteSegmentCache {
         }
 
         /** The read-ahead fetcher: claims the window's absent chunks and fetches them as one vectored read
-         *  (Hadoop's readVectored: S3A issues the ranges as parallel ranged GETs, as S3's guidance for throughput
+         *  (Hadoop's readVectored where it has it, SparkLines.readRanges: S3A issues the ranges as parallel ranged GETs, as S3's guidance for throughput
          *  asks), publishing each as it arrives; again while walks widen the window, until nothing new is asked for
          *  or a fetch fails. */
         private void runAhead() {
@@ -445,14 +445,19 @@ public final class RemoteSegmentCache {
                 }
                 int done = 0;
                 try {
-                    List<FileRange> ranges = new ArrayList<>(claimed.size());
-                    for (int c : claimed) ranges.add(FileRange.createFileRange((long) c * chunk, chunkLength(c)));
+                    long[] offsets = new long[claimed.size()];
+                    int[] lengths = new int[claimed.size()];
+                    for (int i = 0; i < offsets.length; i++) {
+                        offsets[i] = (long) claimed.get(i) * chunk;
+                        lengths[i] = chunkLength(claimed.get(i));
+                    }
+                    List<ByteBuffer> got;
                     synchronized (streamLock) {
-                        stream().readVectored(ranges, ByteBuffer::allocate);
+                        got = SparkLines.readRanges(stream(), offsets, lengths);
                     }
                     for (; done < claimed.size(); done++) {
                         int c = claimed.get(done);
-                        settle(c, whole(c, ranges.get(done).getData().get()), false);
+                        settle(c, whole(c, got.get(done)), false);
                     }
                 } catch (Exception e) {     // a read-ahead's failure: the walk that needs a chunk fetches it itself and reports
                     if (e instanceof InterruptedException) Thread.currentThread().interrupt();
