@@ -14,10 +14,10 @@ pytestmark = [pytest.mark.spark, pytest.mark.smoke]
 T0 = 1_700_000_000_000
 
 
-def frame(spark, n, prefix):
+def frame(spark, n, prefix, t0=T0):
     return spark.range(n).selectExpr(f"CAST(CONCAT('{prefix}', CAST(id AS STRING)) AS BINARY) AS key",
                                      "CAST(CAST(id AS STRING) AS BINARY) AS value",
-                                     f"timestamp_millis({T0} + id) AS timestamp")
+                                     f"timestamp_millis({t0} + id) AS timestamp")
 
 
 def keys(spark, root, topic, **options):
@@ -47,7 +47,7 @@ def test_readme_quick_start_returns_exactly_the_rows_written(spark, tmp_path):
     (frame(spark, 100, "a").write.format("seglog").mode("append")
      .option("topic", "events").option("partitions", "8").option("segment.bytes", str(256 << 20)).save(root))
     for _ in range(2):
-        (frame(spark, 50, "b").write.format("seglog").mode("append").option("topic", "events")
+        (frame(spark, 50, "b", T0 + 1000).write.format("seglog").mode("append").option("topic", "events")
          .option("txnAppId", "nightly-load").option("txnVersion", "1").save(root))
     assert keys(spark, root, "events") == sorted(expected("a", range(100)) + expected("b", range(50)))
 
@@ -65,11 +65,12 @@ def test_readme_quick_start_returns_exactly_the_rows_written(spark, tmp_path):
     assert keys(spark, root, "stream") == written
     assert keys(spark, root, "sinked") == written
 
-    # Replay from a timestamp: a's records from T0 + 50 on (b's are all older)
-    assert keys(spark, root, "events", startingTimestamp=T0 + 50) == expected("a", range(50, 100))
+    # Replay from a timestamp: each partition from its first record at T0 + 50 or later (a's second half, all of b)
+    replayed = sorted(expected("a", range(50, 100)) + expected("b", range(50)))
+    assert keys(spark, root, "events", startingTimestamp=T0 + 50) == replayed
     # and as a stream, AvailableNow
     got = []
     (spark.readStream.format("seglog").option("topic", "events").option("startingTimestamp", str(T0 + 50)).load(root)
      .writeStream.foreachBatch(lambda df, _: got.extend(bytes(r.key) for r in df.select("key").collect()))
      .option("checkpointLocation", str(tmp_path / "ckpt3")).trigger(availableNow=True).start()).awaitTermination()
-    assert sorted(got) == expected("a", range(50, 100))
+    assert sorted(got) == replayed
