@@ -1,22 +1,25 @@
 package io.seglog.spark;
 
+import java.io.IOException;
 import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.IntFunction;
 
 import org.apache.hadoop.fs.FSDataInputStream;
-import org.apache.hadoop.fs.FileRange;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.QueryExecution;
 
 /**
  * The one home of what differs between the Spark lines the connector serves (seglog.jvm.JARS, docs/spark-notes.md):
  * Spark 3.5 (Scala 2.12, Hadoop 3.3.4) and 4.0 to 4.3 (Scala 2.13, Hadoop 3.4.1 to 3.5.0). The same source compiles
- * against each line's jars (jvm/pom.xml, profile spark-3.5), so nothing here names a class that only one line has
- * unless it is reached only where that line is running.
+ * against each line's own jars (jvm/pom.xml, profile spark-3.5: Spark 3.5.0, Hadoop 3.3.4), so nothing here names a
+ * class or method one line lacks: those are reached by reflection, where the running line has them.
  */
 public final class SparkLines {
     private SparkLines() {}
@@ -79,13 +82,31 @@ public final class SparkLines {
         return out;
     }
 
-    /** Loaded only where FileRange exists (VECTORED_READS): the JVM resolves a class's references when it first runs it. */
+    /** Hadoop's vectored read, reached by reflection: the 3.5 build compiles against Hadoop 3.3.4, which lacks it. */
     private static final class Vectored {
+        private static final Method CREATE, GET_DATA, READ_VECTORED;
+        static {
+            try {
+                Class<?> range = Class.forName("org.apache.hadoop.fs.FileRange");
+                CREATE = range.getMethod("createFileRange", long.class, int.class);
+                GET_DATA = range.getMethod("getData");
+                READ_VECTORED = FSDataInputStream.class.getMethod("readVectored", List.class, IntFunction.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);     // VECTORED_READS said FileRange is here
+            }
+        }
+
         static void read(FSDataInputStream in, long[] offsets, int[] lengths, List<ByteBuffer> out) throws Exception {
-            List<FileRange> ranges = new ArrayList<>(offsets.length);
-            for (int i = 0; i < offsets.length; i++) ranges.add(FileRange.createFileRange(offsets[i], lengths[i]));
-            in.readVectored(ranges, ByteBuffer::allocate);
-            for (FileRange r : ranges) out.add(r.getData().get());
+            List<Object> ranges = new ArrayList<>(offsets.length);
+            for (int i = 0; i < offsets.length; i++) ranges.add(CREATE.invoke(null, offsets[i], lengths[i]));
+            IntFunction<ByteBuffer> allocate = ByteBuffer::allocate;
+            try {
+                READ_VECTORED.invoke(in, ranges, allocate);
+                for (Object r : ranges) out.add(((CompletableFuture<?>) GET_DATA.invoke(r)).thenApply(ByteBuffer.class::cast).get());
+            } catch (InvocationTargetException e) {
+                Throwable cause = e.getCause();
+                throw cause instanceof Exception ? (Exception) cause : new IOException(cause);
+            }
         }
     }
 }
