@@ -19,11 +19,21 @@ CHOSEN = [v for v in os.environ.get("SEGLOG_SPARK_LINES", ",".join(LINES)).split
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    """This checkout's wheel, built once for every line."""
+    dist = tmp_path_factory.mktemp("dist")
+    subprocess.run(["bash", str(REPO / "scripts/build-jar.sh")], check=True, env=dict(os.environ, SEGLOG_JAR_SKIP_TESTS="1"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps", "-w", str(dist),
+                    str(REPO)], check=True, capture_output=True)
+    return str(next(dist.glob("seglog-*.whl")))
+
+
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("version", CHOSEN)
-def test_the_smoke_profile_passes_on_each_spark_line(version, tmp_path):
+def test_the_smoke_profile_passes_on_each_spark_line(version, wheel, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_", "SEGLOG_CONNECT"))}
-    env["PYTHON"] = sys.executable
+    env.update(PYTHON=sys.executable, SEGLOG_WHEEL=wheel)
     log = tmp_path / f"{version}.log"
     with open(log, "w") as out:
         code = subprocess.run(["bash", str(REPO / "scripts/spark-line.sh"), version], stdout=out,
