@@ -18,8 +18,9 @@ import pyspark
 jars = pathlib.Path(pyspark.__file__).parent / "jars"
 v = next(re.match(r"hadoop-client-api-(.+)\.jar$", p.name).group(1) for p in jars.glob("hadoop-client-api-*.jar"))
 # hadoop-project's aws-java-sdk(-v2).version per Hadoop that a supported pyspark ships (seglog.jvm.JARS):
-# Hadoop 3.3.x's S3A is on the AWS SDK v1, 3.4 on v2
-sdk = {"3.3.4": "1.12.262", "3.4.1": "2.24.6", "3.4.2": "2.29.52", "3.5.0": "2.35.4"}.get(v)
+# Hadoop 3.3.x's S3A is on the AWS SDK v1, 3.4 on v2. 3.4.1 declares 2.24.6, whose s3-transfer-manager Maven
+# Central here does not serve: 3.4.2's SDK, the nearest it has, runs 3.4.1's S3A (pyspark 4.0.5's smoke reads s3a)
+sdk = {"3.3.4": "1.12.262", "3.4.1": "2.29.52", "3.4.2": "2.29.52", "3.5.0": "2.35.4"}.get(v)
 if sdk is None:
     raise SystemExit(f"s3a-jars: no AWS SDK version known for Hadoop {v}: add hadoop-aws {v}'s to scripts/s3a-jars.sh")
 print(v, sdk)
