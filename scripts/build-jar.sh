@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build seglog's Spark connectors (jvm/, a Maven project) into seglog/jars/, where the wheel ships them as
 # package data and seglog.jvm finds the one for the running Spark (seglog.jvm.JARS): seglog-spark-4_2.13.jar
-# for Spark 4.0 to 4.3 and seglog-spark-3.5_2.12.jar (the profile spark-3.5) for Spark 3.5. Maven resolves its
+# for Spark 4.0 to 4.3 and seglog-spark-3.5_2.12.jar / _2.13.jar (the profile spark-3.5) for Spark 3.5. Maven resolves its
 # dependencies as this machine configures it (settings.xml, mirrors, proxies); no registry address is written here.
 # Idempotent: skipped when the jars are newer than every file under jvm/ and conf/topic.yaml (the jar
 # carries the topic defaults; SEGLOG_JAR_FORCE=1 rebuilds). The Java unit tests run in the 4.x build only
@@ -37,5 +37,6 @@ build() {
 }
 build seglog-spark-4_2.13.jar target/seglog-spark.jar $skip_tests
 build seglog-spark-3.5_2.12.jar target/spark-3.5_2.12/seglog-spark-3.5_2.12.jar -Pspark-3.5 -DskipTests
+build seglog-spark-3.5_2.13.jar target/spark-3.5_2.13/seglog-spark-3.5_2.13.jar -Pspark-3.5 -Dscala.binary.version=2.13 -DskipTests
 # a jar an earlier seglog built under the name every line shared
 rm -f "$here/seglog/jars/seglog-spark.jar"

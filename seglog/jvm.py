@@ -23,6 +23,7 @@ CONNECTOR_CLASS = "io.seglog.spark.Connector"
 # Spark 3.5 (Scala 2.12, Hadoop 3.3.4) has its own build (jvm/pom.xml, profile spark-3.5).
 JARS = {
     ("3.5", "2.12"): "seglog-spark-3.5_2.12.jar",
+    ("3.5", "2.13"): "seglog-spark-3.5_2.13.jar",    # Spark 3.5's Scala 2.13 build (pip's pyspark is 2.12)
     ("4.0", "2.13"): "seglog-spark-4_2.13.jar",
     ("4.1", "2.13"): "seglog-spark-4_2.13.jar",
     ("4.2", "2.13"): "seglog-spark-4_2.13.jar",

@@ -56,6 +56,10 @@ def test_each_spark_line_gets_its_jar_and_the_wheel_ships_it(version):
     assert path.name == LINES[version] and path.is_file()
 
 
+def test_spark_35_for_scala_213_gets_its_own_build():
+    assert Path(jvm.jar_path("3.5.9", "2.13")).name == "seglog-spark-3.5_2.13.jar"
+
+
 def test_the_running_pyspark_picks_its_jar():
     import pyspark
 
@@ -63,10 +67,10 @@ def test_the_running_pyspark_picks_its_jar():
     assert Path(jvm.with_jar(None)).name == Path(jvm.jar_path()).name
 
 
-@pytest.mark.parametrize("version,scala", [("3.4.1", None), ("4.4.0", None), ("5.0.0", None), ("3.5.1", "2.13"),
-                                           ("4.1.1", "2.12"), ("", None), ("four", None)])
+@pytest.mark.parametrize("version,scala", [("3.4.1", None), ("4.4.0", None), ("5.0.0", None), ("4.1.1", "2.12"),
+                                           ("3.5.1", "2.11"), ("", None), ("four", None)])
 def test_a_spark_without_a_connector_is_a_typed_error_naming_the_supported_ones(version, scala):
-    with pytest.raises(UnsupportedSparkError, match=r"3\.5 \(Scala 2\.12\), 4\.0 \(Scala 2\.13\).*4\.3 \(Scala 2\.13\)"):
+    with pytest.raises(UnsupportedSparkError, match=r"3\.5 \(Scala 2\.12\), 3\.5 \(Scala 2\.13\), 4\.0 \(Scala 2\.13\).*4\.3 \(Scala 2\.13\)"):
         jvm.jar_path(version, scala)
 
 
