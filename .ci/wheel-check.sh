@@ -17,9 +17,15 @@ if grep -iE "warning" "$work/build.log" | grep -qv "byte-compiling is disabled";
 wheel=$(ls "$work"/dist/seglog-*.whl)
 tops=$("$PY" -c "import sys, zipfile; print(' '.join(sorted({n.split('/')[0] for n in zipfile.ZipFile(sys.argv[1]).namelist() if '.dist-info' not in n})))" "$wheel")
 [ "$tops" = "seglog" ] || { say "the wheel installs top-level names '$tops'; only 'seglog' may land in site-packages"; exit 1; }
-"$PY" -c "import sys, zipfile; sys.exit('seglog/jars/seglog-spark.jar' not in zipfile.ZipFile(sys.argv[1]).namelist())" "$wheel" \
-  || { say "the wheel does not ship seglog/jars/seglog-spark.jar (bash scripts/build-jar.sh first)"; exit 1; }
-say "built $(basename "$wheel"): top-level name '$tops', with the connector jar"
+# every connector jar seglog.jvm.JARS names (one per Spark line it supports)
+"$PY" - "$wheel" "$repo/seglog/jvm.py" <<'PY' || { say "the wheel lacks a connector jar (bash scripts/build-jar.sh first)"; exit 1; }
+import ast, sys, zipfile
+tree = ast.parse(open(sys.argv[2]).read())
+jars = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "JARS")
+missing = {f"seglog/jars/{j}" for j in jars.values()} - set(zipfile.ZipFile(sys.argv[1]).namelist())
+sys.exit(f"missing: {sorted(missing)}" if missing else 0)
+PY
+say "built $(basename "$wheel"): top-level name '$tops', with the connector jars"
 
 "$PY" -m venv "$work/venv"
 "$work/venv/bin/python" -m pip install -q --disable-pip-version-check "$wheel[sidecar]"
@@ -51,7 +57,8 @@ with Log.open(f"{root}/events-0", readonly=True) as log:
     assert log.offset_for_timestamp(1_800_000_000_000) is None
 from pathlib import Path
 from seglog import jvm
-assert Path(jvm.jar_path()).stat().st_size > 0
+# no pyspark here (the sidecar extra): the jar is named by the Spark version a cluster runs
+assert Path(jvm.jar_path("4.3.0")).stat().st_size > 0 and Path(jvm.jar_path("3.5.9")).stat().st_size > 0
 print("round trip ok", file=sys.stderr)
 PY
 

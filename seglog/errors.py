@@ -119,7 +119,7 @@ class RemotePrefixOwnedError(ConfigError):
 
 
 class ConnectorJarError(SeglogError):
-    """seglog's Spark connector jar (seglog/jars/seglog-spark.jar) is missing, or a Spark session runs
+    """seglog's Spark connector jar (seglog/jars/seglog-spark-*.jar) is missing, or a Spark session runs
     another version of it than the installed seglog."""
 
 
@@ -146,3 +146,8 @@ def shown(value: object, limit: int = _SHOWN_CHARS) -> str:
     except Exception:   # a value whose repr fails is still named, by its type
         text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+class UnsupportedSparkError(ConnectorJarError):
+    """The running (or named) Spark is a line, or a Scala build, that seglog ships no connector jar for;
+    the message names the ones it supports (seglog.jvm.JARS)."""

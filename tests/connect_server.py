@@ -52,7 +52,7 @@ class ConnectServer:
         home = Path(pyspark.__file__).parent
         env = dict(os.environ, SPARK_HOME=str(home), PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable))
         cmd = [str(home / "bin" / "spark-submit"), "--master", "local[2]", "--class", SERVER_CLASS,
-               "--jars", str(jar_path()), "--driver-memory", "2g",
+               "--jars", ",".join([str(jar_path()), *self._server_jars(home)]), "--driver-memory", "2g",
                "--conf", f"spark.connect.grpc.binding.port={self.port}",
                "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
                "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=4",
@@ -74,6 +74,18 @@ class ConnectServer:
                     raise ConnectServerError(f"no Spark Connect server on port {self.port} after "
                                              f"{START_TIMEOUT_S} s:\n{self.log_tail()}") from None
                 time.sleep(0.2)
+
+    @staticmethod
+    def _server_jars(home: Path) -> list[str]:
+        """Spark Connect's server jar where pyspark ships none (3.5's pip pyspark has only the client):
+        scripts/spark-line.sh resolves it with Maven and names it in SEGLOG_CONNECT_JARS."""
+        if next((home / "jars").glob("spark-connect_*.jar"), None) is not None:
+            return []
+        jars = [j for j in os.environ.get("SEGLOG_CONNECT_JARS", "").split(",") if j]
+        if not jars:
+            raise ConnectServerError(f"pyspark at {home} ships no Spark Connect server jar (spark-connect_*.jar): "
+                                     f"set SEGLOG_CONNECT_JARS (scripts/spark-line.sh does)")
+        return jars
 
     def session(self):
         from pyspark.sql.connect.session import SparkSession

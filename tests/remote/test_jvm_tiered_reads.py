@@ -76,6 +76,7 @@ def tier(root, cfg, location):
         return tiered.local_log_start_offset
 
 
+@pytest.mark.smoke
 def test_a_replay_from_a_timestamp_crosses_the_tiers_as_before_tiering(spark, tmp_path, location):
     root = tmp_path / "root"
     cfg = build(root)

@@ -11,6 +11,7 @@ from seglog.indexer.commit_log import CommitLog
 pytestmark = pytest.mark.spark
 
 
+@pytest.mark.smoke
 def test_idempotent_batch_writes_from_a_connect_client(remote, tmp_path):
     root = tmp_path / "log"
     df = remote.range(60).selectExpr("CAST(CAST(id AS STRING) AS BINARY) AS key", "CAST('v' AS BINARY) AS value")
@@ -31,6 +32,7 @@ def test_idempotent_batch_writes_from_a_connect_client(remote, tmp_path):
     assert CommitLog(root, "ev").last_batch("connect-app") == 1
 
 
+@pytest.mark.smoke
 def test_foreach_batch_writes_each_micro_batch_once_from_a_connect_client(remote, tmp_path):
     import json
     import os

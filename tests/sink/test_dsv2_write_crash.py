@@ -147,6 +147,7 @@ STREAM_CHILD = textwrap.dedent("""
 """ % PARTITIONS)
 
 
+@pytest.mark.smoke
 def test_write_stream_killed_mid_commit_and_restarted_writes_each_row_once(tmp_path):
     import json
 

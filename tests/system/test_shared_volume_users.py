@@ -127,8 +127,48 @@ def _keep_the_stdlib_in_reach() -> None:
     sys.path_importer_cache.clear()
 
 
+def _private_ancestors(path: Path) -> list[Path]:
+    """The folders above `path` that other users cannot search (mode without o+x), outermost first."""
+    return [a for a in reversed(path.parents) if not os.stat(a).st_mode & stat.S_IXOTH]
+
+
+def _make_the_checkout_reachable() -> None:
+    """A checkout (and its .venv) may sit under a folder private to root (`mktemp -d` makes them 0700): the other
+    uids could not import seglog or start Spark from it. In a mount namespace of this child's own, each such
+    folder is covered by a searchable tmpfs holding only the way down to the checkout and the virtualenv, bound
+    in at their own paths: nothing outside this process tree sees it, no mode on disk changes."""
+    import ctypes
+
+    needed = sorted({Path(REPO), Path(sys.prefix).resolve()}, key=lambda p: len(p.parts))
+    covers = sorted({a for p in needed for a in _private_ancestors(p)[:1]}, key=lambda a: len(a.parts))
+    if not covers:
+        return
+    base = Path(sys.base_prefix).resolve()               # the interpreter's own library, if a cover would hide it
+    if any(c == base or c in base.parents for c in covers):
+        needed.append(base)
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def call(what, *args):
+        if getattr(libc, what)(*args) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"{what}{args}: {os.strerror(err)}")
+
+    CLONE_NEWNS, MS_BIND, MS_REC, MS_PRIVATE = 0x20000, 0x1000, 0x4000, 0x40000
+    call("unshare", CLONE_NEWNS)
+    call("mount", None, b"/", None, MS_REC | MS_PRIVATE, None)     # our mounts stay ours
+    held = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in needed}   # reachable after the cover hides them
+    for cover in covers:
+        call("mount", b"tmpfs", str(cover).encode(), b"tmpfs", 0, b"mode=0755,size=1m")
+    for p, fd in held.items():
+        if any(q != p and q in p.parents for q in held):
+            continue                                 # inside another bound path already (a .venv in the checkout)
+        p.mkdir(parents=True, exist_ok=True)
+        call("mount", f"/proc/self/fd/{fd}".encode(), str(p).encode(), None, MS_BIND | MS_REC, None)
+
+
 def _child(argv: list[str]) -> None:
     role, uid, gid, groups, *args = argv
+    _make_the_checkout_reachable()
     sys.path.insert(0, str(REPO))
     _keep_the_stdlib_in_reach()
     os.setgroups([int(g) for g in groups.split(",")])

@@ -22,9 +22,9 @@ import java.util.HexFormat;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
+import io.seglog.spark.SparkLines;
 import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileStatus;
-import org.apache.hadoop.fs.FileRange;
 import org.apache.hadoop.fs.FileSystem;
 
 /**
@@ -165,11 +165,12 @@ public final class RemoteSegmentCache {
         return bytes;
     }
 
-    /** Opens an object whose length is known (Hadoop's standard openFile options: S3A then sends no HEAD). */
+    /** Opens an object whose length is known (Hadoop's standard openFile options: S3A then sends no HEAD). The
+     *  length goes as a string: opt(String, long) came in Hadoop 3.3.5, and Spark 3.5 ships 3.3.4 (SparkLines). */
     private static FSDataInputStream openKnownLength(FileSystem fs, org.apache.hadoop.fs.Path p, String objectUri,
                                                      long length, String policy) throws IOException {
         try {
-            return fs.openFile(p).opt("fs.option.openfile.length", length).opt("fs.option.openfile.read.policy", policy)
+            return fs.openFile(p).opt("fs.option.openfile.length", Long.toString(length)).opt("fs.option.openfile.read.policy", policy)
                 .build().get();
         } catch (java.util.concurrent.ExecutionException e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
@@ -460,7 +461,7 @@ public final class RemoteSegmentCache {
         }
 
         /** The read-ahead fetcher: claims the window's absent chunks and fetches them as one vectored read
-         *  (Hadoop's readVectored: S3A issues the ranges as parallel ranged GETs, as S3's guidance for throughput
+         *  (Hadoop's readVectored where it has it, SparkLines.readRanges: S3A issues the ranges as parallel ranged GETs, as S3's guidance for throughput
          *  asks), publishing each as it arrives; again while walks widen the window, until nothing new is asked for
          *  or a fetch fails. */
         private void runAhead() {
@@ -484,12 +485,16 @@ public final class RemoteSegmentCache {
                 int done = 0;
                 // the stream (and any connection it holds) lives while its ranges arrive, no longer
                 try (FSDataInputStream in = open()) {
-                    List<FileRange> ranges = new ArrayList<>(claimed.size());
-                    for (int c : claimed) ranges.add(FileRange.createFileRange((long) c * chunk, chunkLength(c)));
-                    in.readVectored(ranges, ByteBuffer::allocate);
+                    long[] offsets = new long[claimed.size()];
+                    int[] lengths = new int[claimed.size()];
+                    for (int i = 0; i < offsets.length; i++) {
+                        offsets[i] = (long) claimed.get(i) * chunk;
+                        lengths[i] = chunkLength(claimed.get(i));
+                    }
+                    List<ByteBuffer> got = SparkLines.readRanges(in, offsets, lengths);
                     for (; done < claimed.size(); done++) {
                         int c = claimed.get(done);
-                        settle(c, whole(c, ranges.get(done).getData().get()), false);
+                        settle(c, whole(c, got.get(done)), false);
                     }
                 } catch (Exception e) {     // a read-ahead's failure: the walk that needs a chunk fetches it itself and reports
                     if (e instanceof InterruptedException) Thread.currentThread().interrupt();

@@ -94,7 +94,7 @@ public final class RemoteConf implements Serializable, Supplier<Configuration> {
     /** The SparkContext's Hadoop configuration with the session's settings over it (SessionState.newHadoopConf's rule). */
     private static Configuration sessionConf(SparkSession session) {
         Configuration c = new Configuration(session.sparkContext().hadoopConfiguration());
-        for (Map.Entry<String, String> e : scala.jdk.javaapi.CollectionConverters.asJava(session.conf().getAll()).entrySet()) {
+        for (Map.Entry<String, String> e : io.seglog.spark.SparkLines.sessionConf(session).entrySet()) {
             if (e.getKey() != null && e.getValue() != null) c.set(e.getKey(), e.getValue());
         }
         return c;

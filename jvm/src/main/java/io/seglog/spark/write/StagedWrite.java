@@ -69,8 +69,7 @@ public final class StagedWrite {
      */
     public static String[] run(Object df, String planJson) throws IOException {
         Plan plan = parse(planJson);
-        org.apache.spark.sql.classic.Dataset<?> ds = (org.apache.spark.sql.classic.Dataset<?>) df;
-        JavaRDD<InternalRow> rows = ds.queryExecution().toRdd().toJavaRDD();
+        JavaRDD<InternalRow> rows = io.seglog.spark.SparkLines.queryExecution(df).toRdd().toJavaRDD();
         List<String> reports = rows.mapPartitions(it -> Collections.singletonList(writeTask(plan, it)).iterator(),
                 false).collect();
         return reports.toArray(new String[0]);
