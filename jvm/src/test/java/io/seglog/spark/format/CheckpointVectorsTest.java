@@ -1,5 +1,7 @@
 package io.seglog.spark.format;
 
+import io.seglog.spark.ConformanceVectors;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -8,12 +10,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -24,8 +24,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class CheckpointVectorsTest {
     static Path vectors() {
-        return Paths.get(System.getProperty("seglog.conformance.corpus", "../tests/conformance/corpus"))
-            .toAbsolutePath().normalize().resolveSibling("checkpoints.json");
+        return ConformanceVectors.path("checkpoints.json");
     }
 
     static byte[] bytes(JsonNode c) {
@@ -38,7 +37,7 @@ class CheckpointVectorsTest {
 
     @Test
     void readsCheckpointsAsTheVectorsSay(@TempDir Path dir) throws Exception {
-        JsonNode cases = new ObjectMapper().readTree(vectors().toFile()).get("cases");
+        JsonNode cases = ConformanceVectors.read("checkpoints.json").get("cases");
         assertFalse(cases.isEmpty());
         int k = 0;
         for (JsonNode c : cases) {

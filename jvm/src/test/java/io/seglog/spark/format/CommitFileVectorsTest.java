@@ -1,5 +1,7 @@
 package io.seglog.spark.format;
 
+import io.seglog.spark.ConformanceVectors;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -8,12 +10,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.api.io.TempDir;
@@ -25,8 +25,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class CommitFileVectorsTest {
     static Path vectors() {
-        return Paths.get(System.getProperty("seglog.conformance.corpus", "../tests/conformance/corpus"))
-            .toAbsolutePath().normalize().resolveSibling("commit_files.json");
+        return ConformanceVectors.path("commit_files.json");
     }
 
     static Map<String, Long> longs(JsonNode node) {
@@ -47,7 +46,7 @@ class CommitFileVectorsTest {
 
     @Test
     void readsCommitFilesAsTheVectorsSay(@TempDir Path dir) throws Exception {
-        JsonNode cases = new ObjectMapper().readTree(vectors().toFile()).get("cases");
+        JsonNode cases = ConformanceVectors.read("commit_files.json").get("cases");
         assertFalse(cases.isEmpty());
         int k = 0;
         for (JsonNode c : cases) {

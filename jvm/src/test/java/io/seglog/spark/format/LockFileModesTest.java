@@ -1,12 +1,12 @@
 package io.seglog.spark.format;
 
+import io.seglog.spark.ConformanceVectors;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -20,14 +20,13 @@ class LockFileModesTest {
     Path tmp;
 
     static Path vectors() {
-        return Paths.get(System.getProperty("seglog.conformance.corpus", "../tests/conformance/corpus"))
-            .toAbsolutePath().normalize().resolveSibling("lock_file_modes.json");
+        return ConformanceVectors.path("lock_file_modes.json");
     }
 
     @Test
     void lockFileModesAreTheVectors() throws Exception {
         int k = 0;
-        for (JsonNode c : new ObjectMapper().readTree(vectors().toFile())) {
+        for (JsonNode c : ConformanceVectors.read("lock_file_modes.json")) {
             Path folder = Files.createDirectory(tmp.resolve("locks-" + k++));
             Files.setAttribute(folder, "unix:mode", Integer.parseInt(c.get("folder").asText(), 8));
             Path f = folder.resolve("events-0.lock");

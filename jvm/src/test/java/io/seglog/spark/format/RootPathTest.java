@@ -1,5 +1,7 @@
 package io.seglog.spark.format;
 
+import io.seglog.spark.ConformanceVectors;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -8,7 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -17,13 +18,12 @@ import org.junit.jupiter.api.Test;
  */
 class RootPathTest {
     static Path vectors() {
-        return Paths.get(System.getProperty("seglog.conformance.corpus", "../tests/conformance/corpus"))
-            .toAbsolutePath().normalize().resolveSibling("root_uris.json");
+        return ConformanceVectors.path("root_uris.json");
     }
 
     @Test
     void namesTheLocalPathsTheVectorsSay() throws Exception {
-        JsonNode cases = new ObjectMapper().readTree(vectors().toFile());
+        JsonNode cases = ConformanceVectors.read("root_uris.json");
         assertFalse(cases.isEmpty());
         for (JsonNode c : cases) {
             String raw = c.get("raw").asText();

@@ -1,5 +1,7 @@
 package io.seglog.spark.format;
 
+import io.seglog.spark.ConformanceVectors;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -8,9 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -20,13 +20,12 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class SegmentNameTest {
     static Path vectors() {
-        return Paths.get(System.getProperty("seglog.conformance.corpus", "../tests/conformance/corpus"))
-            .toAbsolutePath().normalize().resolveSibling("segment_names.json");
+        return ConformanceVectors.path("segment_names.json");
     }
 
     @Test
     void parsesAsTheVectorsSay() throws Exception {
-        JsonNode cases = new ObjectMapper().readTree(vectors().toFile());
+        JsonNode cases = ConformanceVectors.read("segment_names.json");
         assertFalse(cases.isEmpty());
         for (JsonNode c : cases) {
             String name = c.get("name").asText();

@@ -1,5 +1,7 @@
 package io.seglog.spark.format;
 
+import io.seglog.spark.ConformanceVectors;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -7,13 +9,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -24,13 +24,12 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class TopicNamesTest {
     static Path vectors() {
-        return Paths.get(System.getProperty("seglog.conformance.corpus", "../tests/conformance/corpus"))
-            .toAbsolutePath().normalize().resolveSibling("topic_names.json");
+        return ConformanceVectors.path("topic_names.json");
     }
 
     @Test
     void namesAndCollisionsAsTheVectorsSay() throws Exception {
-        JsonNode v = new ObjectMapper().readTree(vectors().toFile());
+        JsonNode v = ConformanceVectors.read("topic_names.json");
         for (JsonNode n : v.get("valid")) assertTrue(TopicLayout.validTopic(n.asText()), n.asText());
         for (JsonNode n : v.get("invalid")) assertFalse(TopicLayout.validTopic(n.asText()), n.asText());
         assertFalse(v.get("collisions").isEmpty());

@@ -1,14 +1,14 @@
 package io.seglog.spark.read;
 
+import io.seglog.spark.ConformanceVectors;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -18,8 +18,7 @@ import org.junit.jupiter.api.Test;
  */
 class RecordCapsTest {
     static Path vectors() {
-        return Paths.get(System.getProperty("seglog.conformance.corpus", "../tests/conformance/corpus"))
-            .toAbsolutePath().normalize().resolveSibling("record_caps.json");
+        return ConformanceVectors.path("record_caps.json");
     }
 
     static List<List<Slice>> tasks(JsonNode node) {
@@ -42,7 +41,7 @@ class RecordCapsTest {
 
     @Test
     void capsRecordsAsTheVectorsSay() throws Exception {
-        JsonNode cases = new ObjectMapper().readTree(vectors().toFile());
+        JsonNode cases = ConformanceVectors.read("record_caps.json");
         assertFalse(cases.isEmpty());
         int k = 0;
         for (JsonNode c : cases) {

@@ -1,13 +1,13 @@
 package io.seglog.spark.write;
 
+import io.seglog.spark.ConformanceVectors;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import java.nio.file.Path;
-import java.nio.file.Paths;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -16,13 +16,12 @@ import org.junit.jupiter.api.Test;
  */
 class WriterIdsTest {
     static Path vectors() {
-        return Paths.get(System.getProperty("seglog.conformance.corpus", "../tests/conformance/corpus"))
-            .toAbsolutePath().normalize().resolveSibling("writer_ids.json");
+        return ConformanceVectors.path("writer_ids.json");
     }
 
     @Test
     void refusesAsTheVectorsSay() throws Exception {
-        JsonNode cases = new ObjectMapper().readTree(vectors().toFile());
+        JsonNode cases = ConformanceVectors.read("writer_ids.json");
         assertFalse(cases.isEmpty());
         for (JsonNode c : cases) {
             String why = WriterIds.refusal(c.get("name").asText());
