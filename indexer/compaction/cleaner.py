@@ -77,7 +77,10 @@ def segment_facts(log) -> list[clean_plan.CleanFacts]:
         nxt = bases[i + 1] if i + 1 < len(bases) else log.log_end_offset
         first_ts = NO_TIMESTAMP
         if seg.size >= BATCH_HEADER_SIZE:
-            h = parse_header(seg.pread(0, BATCH_HEADER_SIZE), 0)
+            try:
+                h = parse_header(seg.pread(0, BATCH_HEADER_SIZE), 0)
+            except CorruptRecordError as exc:       # a fault names its file (issue 37)
+                raise CorruptRecordError(f"{seg.log_path}: {exc}") from None
             first_ts = h.base_timestamp if h.base_timestamp >= 0 else h.max_timestamp
         facts.append(clean_plan.CleanFacts(base, nxt, size, largest, first_ts, seg.offset_index.entries,
                                            seg.time_index.entries))
