@@ -16,7 +16,6 @@ import errno
 import os
 import struct
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
@@ -30,7 +29,7 @@ from seglog.indexer.codec.batch_layout import ATTRIBUTES_OFFSET, COMPRESSION_COD
 from seglog.indexer.codec.compression import expansion_headroom, topic_codec
 from seglog.indexer.leader_epochs import checkpoint_max_epoch
 from seglog.indexer.compaction.cleaner_checkpoint import may_have_gaps
-from seglog.errors import (CommittedTopicWarning, CorruptRecordError, InvalidRecordError, LogClosedError, MissingKeyError,
+from seglog.errors import (CommittedTopicError, CorruptRecordError, InvalidRecordError, LogClosedError, MissingKeyError,
                             OffsetOutOfRangeError, ReadOnlyLogError, RecordTooLargeError, SegmentDeletedError,
                             TimestampOutOfRangeError)
 from seglog.indexer.fsutil import fsync_dir, make_dirs, refuse_symlink
@@ -63,8 +62,9 @@ class AppendInfo:
 class Log:
     """One partition. Use `Log.open(...)`; a context manager."""
 
-    def __init__(self, path: Path, config: TopicConfig, *, readonly: bool):
+    def __init__(self, path: Path, config: TopicConfig, *, readonly: bool, outside_commit_log: bool = False):
         self.path = path
+        self._outside_commit_log = outside_commit_log   # appends allowed on a committed topic (_check_uncommitted)
         self.config = config
         self.readonly = readonly
         parsed = parse_partition_dir(path.name)
@@ -79,19 +79,21 @@ class Log:
         self._recovery_point = 0            # the value in the partition's recovery point file (0: none)
         self._opened_end = 0                # the log end at a writable open: segments below predate it
         self._closed = False
-        self._commit_log_checked = False    # _warn_if_committed ran (once per Log)
 
     # ------------------------------------------------------------------ opening
     @classmethod
     def open(cls, path: str | os.PathLike, config: Mapping[str, Any] | TopicConfig | None = None, *,
-             readonly: bool = False, lock_timeout: float | None = None, full_recovery: bool = False) -> "Log":
+             readonly: bool = False, lock_timeout: float | None = None, full_recovery: bool = False,
+             outside_commit_log: bool = False) -> "Log":
         """`full_recovery`: a writable open examines every segment, those below the recovery point too
-        (`seglog recover`; indexer/recovery.py recover_folder)."""
+        (`seglog recover`; indexer/recovery.py recover_folder). `outside_commit_log=True`: the caller writes
+        records past a committed topic's end on purpose and commits them itself (or means them to stay
+        invisible): tools and tests that play a writer."""
         path = Path(path)
         cfg = config if isinstance(config, TopicConfig) else validate_topic_config(config, where=f"config of {path}")
         check_lock_timeout(lock_timeout, f"partition {path}")   # before anything is created
         refuse_symlink(path)     # a linked partition folder leads to another root's segments (fsutil)
-        log = cls(path, cfg, readonly=readonly)
+        log = cls(path, cfg, readonly=readonly, outside_commit_log=outside_commit_log)
         if may_have_gaps(path, cfg):
             log._segments.dense = False     # compaction's gaps are not faults (docs/spec.md §3.9)
         if readonly:
@@ -299,7 +301,7 @@ class Log:
 
     def _append(self, *, values, keys, timestamps, headers, now: int, max_batch_bytes) -> AppendInfo:
         self._check_writable()
-        self._warn_if_committed()
+        self._check_uncommitted()
         n = len(values)
         ts = _timestamps_ms(timestamps, n, now)
         log_append_time = self.config.log_append_time
@@ -330,22 +332,22 @@ class Log:
         return AppendInfo(base, int(enc.last_offsets[-1]), max_ts, now if log_append_time else -1,
                           len(sizes), int(enc.positions[-1]))
 
-    def _warn_if_committed(self) -> None:
-        """Never silent: the storage API's first append to a topic the sink's commit log governs warns
-        (CommittedTopicWarning, README "The storage API"): readers stop at the committed end and the next sink
-        write rolls the partition back to it, so these records are invisible, then cut, unless the caller
-        commits them (indexer/commit_log.py). Once per Log: a listing of the topic's commit folder."""
-        if self._commit_log_checked or self.topic is None:
+    def _check_uncommitted(self) -> None:
+        """The storage API never appends to a topic the sink's commit log governs (README, "The storage API"):
+        readers stop at its committed end offsets and the next sink commit rolls the partition back to them,
+        so the records would be invisible, then cut. Refused, naming the topic, unless the Log was opened
+        `outside_commit_log=True`; a topic without commits (no sink writes it) appends as before. Checked on
+        every append (a sink may commit another partition meanwhile): a listing of a missing folder, ~2 us."""
+        if self.topic is None or self._outside_commit_log:
             return
-        self._commit_log_checked = True
         from seglog.indexer.commit_log import CommitLog
 
         if CommitLog(self.path.parent, self.topic).latest() is not None:
-            warnings.warn(CommittedTopicWarning(
+            raise CommittedTopicError(
                 f"{self.path}: topic {self.topic!r} is written through the commit log under {self.path.parent} "
-                f"(format(\"seglog\") or SegmentLogSink): records appended here sit past its committed end, "
-                f"invisible to every reader, and the next sink write cuts them unless they are committed; write "
-                f"this topic with df.write.format(\"seglog\") or SegmentLogSink"), stacklevel=4)
+                f"(format(\"seglog\") or SegmentLogSink): records appended here would sit past its committed end, "
+                f"invisible to every reader, and the next sink write would cut them; write this topic with "
+                f"df.write.format(\"seglog\") or SegmentLogSink instead; nothing was appended")
 
     def write_leader_epoch(self) -> int:
         """The partition leader epoch every batch appended here carries. seglog's own folders hold

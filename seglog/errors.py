@@ -73,11 +73,11 @@ class MaintenanceLockedError(PartitionLockedError):
     one skips it; nothing was changed."""
 
 
-class CommittedTopicWarning(UserWarning):
+class CommittedTopicError(SeglogError):
     """A storage-API append (`Log.append`, `Log.append_columns`) to a partition of a topic whose writes go
     through the sink's commit log: readers never read past its committed end offsets, and the next
     `format("seglog")` write or `SegmentLogSink` commit rolls the partition back to them, so the records
-    stay invisible unless the caller commits them itself, and are cut otherwise (README, "The storage API")."""
+    would be invisible, then cut. Write such a topic with the sink or `df.write.format("seglog")`."""
 
 
 class LogClosedError(SeglogError):

@@ -103,22 +103,23 @@ def test_a_segment_named_past_int64_is_refused_by_the_read(spark, tmp_path):
         _read(spark, str(root), "events").count()
 
 
-def test_the_storage_api_warns_on_a_topic_the_sink_writes_and_not_elsewhere(spark, tmp_path):
-    """Issue 36 item 4 (in part): records the storage API appended to a sink-written topic sat past the
-    committed end (invisible) and the next write cut them, with no word; the first append now warns, naming
-    the topic. A root no sink writes appends without a warning."""
-    import warnings
-
-    from seglog.errors import CommittedTopicWarning
+def test_the_storage_api_refuses_a_topic_the_sink_writes_and_appends_elsewhere(spark, tmp_path):
+    """Issue 36 item 4: records the storage API appended to a sink-written topic sat past the committed end
+    (invisible) and the next write cut them; refused now, naming the topic. A root no sink writes appends."""
+    from seglog.errors import CommittedTopicError
     from seglog.indexer.codec.records import Record
 
     root = tmp_path / "log"
     _write(_df(spark, 20), str(root), topic="events", partitions=1)
     with Log.open(root / "events-0") as log:
-        with pytest.warns(CommittedTopicWarning, match="topic 'events' is written through the commit log"):
+        with pytest.raises(CommittedTopicError, match="topic 'events' is written through the commit log"):
             log.append([Record(key=b"k", value=b"v", timestamp=1_700_000_000_000)])
+        assert log.log_end_offset == 20
+    _write(_df(spark, 5), str(root), topic="events")
+    assert _read(spark, str(root), "events").count() == 25
+    with Log.open(root / "events-0", outside_commit_log=True) as log:   # a caller that commits itself
+        log.append([Record(key=b"k", value=b"v", timestamp=1_700_000_000_000)])
     plain = tmp_path / "plain"
-    with Log.open(plain / "events-0") as log, warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with Log.open(plain / "events-0") as log:
         log.append([Record(key=b"k", value=b"v", timestamp=1_700_000_000_000)])
         assert log.log_end_offset == 1
