@@ -97,15 +97,27 @@ def recover_folder(d: Path, config, topic: str | None, partition: int | None, *,
         listing = FolderListing(d)
     bases = listing.bases
     # Wholly below the recovery point (the next segment's base at or below it): durable and sealed, no
-    # recovery scan, not even a stat. One whose index the listing lacks (deleted by hand, or by a tool)
-    # is examined as before. The last segment is always examined.
+    # recovery scan. One whose index the listing lacks (deleted by hand, or by a tool), or whose index is
+    # not whole entries (two stats: an odd length, issue 36 item 11), is examined and rebuilt, as Kafka's
+    # loader rebuilds an index that fails its check. The last segment is always examined.
     below = max(0, bisect.bisect_right(bases, point) - 1) if bases and trust_point else 0
-    examine = sorted(set(bases[:below]) - listing.indexed) + bases[below:]
+    examine = sorted(set(bases[:below]) - listing.indexed
+                     | {b for b in bases[:below] if b in listing.indexed and not _whole_entries(d, b)}) + bases[below:]
     for base in examine:
         i = bisect.bisect_left(bases, base)
         _recover_segment(d, config, base, bases[i + 1] if i + 1 < len(bases) else None, report, dense)
     examined = len(examine)
     return Recovered(report, bases, examined, point)
+
+
+def _whole_entries(d: Path, base: int) -> bool:
+    """Both indexes of a trusted segment hold whole entries (8 and 12 bytes): the O(1) check an open
+    makes below the recovery point. A stat error is "not whole": the segment is examined, which reports it."""
+    stem = os.path.join(d, f"{base:020d}")
+    try:
+        return os.lstat(stem + INDEX_SUFFIX).st_size % 8 == 0 and os.lstat(stem + TIME_INDEX_SUFFIX).st_size % 12 == 0
+    except OSError:
+        return False
 
 
 def _reset_malformed_checkpoint(root: Path, report: list[str]) -> None:
