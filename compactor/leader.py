@@ -11,14 +11,14 @@ import threading
 from pathlib import Path
 
 from seglog.errors import PartitionLockedError
+from seglog.indexer.fsutil import meta_path
 from seglog.indexer.locks import FileLock
-from seglog.indexer.names import META_DIR
 
 LEADER_FILE = "compactor.leader"
 
 
 def leader_lock_path(root: Path) -> Path:
-    return Path(root) / META_DIR / "locks" / LEADER_FILE
+    return meta_path(root, "locks", LEADER_FILE)
 
 
 class LeaderLock:

@@ -32,7 +32,7 @@ from seglog.compactor.jobs import Jobs, JobResult
 from seglog.compactor.leader import LeaderLock
 from seglog.compactor.logging import event
 from seglog.compactor.metrics import Metrics
-from seglog.errors import ConfigError
+from seglog.errors import ConfigError, SymlinkInRootError
 
 EXIT_OK = 0
 EXIT_FAILED = 1        # a job failed, or a partition could not be processed
@@ -228,12 +228,15 @@ def run(config_path: str | Path, once: bool = False) -> int:
         event("compactor.failed", level=logging.ERROR, error=f"invalid configuration: {exc}")
         return EXIT_CONFIG
     event("compactor.starting", config=str(config_path), root=config.root, once=once)
-    if once:
-        return run_once(config)
-    service = Service(config)
-    _install_signals(service)
     try:
+        if once:
+            return run_once(config)
+        service = Service(config)
+        _install_signals(service)
         return service.serve()
+    except SymlinkInRootError as exc:   # _seglog/ or a folder in it linked away: nothing is written there
+        event("compactor.failed", level=logging.ERROR, error=str(exc))
+        return EXIT_FAILED
     except ConfigError as exc:      # the root records another remote tier
         event("compactor.failed", level=logging.ERROR, error=f"invalid configuration: {exc}")
         return EXIT_CONFIG

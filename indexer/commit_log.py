@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Mapping
 
 from seglog.errors import SeglogError, StorageError
-from seglog.indexer.fsutil import fsync_dir, make_dirs, open_new
-from seglog.indexer.names import META_DIR, validate_topic
+from seglog.indexer.fsutil import fsync_dir, make_dirs, meta_path, open_new
+from seglog.indexer.names import validate_topic
 
 _SEQ_RE = re.compile(r"^(\d{20})\.json$")
 _MAX_ATTEMPTS = 1000
@@ -82,7 +82,7 @@ def _partition(key: str) -> int:
 
 
 def commits_dir(root: str | os.PathLike, topic: str) -> Path:
-    return Path(root) / META_DIR / "commits" / validate_topic(topic)
+    return meta_path(root, "commits", validate_topic(topic))
 
 
 class CommitLog:

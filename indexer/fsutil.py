@@ -147,6 +147,21 @@ def refuse_symlink(path: str | os.PathLike) -> None:
                                  f"with the folder itself", os.fspath(path))
 
 
+def meta_path(root: str | os.PathLike, *parts: str) -> Path:
+    """`<root>/_seglog/<parts...>`, the one way a path under a root's metadata folder is made: no part of it
+    below the root (`_seglog`, its subfolders, the file) may be a symbolic link (SymlinkInRootError naming
+    it), since commits, topic files and locks written through one would land outside the root. Parts that
+    do not exist yet pass (their creators use O_NOFOLLOW or mkdir, which never follow a link)."""
+    from seglog.indexer.names import META_DIR
+
+    path = Path(root) / META_DIR
+    for part in (None, *parts):
+        if part is not None:
+            path = path / part
+        refuse_symlink(path)
+    return path
+
+
 def open_new(path: str | os.PathLike) -> BinaryIO:
     """A new file (exclusive create) open for binary writing, under the rule above: for temporary
     files written whole, then renamed or linked into place (their mode travels with them)."""

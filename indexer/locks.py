@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from seglog.errors import ConfigError, MaintenanceLockedError, PartitionLockedError, StorageError
-from seglog.indexer.fsutil import make_dirs, open_lock_file
-from seglog.indexer.names import META_DIR, short_file_name
+from seglog.indexer.fsutil import make_dirs, meta_path, open_lock_file
+from seglog.indexer.names import short_file_name
 
 # A waiter polls (flock has no timeout), first often, then less: a clean's swap holds the partition's
 # lock for milliseconds, and a writer polling every 20 ms from the start waited up to 20 ms for a 3 ms
@@ -110,7 +110,7 @@ class FileLock:
 
 
 def lock_path(root: str | os.PathLike, name: str) -> Path:
-    return Path(root) / META_DIR / "locks" / short_file_name(name, ".lock")
+    return meta_path(root, "locks", short_file_name(name, ".lock"))
 
 
 def partition_lock(partition_dir: str | os.PathLike) -> FileLock:

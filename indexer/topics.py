@@ -18,8 +18,8 @@ from typing import Any, Iterable, Mapping
 
 from seglog.conf.topic_config import TopicConfig, requested_topic_config, validate_topic_config
 from seglog.errors import InvalidTopicError, shown
-from seglog.indexer.fsutil import fsync_dir, make_dirs, open_new, temp_path
-from seglog.indexer.names import META_DIR, colliding_topic, validate_topic
+from seglog.indexer.fsutil import fsync_dir, make_dirs, meta_path, open_new, temp_path
+from seglog.indexer.names import colliding_topic, validate_topic
 
 MAX_PARTITIONS = 1 << 20  # a sanity bound; Kafka has none but a folder per partition makes this plenty
 
@@ -43,7 +43,7 @@ class TopicMetadata:
 
 
 def topics_dir(root: str | os.PathLike) -> Path:
-    return Path(root) / META_DIR / "topics"
+    return meta_path(root, "topics")
 
 
 def topic_file(root: str | os.PathLike, topic: str) -> Path:

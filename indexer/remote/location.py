@@ -14,8 +14,7 @@ from typing import Any, Mapping
 from urllib.parse import urlparse
 
 from seglog.errors import ConfigError
-from seglog.indexer.fsutil import atomic_write, make_dirs
-from seglog.indexer.names import META_DIR
+from seglog.indexer.fsutil import atomic_write, make_dirs, meta_path
 
 LOCATION_FILE = "remote.json"
 # What indexer/remote/store.py reaches through pyarrow.fs, each URI in the form Hadoop's FileSystem takes (the
@@ -46,7 +45,7 @@ class RemoteLocation:
 
 
 def location_path(root: str | os.PathLike) -> Path:
-    return Path(root) / META_DIR / LOCATION_FILE
+    return meta_path(root, LOCATION_FILE)
 
 
 def parse_location(raw: Any, where: str) -> RemoteLocation:
@@ -120,6 +119,6 @@ def record_location(root: str | os.PathLike, location: RemoteLocation) -> None:
         raise ConfigError(f"{location_path(root)} records the remote tier {current.uri!r}; the configuration says "
                           f"{location.uri!r}: segments tiered there would be orphaned (move them and edit the "
                           f"record, or configure {current.uri!r})")
-    make_dirs(Path(root) / META_DIR)
+    make_dirs(meta_path(root))
     data = json.dumps({"version": 1, **asdict(location)}, sort_keys=True).encode() + b"\n"
     atomic_write(location_path(root), data)

@@ -22,8 +22,8 @@ from pathlib import Path
 import crc32c as _crc32c
 
 from seglog.errors import CorruptRecordError, OffsetOutOfRangeError
-from seglog.indexer.fsutil import fsync_dir, make_dirs
-from seglog.indexer.names import META_DIR, partition_dir_name
+from seglog.indexer.fsutil import fsync_dir, make_dirs, meta_path
+from seglog.indexer.names import partition_dir_name
 
 META_SUBDIR = "remote"
 META_SUFFIX = ".meta"
@@ -31,7 +31,7 @@ OPS = ("copying", "copied", "deleting", "deleted")
 
 
 def metadata_path(root: str | os.PathLike, topic: str, partition: int) -> Path:
-    return Path(root) / META_DIR / META_SUBDIR / f"{partition_dir_name(topic, partition)}{META_SUFFIX}"
+    return meta_path(root, META_SUBDIR, f"{partition_dir_name(topic, partition)}{META_SUFFIX}")
 
 
 @dataclass(frozen=True)

@@ -25,15 +25,15 @@ import uuid
 from pathlib import Path
 
 from seglog.errors import RemotePrefixOwnedError, StorageError
-from seglog.indexer.fsutil import atomic_write, make_dirs
-from seglog.indexer.names import META_DIR, parse_partition_dir
+from seglog.indexer.fsutil import atomic_write, make_dirs, meta_path
+from seglog.indexer.names import parse_partition_dir
 
 OWNER_KEY = "_seglog-owner.json"
 ROOT_ID_FILE = "root-id"
 
 
 def root_id_path(root: str | os.PathLike) -> Path:
-    return Path(root) / META_DIR / ROOT_ID_FILE
+    return meta_path(root, ROOT_ID_FILE)
 
 
 def root_id(root: str | os.PathLike, create: bool = False) -> str | None:

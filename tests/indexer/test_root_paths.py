@@ -98,6 +98,36 @@ def test_a_symlinked_lock_file_is_refused_and_its_target_never_created(tmp_path)
     assert not target.exists()
 
 
+@pytest.mark.parametrize("linked", ["_seglog", "_seglog/locks", "_seglog/topics"])
+def test_a_symlinked_metadata_folder_is_refused_and_nothing_written_through_it(tmp_path, linked):
+    """`_seglog` or a folder in it linked elsewhere (another root's metadata, any folder a group member
+    can point at): commits, topic files and locks would be written there. Every Python entry refuses it
+    by name (the sidecar's pass, the storage API, a topic's creation) and the target stays as it was."""
+    from seglog.indexer.topics import create_topic
+
+    root = tmp_path / "root"
+    write_log(root / "t-0", 1)
+    create_topic(root, "u", 1, {})
+    real = root / linked
+    target = tmp_path / "elsewhere"
+    shutil.move(str(real), str(target))
+    real.symlink_to(target)
+    before = {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()}
+    cfg = tmp_path / "sidecar.yaml"
+    cfg.write_text(yaml.safe_dump({"root": str(root), "http": {"host": "127.0.0.1", "port": 1}}))
+    proc = subprocess.run([sys.executable, "-m", "seglog.compactor", "--config", str(cfg), "--once"], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert f"{real}: a symbolic link inside the log root" in proc.stdout + proc.stderr
+    if linked != "_seglog/topics":              # a writable open takes its lock under _seglog/locks
+        with pytest.raises(SymlinkInRootError, match=f"{real.name}: a symbolic link"):
+            Log.open(root / "t-0")
+    if linked != "_seglog/locks":               # a topic's creation writes under _seglog/topics
+        with pytest.raises(SymlinkInRootError, match=f"{real.name}: a symbolic link"):
+            create_topic(root, "v", 1, {})
+    assert {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()} == before
+
+
 # ---------------------------------------------------------------- 6: hard links are broken before a change
 def test_appends_after_import_link_never_change_the_broker_files(tmp_path):
     src = tmp_path / "broker" / "t-0"
