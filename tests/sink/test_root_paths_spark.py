@@ -78,6 +78,40 @@ def test_a_symlinked_partition_folder_is_refused_by_the_read_and_the_write(spark
     assert sha256s(other / "events-0") == before
 
 
+def test_a_symlinked_segment_file_is_refused_by_the_read(spark, tmp_path):
+    """Issue 36 item 5, the JVM reader's side: a sealed segment's .log (or index) linked to another root's
+    file showed that root's records as this partition's; the read now refuses the link by name."""
+    other = tmp_path / "other"
+    _write(_df(spark, 20), str(other), topic="events", partitions=1, **{"segment.bytes": 1024})
+    root = tmp_path / "root"
+    _write(_df(spark, 20), str(root), topic="events", partitions=1, **{"segment.bytes": 1024})
+    for suffix in (".log", ".index"):
+        first = sorted((root / "events-0").glob("*" + suffix))[0]
+        saved = first.read_bytes()
+        first.unlink()
+        first.symlink_to(sorted((other / "events-0").glob("*" + suffix))[0])
+        with pytest.raises(Exception, match=f"{first.name}: a symbolic link inside the log root"):
+            _read(spark, str(root), "events").count()
+        first.unlink()
+        first.write_bytes(saved)
+    assert _read(spark, str(root), "events").count() == 20
+
+
+@pytest.mark.parametrize("linked", ["_seglog", "_seglog/commits"])
+def test_a_symlinked_metadata_folder_is_refused_by_the_write_and_nothing_written_through_it(spark, tmp_path, linked):
+    """`_seglog` (or its commits folder) linked elsewhere: the write's commit, topic file and locks would land
+    outside the root. Refused by name; the target is unchanged."""
+    root = tmp_path / "root"
+    _write(_df(spark, 10), str(root), topic="events", partitions=1)
+    real, target = root / linked, tmp_path / "elsewhere"
+    shutil.move(str(real), str(target))
+    real.symlink_to(target)
+    before = {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()}
+    with pytest.raises(Exception, match=f"{real.name}: a symbolic link inside the log root"):
+        _write(_df(spark, 5), str(root), topic="events")
+    assert {p.relative_to(target): p.read_bytes() for p in target.rglob("*") if p.is_file()} == before
+
+
 def test_a_write_after_import_link_never_changes_the_broker_files(spark, tmp_path):
     src = tmp_path / "broker" / "t-0"
     shutil.copytree(BROKER, src)

@@ -32,7 +32,7 @@ public final class CommitLogReader {
     private CommitLogReader() {}
 
     public static Path dir(Path root, String topic) {
-        return root.resolve("_seglog").resolve("commits").resolve(topic);
+        return RootFiles.metaPath(root, "commits", topic);
     }
 
     /** partition -> committed end offset (exclusive), read-only; empty before the first commit. */

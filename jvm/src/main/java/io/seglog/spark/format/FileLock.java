@@ -71,7 +71,7 @@ public final class FileLock implements AutoCloseable {
 
     /** {@code <root>/_seglog/locks/<name>.lock}, shortened as indexer/names.py's short_file_name does. */
     public static Path lockPath(Path root, String name) {
-        return root.resolve("_seglog").resolve("locks").resolve(shortFileName(name, ".lock"));
+        return RootFiles.metaPath(root, "locks", shortFileName(name, ".lock"));
     }
 
     /** {@code name + suffix}, or, past NAME_MAX bytes, a prefix of name plus a hash of all of it. */

@@ -32,7 +32,7 @@ public final class OffsetIndexFile {
     /** The index of the segment based at {@code base}. A missing file is a {@link java.nio.file.NoSuchFileException}:
      *  the segment decides what that means ({@link Segment#open}). */
     public static OffsetIndexFile open(Path path, long base) throws IOException {
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+        try (FileChannel ch = RootFiles.openReadable(path)) {
             return read(ch, base);
         }
     }

@@ -26,7 +26,7 @@ public record RemoteLocation(String uri, String endpoint, String region) {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     public static Path path(Path root) {
-        return root.resolve("_seglog").resolve(FILE);
+        return RootFiles.metaPath(root, FILE);
     }
 
     /** The root's recorded remote tier, or null when it records none (nothing of it was ever tiered). A record

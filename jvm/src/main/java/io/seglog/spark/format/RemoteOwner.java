@@ -32,7 +32,7 @@ final class RemoteOwner {
 
     /** The root's id, null when it has none (it never tiered under owner objects). */
     static String rootId(Path root) {
-        Path file = root.resolve("_seglog").resolve("root-id");
+        Path file = RootFiles.metaPath(root, "root-id");
         try {
             return Files.readString(file, StandardCharsets.US_ASCII).strip();
         } catch (NoSuchFileException e) {

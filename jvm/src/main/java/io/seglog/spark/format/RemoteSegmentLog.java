@@ -69,7 +69,7 @@ public final class RemoteSegmentLog {
     }
 
     public static Path path(Path root, String topic, int partition) {
-        return root.resolve("_seglog").resolve("remote").resolve(topic + "-" + partition + ".meta");
+        return RootFiles.metaPath(root, "remote", topic + "-" + partition + ".meta");
     }
 
     public static State read(Path root, String topic, int partition) {

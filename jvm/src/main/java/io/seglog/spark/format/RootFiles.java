@@ -7,6 +7,7 @@ import java.nio.file.LinkOption;
 import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Set;
@@ -31,6 +32,29 @@ public final class RootFiles {
         Set<OpenOption> opts = new HashSet<>(Arrays.asList(options));
         opts.add(LinkOption.NOFOLLOW_LINKS);
         return FileChannel.open(file, opts);
+    }
+
+    /** A segment or index file of a root opened for reading, never through a symbolic link (the reads' side of the
+     *  rule above: a link could show another root's records as this partition's). */
+    public static FileChannel openReadable(Path file) throws IOException {
+        refuseSymlink(file);
+        return FileChannel.open(file, StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS);
+    }
+
+    /**
+     * {@code <root>/_seglog/<parts...>}, the one way a path under a root's metadata folder is made (Python's
+     * {@code fsutil.meta_path}): no part below the root may be a symbolic link, since commits, topic files, locks
+     * and staging written through one would land outside the root. Parts not there yet pass: their creators never
+     * follow a link.
+     */
+    public static Path metaPath(Path root, String... parts) {
+        Path path = root.resolve("_seglog");
+        refuseSymlink(path);
+        for (String part : parts) {
+            path = path.resolve(part);
+            refuseSymlink(path);
+        }
+        return path;
     }
 
     /** {@link SymlinkInRootException} when {@code path} (a partition folder, a segment file) is a symbolic link. */

@@ -107,6 +107,7 @@ public final class Segment implements Closeable {
         FileRecords records = null;
         FileChannel timeIndex = null;
         try {
+            RootFiles.refuseSymlink(log);     // FileRecords opens its file itself: the link is refused before
             records = FileRecords.open(log.toFile(), false);
             OffsetIndexFile offsetIndex;
             boolean emptyLog = records.sizeInBytes() == 0;
@@ -202,7 +203,7 @@ public final class Segment implements Closeable {
         Path file = dir.resolve(fileName(base, suffix));
         for (int attempt = 0; ; attempt++) {
             try {
-                return FileChannel.open(file, StandardOpenOption.READ);
+                return RootFiles.openReadable(file);
             } catch (NoSuchFileException e) {
                 if (!Files.exists(log)) {
                     throw new SegmentGoneException(log + " was deleted while the log was read", e);

@@ -32,7 +32,7 @@ public final class TimeIndexFile {
 
     /** A missing file is a {@link java.nio.file.NoSuchFileException}: the segment decides what it means. */
     public static TimeIndexFile open(Path path, long base) throws IOException {
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+        try (FileChannel ch = RootFiles.openReadable(path)) {
             return read(ch, base);
         }
     }

@@ -33,7 +33,7 @@ public final class TopicCatalog {
     private TopicCatalog() {}
 
     public static Path topicsDir(Path root) {
-        return root.resolve("_seglog").resolve("topics");
+        return RootFiles.metaPath(root, "topics");
     }
 
     public static Path topicFile(Path root, String topic) {

@@ -72,7 +72,7 @@ public final class TopicLayout {
 
     /** The recorded partition count of {@code topic}, or 0 when it was never created. */
     public static int recordedPartitions(Path root, String topic) {
-        Path file = root.resolve("_seglog").resolve("topics").resolve(topic + ".json");
+        Path file = RootFiles.metaPath(root, "topics", topic + ".json");
         try {
             JsonNode doc = JSON.readTree(Files.readAllBytes(file));
             if (!topic.equals(doc.get("name").asText())) {
@@ -91,7 +91,7 @@ public final class TopicLayout {
     /** The topic's recorded config has {@code cleanup.policy} holding {@code compact} (a comma list or a
      *  JSON list, as the Python core's conf/topic_config.py accepts); false when it was never created. */
     public static boolean recordedCompacted(Path root, String topic) {
-        Path file = root.resolve("_seglog").resolve("topics").resolve(topic + ".json");
+        Path file = RootFiles.metaPath(root, "topics", topic + ".json");
         JsonNode policy;
         try {
             JsonNode config = JSON.readTree(Files.readAllBytes(file)).get("config");
@@ -144,7 +144,7 @@ public final class TopicLayout {
 
     private static List<String> metadataTopics(Path root) {
         List<String> out = new ArrayList<>();
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(root.resolve("_seglog").resolve("topics"), "*.json")) {
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(RootFiles.metaPath(root, "topics"), "*.json")) {
             for (Path p : ds) {
                 String n = p.getFileName().toString();
                 out.add(n.substring(0, n.length() - 5));
@@ -158,7 +158,7 @@ public final class TopicLayout {
     public static List<String> topics(Path root) {
         TreeSet<String> found = new TreeSet<>();
         for (String[] f : folders(root)) found.add(f[0]);
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(root.resolve("_seglog").resolve("topics"), "*.json")) {
+        try (DirectoryStream<Path> ds = Files.newDirectoryStream(RootFiles.metaPath(root, "topics"), "*.json")) {
             for (Path p : ds) {
                 String n = p.getFileName().toString();
                 found.add(n.substring(0, n.length() - 5));

@@ -23,6 +23,7 @@ import io.seglog.spark.format.CommitLogWriter;
 import io.seglog.spark.format.CommitState;
 import io.seglog.spark.format.CommittedEndRollBack;
 import io.seglog.spark.format.FileLock;
+import io.seglog.spark.format.RootFiles;
 import io.seglog.spark.format.StagedPublisher;
 import io.seglog.spark.format.StagedSegment;
 import io.seglog.spark.format.TopicCatalog;
@@ -59,7 +60,7 @@ final class DriverCommit {
     /** {@code <root>/_seglog/staging/<writer>/<topics key>-jvm}: every run of one writer to one set of topics. */
     static Path writerStaging(String root, String writer, String topic) {
         String key = topic == null ? "rows" : sha1(topic).substring(0, 16);
-        return Path.of(root, "_seglog", "staging", writer, key + "-jvm");
+        return RootFiles.metaPath(Path.of(root), "staging", writer, key + "-jvm");
     }
 
     private static String sha1(String s) {
