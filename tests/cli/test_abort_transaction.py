@@ -47,7 +47,7 @@ def append_raw(log: Log, data: bytes) -> None:
 
 def write_partition(path: Path, steps) -> int:
     """`steps`: ("plain", [values]) or ("txn", [values], pid, epoch); returns the log end."""
-    with Log.open(path) as log:
+    with Log.open(path, outside_commit_log=True) as log:
         for step in steps:
             if step[0] == "plain":
                 log.append([Record(key=b"p", value=v, timestamp=T0) for v in step[1]])
@@ -81,7 +81,7 @@ def committed_values(root: Path, topic: str = "events", isolation: str = "read_c
 
 def sink_like_append(root: Path, topic: str, values: list[bytes]) -> None:
     """What the sink does for a batch: append under the lock, fsync, then commit the new end."""
-    with LogRoot(root).open_log(topic, 0) as log:
+    with LogRoot(root).open_log(topic, 0, outside_commit_log=True) as log:
         log.append([Record(key=b"s", value=v, timestamp=T0) for v in values])
         log.flush()
         end = log.log_end_offset
@@ -155,7 +155,7 @@ def test_import_with_abort_open_transactions_ends_them(root, tmp_path, link):
 def test_an_import_without_open_transactions_is_unchanged(tmp_path):
     src = tmp_path / "broker" / "events-0"
     end = write_partition(src, [("plain", [b"p0"]), ("txn", [b"a0"], 7, 3)] + [("plain", [b"p1"])])
-    with Log.open(src) as log:                        # the producer's own ABORT: the transaction ended
+    with Log.open(src, outside_commit_log=True) as log:                        # the producer's own ABORT: the transaction ended
         from seglog.indexer.transactions import abort_transactions, open_transactions
         abort_transactions(log, open_transactions(log))
         log.flush()
@@ -230,7 +230,7 @@ def test_refusals_change_nothing(root, extra, rc, needle):
 def test_records_past_the_committed_end_are_never_committed_by_an_abort(root):
     """A sink batch written but not committed (or to be rolled back): committing the marker after it
     would publish it. Refused, naming the remedy; nothing changes."""
-    with LogRoot(root).open_log("events", 0) as log:
+    with LogRoot(root).open_log("events", 0, outside_commit_log=True) as log:
         log.append([Record(key=b"x", value=b"uncommitted", timestamp=T0)])
         log.flush()
     before = digest(root)

@@ -37,7 +37,7 @@ def seglog(*args, input_text: str | None = None, check_rc: int | None = None) ->
 
 
 def _write_partition(root: Path, partition: int, far_future: bool) -> None:
-    with Log.open(root / f"events-{partition}", CFG) as log:
+    with Log.open(root / f"events-{partition}", CFG, outside_commit_log=True) as log:
         for i in range(120):
             recs = [Record(key=None if i % 6 == 0 else f"k{partition}-{i}-{j}".encode(),
                            value=f"value {partition}/{i}/{j}".encode(),
@@ -288,7 +288,7 @@ def test_dump_refuses_a_file_of_another_kind(tmp_path):
 
 
 def test_truncate_below_log_start_is_refused(scratch):
-    with Log.open(scratch / "events-0", CFG) as log:
+    with Log.open(scratch / "events-0", CFG, outside_commit_log=True) as log:
         log.seal_inactive()
         log.apply_retention()          # every record is years old: all but the active segment go
         start = log.log_start_offset

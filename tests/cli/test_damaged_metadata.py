@@ -32,7 +32,7 @@ def built(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("damaged") / "root"
     create_topic(root, "events", 2, CFG)
     for p in (0, 1):
-        with Log.open(root / f"events-{p}", CFG) as log:
+        with Log.open(root / f"events-{p}", CFG, outside_commit_log=True) as log:
             for i in range(60):
                 log.append([Record(key=b"k%d" % i, value=b"v%d-%d " % (p, i) * 12, timestamp=1_000 + i)])
             log.seal_inactive()
@@ -101,7 +101,7 @@ def test_recover_resets_a_malformed_checkpoint_as_kafkas_log_manager_does(root):
     assert read_log_start_offsets(root) == {}
     assert {p: values(root / f"events-{p}") for p in (0, 1)} == before
     assert seglog("verify", root).returncode == 0
-    with Log.open(root / "events-0", CFG) as log:      # retention's checkpoint update works again
+    with Log.open(root / "events-0", CFG, outside_commit_log=True) as log:      # retention's checkpoint update works again
         res = log.apply_retention(now=10**13)
     assert read_log_start_offsets(root)[("events", 0)] == res.log_start_offset > 0
 

@@ -113,7 +113,7 @@ def write_python_log(root: Path, segments: list[list[list[tuple]]], config: dict
     from seglog.indexer.log import Log, Record
 
     recs: list[Rec] = []
-    with Log.open(root / PART, config) as log:
+    with Log.open(root / PART, config, outside_commit_log=True) as log:
         for si, seg in enumerate(segments):
             if si:
                 log.roll()
@@ -227,7 +227,7 @@ def case_python_compacted():
         recs = write_python_log(Path(tmp), segs, cfg)
         end = len(recs)
         write_commit(Path(tmp), end)
-        with Log.open(Path(tmp) / PART, cfg) as log:
+        with Log.open(Path(tmp) / PART, cfg, outside_commit_log=True) as log:
             res = log.clean(FIXED_NOW, force=True)
             assert res.cleaned, res
         for p in (Path(tmp) / PART).glob("*.deleted"):
@@ -263,7 +263,7 @@ def case_python_merged():
     with tempfile.TemporaryDirectory() as tmp:
         recs = write_python_log(Path(tmp), segs, INDEX)
         write_commit(Path(tmp), len(recs))
-        with Log.open(Path(tmp) / PART, INDEX) as log:
+        with Log.open(Path(tmp) / PART, INDEX, outside_commit_log=True) as log:
             res = merge_log(log)
             assert res.segments_merged == 4, res
         copy_partition(Path(tmp) / PART, root / PART)

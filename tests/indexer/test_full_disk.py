@@ -15,7 +15,7 @@ CHILD = textwrap.dedent("""
     from seglog.errors import SeglogError
     from seglog.indexer import Log, Record
     try:
-        with Log.open(sys.argv[1], {"segment.index.bytes": 10 * 1024 * 1024}) as log:
+        with Log.open(sys.argv[1], {"segment.index.bytes": 10 * 1024 * 1024}, outside_commit_log=True) as log:
             log.append([Record(value=b"v" * 100, timestamp=1)])
     except SeglogError as exc:
         print("TYPED", type(exc).__name__, exc)
@@ -109,7 +109,7 @@ def test_a_full_volume_of_expired_records_is_freed_by_the_sidecar(tmp_path, volu
         cfg = {"segment.bytes": 64 * 1024, "segment.index.bytes": 1024 * 1024}
         create_topic(root, "t", 1, cfg)
         old = int(time.time() * 1000) - 3_600_000
-        with Log.open(root + "/t-0", cfg) as log:
+        with Log.open(root + "/t-0", cfg, outside_commit_log=True) as log:
             for k in range(24):            # 24 x 32 KiB of records an hour old
                 log.append_columns(pa.array([b"x" * 1000] * 32), timestamps=np.full(32, old + k, np.int64))
             end = log.log_end_offset
@@ -174,7 +174,7 @@ def test_a_volume_full_to_the_last_byte_of_expired_records_is_freed(tmp_path, vo
         create_topic(root, "t", 2, cfg)
         old = int(time.time() * 1000) - 3_600_000
         for p in (0, 1):
-            with Log.open(f"{root}/t-{p}", cfg) as log:
+            with Log.open(f"{root}/t-{p}", cfg, outside_commit_log=True) as log:
                 for k in range(12):
                     log.append_columns(pa.array([b"x" * 1000] * 32), timestamps=np.full(32, old + k, np.int64))
                 log.roll()                 # the active segment: one small expired batch, no index entry

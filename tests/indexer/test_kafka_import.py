@@ -108,7 +108,7 @@ def test_appends_after_an_import_continue_the_leader_epoch(broker_data, tmp_path
     root = tmp_path / "root"
     assert _cli("import", broker_data.partition_dir("imp-a", 0), root, "--topic", "grow").returncode == 0
     expected = _rows(consume_all(broker_data, "imp-a", partition=0))
-    with LogRoot(root).open_log("grow", 0) as log:
+    with LogRoot(root).open_log("grow", 0, outside_commit_log=True) as log:
         end = log.log_end_offset
         log.append([Record(b"k", b"after the import", 1_700_000_000_000)])
         log.flush()
@@ -208,7 +208,7 @@ def test_a_transaction_the_broker_left_open_is_refused_then_aborted_as_the_broke
         expected = _rows(consume_all(broker, topic, isolation=isolation))
         with LogRoot(root).open_log("open", 0, readonly=True) as log:
             assert _rows(log.read(isolation_level=isolation)) == expected
-    with LogRoot(root).open_log("open", 0) as log:           # what the sink appends afterwards
+    with LogRoot(root).open_log("open", 0, outside_commit_log=True) as log:           # what the sink appends afterwards
         log.append([Record(b"k", b"after the abort", 1_700_000_000_000)])
         log.flush()
         new_end = log.log_end_offset

@@ -21,7 +21,7 @@ CFG = {"segment.bytes": 4096, "index.interval.bytes": 100, "segment.index.bytes"
 
 
 def _fill(path, segments=12, cfg=CFG):
-    with Log.open(path, cfg) as log:
+    with Log.open(path, cfg, outside_commit_log=True) as log:
         for i in range(segments):
             log.append([Record(key=b"k%d" % j, value=b"v%d-%d" % (i, j) * 5, timestamp=T0 + i * 10 + j)
                         for j in range(4 + i % 3)])
@@ -89,7 +89,7 @@ def test_plan_keeps_offsets_within_int32_and_indexes_within_their_bytes():
 def test_a_merge_keeps_every_record_and_indexes_as_an_append_would(tmp_path):
     path = tmp_path / "t-0"
     before = _fill(path)
-    with Log.open(path, CFG) as log:
+    with Log.open(path, CFG, outside_commit_log=True) as log:
         n = len(log.segment_bases())
         res = segment_merge.merge_log(log)
         assert res.groups and len(log.segment_bases()) == n - res.segments_merged + len(res.groups)
@@ -97,7 +97,7 @@ def test_a_merge_keeps_every_record_and_indexes_as_an_append_would(tmp_path):
         merged = log.segment(res.groups[0][0])
         offsets_entries = merged.offset_index.offsets_and_positions()
     # An append of the same batches to an empty segment: the indexes a rebuild writes are the same.
-    with Log.open(path, CFG) as log:
+    with Log.open(path, CFG, outside_commit_log=True) as log:
         seg = log.segment(res.groups[0][0])
         got = [a.tolist() for a in offsets_entries]
         assert got == [a.tolist() for a in seg.offset_index.offsets_and_positions()]
@@ -105,7 +105,7 @@ def test_a_merge_keeps_every_record_and_indexes_as_an_append_would(tmp_path):
     shutil.copytree(path, copy)
     for f in copy.glob(f"{res.groups[0][0]:020d}.*index"):
         f.unlink()                                # recovery rebuilds both by the one index rule
-    with Log.open(copy, CFG) as log:
+    with Log.open(copy, CFG, outside_commit_log=True) as log:
         seg = log.segment(res.groups[0][0])
         assert [a.tolist() for a in seg.offset_index.offsets_and_positions()] == got
     assert (copy / f"{res.groups[0][0]:020d}.timeindex").read_bytes() == \
@@ -116,7 +116,7 @@ def test_segments_a_merge_cannot_carry_are_left_alone(tmp_path):
     path = tmp_path / "t-0"
     before = _fill(path)
     (path / f"{0:020d}.txnindex").write_bytes(b"")
-    with Log.open(path, CFG) as log:
+    with Log.open(path, CFG, outside_commit_log=True) as log:
         res = segment_merge.merge_log(log)
         assert res.groups and all(0 not in g for g in res.groups)
         assert _read(log) == before
@@ -127,10 +127,10 @@ def test_nothing_at_or_above_the_committed_end_is_merged(tmp_path):
 
     path = tmp_path / "t-0"
     before = _fill(path)
-    with Log.open(path, CFG) as log:
+    with Log.open(path, CFG, outside_commit_log=True) as log:
         bases = log.segment_bases()
     CommitLog(tmp_path, "t").commit("sink", 1, {0: bases[4]})
-    with Log.open(path, CFG) as log:
+    with Log.open(path, CFG, outside_commit_log=True) as log:
         res = segment_merge.merge_log(log)
         assert res.groups and max(b for g in res.groups for b in g) < bases[4]
         assert log.segment_bases()[-9:] == bases[-9:]
@@ -146,7 +146,7 @@ def _count_renames(tmp_path, monkeypatch):
     fake = CrashingOs(10 ** 9)
     monkeypatch.setattr(clean_swap, "os", fake)
     monkeypatch.setattr(recovery, "os", fake)
-    with Log.open(path, SMALL_CFG) as log:
+    with Log.open(path, SMALL_CFG, outside_commit_log=True) as log:
         res = segment_merge.merge_log(log)
         bases = log.segment_bases()
     monkeypatch.undo()
@@ -162,7 +162,7 @@ def test_a_crash_at_any_rename_of_a_merge_loses_nothing(tmp_path, monkeypatch):
         before = _fill(path, cfg=SMALL_CFG)
         crashed = run_crashing_at(monkeypatch, n, path, SMALL_CFG, segment_merge.merge_log)
         assert crashed == (n < total)
-        with Log.open(path, SMALL_CFG) as log:
+        with Log.open(path, SMALL_CFG, outside_commit_log=True) as log:
             assert _read(log) == before, f"crash at rename {n}: a record lost, changed or read twice"
             assert log.verify() == []
             assert not [f for f in os.listdir(path) if f.endswith((".cleaned", ".swap"))]
@@ -185,14 +185,14 @@ def test_a_crash_before_the_commit_point_changes_nothing(tmp_path, monkeypatch, 
         raise Crash("killed")
 
     monkeypatch.setattr(segment_merge, "_index" if stop_after == "index" else "_copy", crash)
-    log = Log.open(path, CFG)
+    log = Log.open(path, CFG, outside_commit_log=True)
     bases = log.segment_bases()
     with pytest.raises(Crash):
         segment_merge.merge_log(log)
     abandon(log)
     monkeypatch.undo()
     assert any(f.endswith(".cleaned") for f in os.listdir(path))
-    with Log.open(path, CFG) as log:
+    with Log.open(path, CFG, outside_commit_log=True) as log:
         assert log.segment_bases() == bases and _read(log) == before and log.verify() == []
     assert not any(f.endswith(".cleaned") for f in os.listdir(path))
 
@@ -248,7 +248,7 @@ def test_a_reader_racing_the_swap_reads_everything_or_is_told_to_reopen(tmp_path
     fake = _PausingOs(hook)
     monkeypatch.setattr(clean_swap, "os", fake)
     monkeypatch.setattr(recovery, "os", fake)
-    with Log.open(path, CFG) as log:
+    with Log.open(path, CFG, outside_commit_log=True) as log:
         res = segment_merge.merge_log(log)
     monkeypatch.undo()
     assert res.groups and fake.calls > 10
@@ -270,7 +270,7 @@ def test_a_compacted_partition_merges_on_either_side_of_the_cleaner_checkpoint(t
     results = []
     for merge in (False, True):
         path = tmp_path / f"m{merge}" / "c-0"
-        with Log.open(path, cfg) as log:
+        with Log.open(path, cfg, outside_commit_log=True) as log:
             for i in range(30):
                 log.append([Record(key=b"k%d" % ((i * 5 + j) % 11), value=b"v%d-%d" % (i, j) * 8, timestamp=T0 + i)
                             for j in range(4)])

@@ -107,7 +107,7 @@ def test_longest_valid_topic_names_work_end_to_end(tmp_path):
     for n in (230, 249):
         topic = "t" * (n - 1) + str(n % 10)
         create_topic(tmp_path, topic, 3, {"segment.bytes": 4096})
-        with Log.open(tmp_path / partition_dir_name(topic, 2)) as log:
+        with Log.open(tmp_path / partition_dir_name(topic, 2), outside_commit_log=True) as log:
             log.append([Record(value=b"v", timestamp=1)])
             log.flush()
         CommitLog(tmp_path, topic).commit("w", 0, {2: 1})

@@ -34,7 +34,7 @@ def tiered_topic(tmp_path: Path, topic: str, extra: dict) -> tuple[Path, int]:
     root = tmp_path / "root"
     cfg = dict(TIERED, **extra)
     create_topic(root, topic, 1, cfg)
-    with Log.open(root / f"{topic}-0", cfg) as log:
+    with Log.open(root / f"{topic}-0", cfg, outside_commit_log=True) as log:
         for i in range(30):
             log.append([Record(key=b"k%d" % i, value=b"v" * 300, timestamp=T0 + i)])
         log.seal_inactive()

@@ -29,7 +29,7 @@ def read_topic(root, topic, partitions):
         if not os.path.isdir(path):
             out[p] = []
             continue
-        with Log.open(path) as log:
+        with Log.open(path, outside_commit_log=True) as log:
             assert log.verify() == []
             assert log.log_end_offset == ends.get(p, 0)
             out[p] = list(log.read(0, ends.get(p, 0)))
@@ -99,7 +99,7 @@ def test_partly_written_batch_is_rolled_back(spark, tmp_path):
     committed = CommitLog(root, "ev").end_offsets()
     # a crashed delivery of batch 1 left junk past the committed end in every partition
     for p in range(3):
-        with Log.open(os.path.join(root, f"ev-{p}")) as log:
+        with Log.open(os.path.join(root, f"ev-{p}"), outside_commit_log=True) as log:
             log.append_columns(pa.array([b"junk"] * (p + 7)))
     # ... and its staged files (never published): a run folder of this writer and topic no driver holds
     staging = os.path.join(root, "_seglog", "staging", "w0")

@@ -134,7 +134,7 @@ def _spark_rows(spark, root: Path, topic: str):
 
 def _python_log(folder: Path, cfg: dict, rows, counts) -> None:
     """`Log.append_columns`, one batch per call with the sink's batch boundaries, then sealed."""
-    with Log.open(folder, cfg) as log:
+    with Log.open(folder, cfg, outside_commit_log=True) as log:
         i = 0
         for c in counts:
             part = rows[i:i + c]
@@ -151,7 +151,7 @@ def _python_log(folder: Path, cfg: dict, rows, counts) -> None:
 
 
 def _seal(folder: Path, cfg: dict) -> None:
-    with Log.open(folder, cfg) as log:
+    with Log.open(folder, cfg, outside_commit_log=True) as log:
         assert log.verify() == []
         log.roll()
         log.flush()
@@ -236,7 +236,7 @@ def test_incompressible_records_that_fit_are_never_refused(spark, tmp_path, code
     cfg = {"compression.type": codec}
     rng = random.Random(3)
     values = [rng.randbytes(1000) for _ in range(3000)]
-    with Log.open(tmp_path / "py" / "t-0", cfg) as log:
+    with Log.open(tmp_path / "py" / "t-0", cfg, outside_commit_log=True) as log:
         log.append_columns(pa.array(values, pa.binary()))
     df = spark.createDataFrame(spark.sparkContext.parallelize([(v,) for v in values], 2), "value binary")
     for name, rename_min in (("copy", 1 << 62), ("rename", 1)):

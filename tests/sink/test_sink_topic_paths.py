@@ -89,7 +89,7 @@ def test_aliases_and_default_equal_keys_are_recorded_by_kafka_names(tmp_path):
 
 def test_seglog_import_records_a_default_equal_key(tmp_path):
     src = tmp_path / "broker" / "in-0"
-    with Log.open(src) as log:
+    with Log.open(src, outside_commit_log=True) as log:
         log.append_columns([b"a", b"b"], timestamps=[1_700_000_000_000, 1_700_000_000_001])
     root = tmp_path / "root"
     res = subprocess.run([sys.executable, "-m", "seglog", "import", str(src), str(root), "--topic", "imp",

@@ -39,7 +39,7 @@ def timestamps(lo, hi):
 
 def build(root, topic="t", n=N, commit_end=True):
     """n records in batches of 10, five segments of 60 (bases 0, 60, ..., 240), the last active."""
-    with Log.open(root / f"{topic}-0", CONFIG) as log:
+    with Log.open(root / f"{topic}-0", CONFIG, outside_commit_log=True) as log:
         for lo in range(0, n, 10):
             log.append_columns(pa.array([b"value-%06d" % i * 4 for i in range(lo, lo + 10)]),
                                timestamps=timestamps(lo, lo + 10))
@@ -162,7 +162,7 @@ def test_torn_bytes_past_the_committed_end_are_never_judged(spark, tmp_path):
     and never judge it (item 7)."""
     config = {"segment.bytes": 1 << 20, "index.interval.bytes": 256}
     part = tmp_path / "u-0"
-    with Log.open(part, config) as log:
+    with Log.open(part, config, outside_commit_log=True) as log:
         for lo in range(0, N, 10):
             log.append_columns(pa.array([b"value-%06d" % i * 4 for i in range(lo, lo + 10)]),
                                timestamps=T0 + np.arange(lo, lo + 10, dtype=np.int64))
@@ -210,7 +210,7 @@ def test_skipped_data_is_counted_in_the_stream_metrics(spark, tmp_path):
     and counted in the source's metrics."""
     root = tmp_path / "root"
     config = dict(CONFIG, **{"retention.ms": 3_600_000})
-    with Log.open(root / "r-0", config) as log:
+    with Log.open(root / "r-0", config, outside_commit_log=True) as log:
         log.append_columns(pa.array([b"x%d" % i for i in range(10)]), timestamps=np.full(10, T0, np.int64))
         log.flush()
         commit(root, "r", {0: log.log_end_offset})
@@ -225,7 +225,7 @@ def test_skipped_data_is_counted_in_the_stream_metrics(spark, tmp_path):
 
     run(tmp_path / "cp", tmp_path / "out")
     now = int(time.time() * 1000)
-    with Log.open(root / "r-0", config) as log:
+    with Log.open(root / "r-0", config, outside_commit_log=True) as log:
         for lo in range(10, 200, 10):                          # old records, then recent ones
             log.append_columns(pa.array([b"x%d" % i for i in range(lo, lo + 10)]), timestamps=np.full(10, T0, np.int64))
         log.append_columns(pa.array([b"y%d" % i for i in range(100)]), timestamps=np.full(100, now, np.int64))
@@ -261,7 +261,7 @@ def test_a_segment_with_timestamps_under_an_empty_trimmed_time_index_is_read_by_
     records too, as the core does (tests/indexer/test_live_lookups.py), never starting at the next segment."""
     root = tmp_path
     part = root / "t-0"
-    with Log.open(part, {"segment.bytes": 1 << 20}) as log:
+    with Log.open(part, {"segment.bytes": 1 << 20}, outside_commit_log=True) as log:
         for lo in (0, 16):
             log.append_columns(pa.array([b"%d" % o for o in range(lo, lo + 16)]),
                                timestamps=np.arange(lo, lo + 16, dtype=np.int64) + T0)

@@ -29,7 +29,7 @@ CFG = {"segment.bytes": 2048, "index.interval.bytes": 128, "remote.storage.enabl
 def tiered_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiered") / "root"
     create_topic(root, "t", 1, CFG)
-    with Log.open(root / "t-0", CFG) as log:
+    with Log.open(root / "t-0", CFG, outside_commit_log=True) as log:
         for i in range(120):
             log.append([Record(key=b"k%d" % i, value=b"v" * 60, timestamp=T0 + i * 1000)])
         log.seal_inactive()

@@ -21,7 +21,7 @@ CONFIG = {"segment.bytes": 4096, "index.interval.bytes": 256}
 
 
 def append(root, topic, p, n, *, commit=True):
-    with Log.open(root / f"{topic}-{p}", CONFIG) as log:
+    with Log.open(root / f"{topic}-{p}", CONFIG, outside_commit_log=True) as log:
         first = log.log_end_offset
         values = pa.array([b"%s-%d-%06d" % (topic.encode(), p, first + i) for i in range(n)], pa.binary())
         keys = pa.array([b"k%d" % (i % 7) for i in range(first, first + n)], pa.binary())

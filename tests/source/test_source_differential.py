@@ -79,7 +79,7 @@ def codec_root(tmp_path_factory):
         create_topic(root, topic, 2, dict(CONFIG, **{"compression.type": codec}))
         ends = {}
         for p in range(2):
-            with Log.open(root / f"{topic}-{p}", dict(CONFIG, **{"compression.type": codec})) as log:
+            with Log.open(root / f"{topic}-{p}", dict(CONFIG, **{"compression.type": codec}), outside_commit_log=True) as log:
                 append_random(log, rng, 400)
                 log.flush()
                 ends[p] = log.log_end_offset
@@ -154,7 +154,7 @@ def test_sparse_offsets_same_rows(spark, tmp_path):
             blob += sparse_batch(next_offset, kept, last, T0 + next_offset)
             next_offset = last + 1
         (part / f"{base_of_segment:020d}.log").write_bytes(bytes(blob))
-    with Log.open(part, CONFIG) as log:       # recovery builds both indexes from the records
+    with Log.open(part, CONFIG, outside_commit_log=True) as log:       # recovery builds both indexes from the records
         end = log.log_end_offset
         assert end == next_offset
     commit(tmp_path, "sparse", {0: end})
@@ -176,13 +176,13 @@ def test_empty_missing_and_committed_end(spark, tmp_path):
     create_topic(tmp_path, "mixed", 4, CONFIG)
     ends = {}
     for p in (0, 3):
-        with Log.open(tmp_path / f"mixed-{p}", CONFIG) as log:
+        with Log.open(tmp_path / f"mixed-{p}", CONFIG, outside_commit_log=True) as log:
             append_random(log, rng, 300)
             log.flush()
             ends[p] = log.log_end_offset - (57 if p == 0 else 0)
             append_random(log, rng, 50)           # appended, never committed
             log.flush()
-    with Log.open(tmp_path / "mixed-2", CONFIG) as log:
+    with Log.open(tmp_path / "mixed-2", CONFIG, outside_commit_log=True) as log:
         log.flush()
     commit(tmp_path, "mixed", ends)
     want = core_rows(tmp_path, "mixed", 0, None, ends[0]) + core_rows(tmp_path, "mixed", 3, None, ends[3])
@@ -235,7 +235,7 @@ def model_root(tmp_path_factory):
     create_topic(root, "h", 2, CONFIG)
     ends = {}
     for p in range(2):
-        with Log.open(root / f"h-{p}", CONFIG) as log:
+        with Log.open(root / f"h-{p}", CONFIG, outside_commit_log=True) as log:
             append_random(log, rng, 250)
             log.flush()
             ends[p] = log.log_end_offset - 10          # the last ten appended, never committed
@@ -304,7 +304,7 @@ def build_cleaned(root, topic, seed, partitions=2, rounds=6):
     ends = {}
     for p in range(partitions):
         now = T0
-        with Log.open(root / f"{topic}-{p}", COMPACT) as log:
+        with Log.open(root / f"{topic}-{p}", COMPACT, outside_commit_log=True) as log:
             for _ in range(rounds):
                 keyed_appends(log, rng, now, rng.randrange(40, 160))
                 log.roll()
@@ -491,7 +491,7 @@ def test_random_cleaned_logs_read_as_the_core_reads_them(spark, tmp_path_factory
                            "compression.type": codec, "delete.retention.ms": retention})
     create_topic(root, "r", 1, cfg)
     now = T0
-    with Log.open(root / "r-0", cfg) as log:
+    with Log.open(root / "r-0", cfg, outside_commit_log=True) as log:
         for kind, arg in ops + [("roll", None), ("clean", None)]:
             if kind == "append":
                 log.append([Record(key=k, value=v, timestamp=now + dt) for k, v, dt in arg])
@@ -527,7 +527,7 @@ def test_a_cleaned_segment_whose_kept_batch_starts_at_the_committed_end(spark, t
 
     cfg = dict(COMPACT, **{"segment.bytes": 1024, "delete.retention.ms": 0})
     create_topic(tmp_path, "r", 1, cfg)
-    with Log.open(tmp_path / "r-0", cfg) as log:
+    with Log.open(tmp_path / "r-0", cfg, outside_commit_log=True) as log:
         for i in range(3):
             log.append([Record(key=b"a", value=None, timestamp=T0 + i)])
         log.roll()

@@ -23,7 +23,7 @@ CONFIG = {"segment.bytes": 4096, "index.interval.bytes": 256}
 
 def append(root, topic, p, n):
     """n committed records (timestamps T0 + 10 * offset) to topic-p; the new log end."""
-    with Log.open(root / f"{topic}-{p}", CONFIG) as log:
+    with Log.open(root / f"{topic}-{p}", CONFIG, outside_commit_log=True) as log:
         first = log.log_end_offset
         values = pa.array([b"%s-%d-%06d" % (topic.encode(), p, first + i) for i in range(n)], pa.binary())
         log.append_columns(values, timestamps=T0 + np.arange(first, first + n, dtype=np.int64) * 10)

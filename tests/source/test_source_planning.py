@@ -89,7 +89,7 @@ def test_tasks_hold_at_most_the_target_and_min_partitions_is_met_on_a_real_log(t
     that cannot be cut (one batch past the cut); minPartitions gets at least that many tasks when no
     batch is larger than the target."""
     path = tmp_path_factory.mktemp("plan") / "t-0"
-    with Log.open(path, {"segment.bytes": segment_bytes, "index.interval.bytes": 1}) as log:
+    with Log.open(path, {"segment.bytes": segment_bytes, "index.interval.bytes": 1}, outside_commit_log=True) as log:
         for n, size in batch_sizes:
             log.append([Record(key=None, value=b"v" * size, timestamp=1_700_000_000_000) for _ in range(n)])
         end = log.log_end_offset
@@ -194,7 +194,7 @@ def test_planning_survives_retention_deleting_segments_under_it(tmp_path):
     config = {"segment.bytes": 2048, "index.interval.bytes": 128, "retention.ms": 3_600_000,
               "file.delete.delay.ms": 0}
     now = int(_time.time() * 1000)
-    with Log.open(tmp_path / "t-0", config) as log:
+    with Log.open(tmp_path / "t-0", config, outside_commit_log=True) as log:
         for k in range(40):
             ts = now - 7_200_000 if k < 30 else now
             log.append_columns(pa.array([b"v" * 60] * 10), timestamps=np.full(10, ts, np.int64))
@@ -205,7 +205,7 @@ def test_planning_survives_retention_deleting_segments_under_it(tmp_path):
     def racing_opener(root, topic, partition):
         reader = open_readonly(root, topic, partition)
         if not raced:                      # the first open only: retention runs right after it
-            with Log.open(tmp_path / "t-0", config) as writer:
+            with Log.open(tmp_path / "t-0", config, outside_commit_log=True) as writer:
                 writer.seal_inactive()
                 raced.append(writer.apply_retention().log_start_offset)
         return reader
@@ -225,7 +225,7 @@ def test_planning_the_last_offsets_opens_only_their_segments(tmp_path):
     open the segments holding them, not the history before (they once summed every earlier segment's
     size); the estimate stays additive and equals the files' bytes over the whole log."""
     path = tmp_path / "t-0"
-    with Log.open(path, {"segment.bytes": 1024, "index.interval.bytes": 1}) as log:
+    with Log.open(path, {"segment.bytes": 1024, "index.interval.bytes": 1}, outside_commit_log=True) as log:
         while len(log.segments()) < 300:
             log.append([Record(key=None, value=b"v" * 40, timestamp=1_700_000_000_000) for _ in range(4)])
         log.flush()
@@ -252,7 +252,7 @@ def _kafka_root(root):
     from seglog.indexer.commit_log import CommitLog
 
     for topic, p, n in (("events", 0, 120), ("events", 1, 80), ("events.eu", 0, 30), ("other", 0, 20)):
-        with Log.open(root / f"{topic}-{p}", {"segment.bytes": 4096, "index.interval.bytes": 256}) as log:
+        with Log.open(root / f"{topic}-{p}", {"segment.bytes": 4096, "index.interval.bytes": 256}, outside_commit_log=True) as log:
             for lo in range(0, n, 7):
                 k = min(7, n - lo)
                 log.append_columns(pa.array([b"v%d" % (lo + i) for i in range(k)]),

@@ -20,7 +20,7 @@ NO_JAR = textwrap.dedent("""
     from seglog.indexer.log import Log
     from seglog.source import register
     root = sys.argv[1]
-    with Log.open(root + "/t-0") as log:
+    with Log.open(root + "/t-0", outside_commit_log=True) as log:
         log.append_columns(pa.array([b"v%d" % i for i in range(30)]), timestamps=np.arange(30, dtype=np.int64))
         log.flush()
     CommitLog(root, "t").commit("w", 0, {0: 30})

@@ -33,7 +33,7 @@ def commit_all(root, topic, partition, end):
 
 
 def write_partition(root, topic, partition, n, *, headers=False, config=CONFIG, chunks=4, commit=True):
-    with Log.open(root / f"{topic}-{partition}", config) as log:
+    with Log.open(root / f"{topic}-{partition}", config, outside_commit_log=True) as log:
         ts = timestamps_for(partition, n)
         for lo in range(0, n, max(1, n // chunks)):
             hi = min(n, lo + max(1, n // chunks))
@@ -53,7 +53,7 @@ def write_old_then_recent(path, config):
     """200 records from 2023 (expired under a retention.ms of an hour), then 100 from now (kept)."""
     import time
     now = int(time.time() * 1000)
-    with Log.open(path, config) as log:
+    with Log.open(path, config, outside_commit_log=True) as log:
         for lo, n, ts in ((0, 100, T0), (100, 100, T0), (200, 100, now)):
             log.append_columns(pa.array([b"v%06d" % i * 20 for i in range(lo, lo + n)]),
                                timestamps=np.full(n, ts, np.int64))
@@ -252,7 +252,7 @@ def test_read_bounded_by_committed_end(spark, tmp_path):
     write_partition(tmp_path, "committed", 0, 100, commit=False)
     write_partition(tmp_path, "committed", 1, 100, commit=False)
     CommitLog(tmp_path, "committed").commit("w", 0, {0: 60, 1: 100})
-    with Log.open(tmp_path / "committed-1", CONFIG) as log:   # appended, never committed
+    with Log.open(tmp_path / "committed-1", CONFIG, outside_commit_log=True) as log:   # appended, never committed
         log.append_columns(pa.array([b"uncommitted"] * 20), timestamps=np.full(20, T0 + 50_000, np.int64))
 
     def read(**options):
@@ -272,7 +272,7 @@ def test_read_bounded_by_committed_end(spark, tmp_path):
 def test_retention_deleted_start(spark, tmp_path):
     config = dict(CONFIG, **{"retention.ms": 3_600_000})
     write_old_then_recent(tmp_path / "retained-0", config)
-    with Log.open(tmp_path / "retained-0", config) as log:
+    with Log.open(tmp_path / "retained-0", config, outside_commit_log=True) as log:
         log.seal_inactive()
         result = log.apply_retention()
         log_start = log.log_start_offset

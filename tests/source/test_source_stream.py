@@ -21,7 +21,7 @@ CONFIG = {"segment.bytes": 4096, "index.interval.bytes": 256}
 
 def append(root, topic, p, n, *, ts0=T0, commit=True):
     """n records to one partition (value names partition and offset); commit the log end if asked."""
-    with Log.open(root / f"{topic}-{p}", CONFIG) as log:
+    with Log.open(root / f"{topic}-{p}", CONFIG, outside_commit_log=True) as log:
         first = log.log_end_offset
         values = pa.array([b"%s-%d-%06d" % (topic.encode(), p, first + i) for i in range(n)], pa.binary())
         log.append_columns(values, timestamps=ts0 + np.arange(first, first + n, dtype=np.int64) * 10)
@@ -140,7 +140,7 @@ def test_fail_on_data_loss(spark, tmp_path):
         stream(spark, root, "r", tmp_path / f"o-{cp}", tmp_path / cp, startingOffsets="earliest")
     append(root, "r", 0, 190, ts0=T0)                       # old records...
     append(root, "r", 0, 100, ts0=now - 200 * 10 * 10)      # ...then recent ones
-    with Log.open(root / "r-0", config) as log:
+    with Log.open(root / "r-0", config, outside_commit_log=True) as log:
         log.roll()
         log.seal_inactive()
         log.apply_retention()
@@ -202,7 +202,7 @@ COMPACT = {"cleanup.policy": "compact", "segment.bytes": 1024, "index.interval.b
 
 def keyed(root, topic, pairs, now):
     """Keyed records (key, value) to partition 0 of a compacted topic, flushed and committed; the end."""
-    with Log.open(root / f"{topic}-0", COMPACT) as log:
+    with Log.open(root / f"{topic}-0", COMPACT, outside_commit_log=True) as log:
         log.append_columns(pa.array([v for _, v in pairs], pa.binary()), keys=pa.array([k for k, _ in pairs], pa.binary()),
                            timestamps=np.full(len(pairs), now, np.int64))
         log.flush()
@@ -212,7 +212,7 @@ def keyed(root, topic, pairs, now):
 
 
 def clean(root, topic, now):
-    with Log.open(root / f"{topic}-0", COMPACT) as log:
+    with Log.open(root / f"{topic}-0", COMPACT, outside_commit_log=True) as log:
         log.roll()
         assert log.clean(now, force=True).cleaned
 

@@ -20,7 +20,7 @@ from seglog.indexer.topics import create_topic
 def root(tmp_path_factory):
     root = tmp_path_factory.mktemp("bad-input") / "root"
     create_topic(root, "events", 2, {"segment.bytes": 4096})
-    with Log.open(root / "events-0", {"segment.bytes": 4096}) as log:
+    with Log.open(root / "events-0", {"segment.bytes": 4096}, outside_commit_log=True) as log:
         log.append([Record(key=b"k", value=b"v%d" % i, timestamp=1_000 + i) for i in range(100)])
         end = log.log_end_offset
     CommitLog(root, "events").commit("w", 0, {0: end})
@@ -110,7 +110,7 @@ API_CASES = [
 @pytest.mark.parametrize("call, needle", API_CASES, ids=[c[1] + str(i) for i, c in enumerate(API_CASES)])
 def test_python_api(root, call, needle):
     before = digest(root)
-    with Log.open(root / "events-0", {"segment.bytes": 4096}) as log:
+    with Log.open(root / "events-0", {"segment.bytes": 4096}, outside_commit_log=True) as log:
         with pytest.raises(SeglogError) as info:
             call(log)
         assert needle in str(info.value)

@@ -25,7 +25,7 @@ WRITER = textwrap.dedent("""
     path, seed, truncating = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
     rng = random.Random(seed)
     config = {"segment.bytes": 4096, "index.interval.bytes": 256}
-    with Log.open(path, config) as log:
+    with Log.open(path, config, outside_commit_log=True) as log:
         while True:
             end = log.log_end_offset
             n = rng.randint(1, 40)
@@ -41,7 +41,7 @@ WRITER = textwrap.dedent("""
 
 
 def check(path, flushed_end: int | None, *, exact: bool) -> int:
-    with Log.open(path, CONFIG) as log:                      # recovery runs here
+    with Log.open(path, CONFIG, outside_commit_log=True) as log:                      # recovery runs here
         records = list(log.read())
         offsets = [r.offset for r in records]
         assert offsets == list(range(log.log_start_offset, log.log_end_offset)), "offsets not dense"
@@ -98,7 +98,7 @@ def test_sidecar_pass_killed_at_random_moments(tmp_path):
     now = int(time.time() * 1000)
     ends = {}
     for p in range(2):
-        with Log.open(root / f"t-{p}", CONFIG) as log:
+        with Log.open(root / f"t-{p}", CONFIG, outside_commit_log=True) as log:
             for k in range(60):   # old records (expired by retention.ms=60000) then recent ones
                 ts = now - 3_600_000 + k if k < 40 else now + k
                 log.append_columns(pa.array([b"%d" % (log.log_end_offset + i) + b"y" * 50 for i in range(20)]),

@@ -83,7 +83,7 @@ def test_the_jvm_reader_during_merges(spark, tmp_path):
             while not stop.is_set():
                 ends = {}
                 for p in range(2):
-                    with Log.open(root / f"t-{p}", cfg) as log:
+                    with Log.open(root / f"t-{p}", cfg, outside_commit_log=True) as log:
                         for _ in range(6):
                             start = log.log_end_offset
                             n = 300
@@ -95,7 +95,7 @@ def test_the_jvm_reader_during_merges(spark, tmp_path):
                 commits.commit("w", batch, ends)
                 batch += 1
                 for p in range(2):
-                    with Log.open(root / f"t-{p}", cfg) as log:
+                    with Log.open(root / f"t-{p}", cfg, outside_commit_log=True) as log:
                         merged[0] += len(segment_merge.merge_log(log).groups)
         except Exception as exc:   # reported by the test thread
             errors.append(exc)
@@ -137,7 +137,7 @@ def test_a_jvm_read_between_any_two_renames_of_the_swap(spark, tmp_path, monkeyp
     root = tmp_path / "root"
     cfg = {"segment.bytes": 1 << 20, "index.interval.bytes": 512}
     create_topic(root, "t", 1, cfg)
-    with Log.open(root / "t-0", cfg) as log:
+    with Log.open(root / "t-0", cfg, outside_commit_log=True) as log:
         for _ in range(3):
             start = log.log_end_offset
             log.append_columns(pa.array([b"%d" % (start + i) for i in range(200)], pa.binary()),
@@ -177,7 +177,7 @@ def test_a_jvm_read_between_any_two_renames_of_the_swap(spark, tmp_path, monkeyp
     fake = Pausing()
     monkeypatch.setattr(clean_swap, "os", fake)
     monkeypatch.setattr(recovery, "os", fake)
-    with Log.open(root / "t-0", cfg) as log:
+    with Log.open(root / "t-0", cfg, outside_commit_log=True) as log:
         res = segment_merge.merge_log(log)
     monkeypatch.undo()
     assert res.groups == [[0, 200, 400]] and fake.calls >= 12

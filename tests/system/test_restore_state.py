@@ -70,7 +70,7 @@ def sidecar_clean(root: str) -> None:
     """The sidecar's clean job (a roll first: the active segment is never cleaned)."""
     lr = LogRoot(root)
     for p in range(2):
-        with lr.open_log(TOPIC, p) as log:
+        with lr.open_log(TOPIC, p, outside_commit_log=True) as log:
             log.roll()
     result = Jobs(parse_config({"root": root}, source="test"), Metrics()).run("clean")
     assert result.ok and set(result.done) == {f"{TOPIC}-0", f"{TOPIC}-1"}, result.summary()

@@ -57,7 +57,7 @@ def _writer(root: str, phase: str) -> None:
     now = int(time.time() * 1000)
     ends = {}
     for p in range(2):
-        with Log.open(root_p / f"events-{p}", EVENTS_CFG, lock_timeout=60) as log:
+        with Log.open(root_p / f"events-{p}", EVENTS_CFG, lock_timeout=60, outside_commit_log=True) as log:
             if phase == "1":
                 for i in range(OLD + RECENT):
                     ts = now - 10 * DAY + i if i < OLD else now + i

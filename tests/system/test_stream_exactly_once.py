@@ -53,7 +53,7 @@ def write_input(root):
     create_topic(root, "in", 2, CONFIG)
     ends = {}
     for p in range(2):
-        with Log.open(root / f"in-{p}", CONFIG) as log:
+        with Log.open(root / f"in-{p}", CONFIG, outside_commit_log=True) as log:
             values = pa.array([b"in-%d-%06d" % (p, i) for i in range(ROWS_PER_PARTITION)], pa.binary())
             keys = pa.array([b"k%d" % (i % 17) for i in range(ROWS_PER_PARTITION)], pa.binary())
             log.append_columns(values, keys=keys, timestamps=1_700_000_000_000 + np.arange(ROWS_PER_PARTITION))
