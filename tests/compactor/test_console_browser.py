@@ -171,6 +171,8 @@ def test_every_console_page_against_the_files(tmp_path, s3_server, browser):
         assert rows[0].find_elements(By.TAG_NAME, "pre")[0].text == "<b>k3</b>"
         assert browser.find_element(By.ID, "next").get_attribute("href").endswith("offset=8&format=text&limit=5")
         shoot(browser, shots, "records")
+        assert sidecar.get("/console/topics/orders/0/records?limit=51")[0] == 400      # records.page.max: 50
+        assert sidecar.get("/console/topics/orders/0/records?format=html")[0] == 400
         browser.get(url(f"/console/topics/orders/2/records?timestamp={T0 + 12_500}&limit=3&format=hex"))
         rows = browser.find_elements(By.CSS_SELECTOR, "#records tr[data-offset]")
         with Log.open(root / "orders-2", TOPICS["orders"][1], readonly=True) as log:
