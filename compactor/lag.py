@@ -1,6 +1,6 @@
 """Consumer lag: the streaming queries' positions (indexer/consumer_positions.py) against the committed end.
 
-Per query and partition (docs/spec.md §9, "Consumer lag"):
+Per query and partition (docs/spec.md §9.1):
 - records behind: the partition's committed end (the sink's commit log, what readers may read) minus the
   query's position, never below 0;
 - seconds behind: now minus the timestamp of the first record at or after the query's position (the oldest

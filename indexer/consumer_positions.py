@@ -1,4 +1,4 @@
-"""Streaming queries' consumer positions: ``<root>/_seglog/consumers/<query id>.json`` (docs/spec.md §4.4).
+"""Streaming queries' consumer positions: ``<root>/_seglog/consumers/<query id>.json`` (docs/spec.md §9.1).
 
 Kafka keeps each group's committed offsets in ``__consumer_offsets``; seglog's connector keeps each
 ``readStream.format("seglog")`` query's in one small file, rewritten whole (temporary name, rename) when

@@ -24,7 +24,7 @@ import io.seglog.spark.format.RootFiles;
 import io.seglog.spark.write.QuerySessions;
 
 /**
- * A streaming query's consumer position, Kafka's {@code __consumer_offsets} idea (docs/spec.md §4.4):
+ * A streaming query's consumer position, Kafka's {@code __consumer_offsets} idea (docs/spec.md §9.1):
  * {@code <root>/_seglog/consumers/<query id>.json}, one small file per query, rewritten whole (temporary name, rename)
  * each time the offsets Spark has committed for the query's seglog source move. The sidecar turns the files into lag
  * (indexer/consumer_positions.py reads them; tests/conformance/consumer_positions.json pins the format for both).
