@@ -6,6 +6,7 @@ log: {retention.ms: 604800000}  # topic configuration (docs/spec.md §5) for eve
 topics: {events: {retention.ms: 86400000}}
 schedule: {seal.interval.ms: 10000, ...}
 http: {host: 127.0.0.1, port: 9400}
+consumer: {lag.interval.ms: 30000, idle.forget.ms: 604800000}   # streaming queries' lag (optional)
 remote: {uri: s3://bucket/prefix, endpoint: http://127.0.0.1:9000}   # tiered storage (optional)
 ```
 
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from seglog.indexer.remote.location import RemoteLocation
 
 
-SECTIONS = ("root", "log", "topics", "schedule", "http", "remote", "console")
+SECTIONS = ("root", "log", "topics", "schedule", "http", "remote", "consumer", "console")
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,21 @@ CONSOLE_RULES: Mapping[str, _IntRule] = MappingProxyType({
 CONSOLE_FLAGS: Mapping[str, bool] = MappingProxyType({"enable": True, "records.enable": False})
 
 
+# consumer: the streaming queries' positions and lag (compactor/lag.py, docs/spec.md §9): how often lag is
+# measured, and after how long without a commit a query is forgotten (Kafka's offsets.retention.minutes: 7 days).
+CONSUMER_RULES: Mapping[str, _IntRule] = MappingProxyType({
+    "lag.interval.ms": _IntRule(30_000, 10, INT32_MAX, "measure the streaming queries' lag"),
+    "idle.forget.ms": _IntRule(7 * 24 * 3600 * 1000, 1_000, 10 * 365 * 24 * 3600 * 1000,
+                               "forget a query (its position file) idle this long"),
+})
+
+
+@dataclass(frozen=True)
+class ConsumerConfig:
+    lag_interval_ms: int = 30_000
+    idle_forget_ms: int = 7 * 24 * 3600 * 1000
+
+
 @dataclass(frozen=True)
 class Schedule:
     seal_interval_ms: int
@@ -150,6 +166,7 @@ class CompactorConfig:
     http: HttpConfig
     source: str = "<config>"                    # where it came from, for messages
     remote: "RemoteLocation | None" = None      # the remote tier (docs/tiered-storage.md §1), if any
+    consumer: ConsumerConfig = ConsumerConfig()
     console: ConsoleConfig = ConsoleConfig()
     log_config: TopicConfig = field(init=False)
 
@@ -192,6 +209,16 @@ def _schedule(where: str, raw: Mapping[str, Any]) -> Schedule:
             raise _unknown(where, f"schedule.{key}", [f"schedule.{k}" for k in SCHEDULE_RULES])
         values[str(key)] = _int(where, f"schedule.{key}", value, rule.low, rule.high)
     return Schedule.from_mapping(values)
+
+
+def _consumer(where: str, raw: Mapping[str, Any]) -> ConsumerConfig:
+    values = {k: rule.default for k, rule in CONSUMER_RULES.items()}
+    for key, value in raw.items():
+        rule = CONSUMER_RULES.get(str(key))
+        if rule is None:
+            raise _unknown(where, f"consumer.{key}", [f"consumer.{k}" for k in CONSUMER_RULES])
+        values[str(key)] = _int(where, f"consumer.{key}", value, rule.low, rule.high)
+    return ConsumerConfig(**{k.replace(".", "_"): v for k, v in values.items()})
 
 
 def _http(where: str, raw: Mapping[str, Any]) -> HttpConfig:
@@ -281,6 +308,7 @@ def parse_config(raw: Any, source: str = "<config>", base_dir: Path | None = Non
         http=_http(source, _mapping(source, "http", raw.get("http"))),
         source=source,
         remote=_remote(source, raw.get("remote")),
+        consumer=_consumer(source, _mapping(source, "consumer", raw.get("consumer"))),
         console=_console(source, _mapping(source, "console", raw.get("console"))),
     )
 

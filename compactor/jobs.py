@@ -116,8 +116,43 @@ class Jobs:
 
     # -- one job over every partition --------------------------------------------------------
     def run(self, job: str) -> JobResult:
-        """Run one job ('recover', 'roll', 'seal', 'clean', 'merge', 'tier', 'retention', 'purge') over every partition."""
+        """Run one job ('recover', 'roll', 'seal', 'clean', 'merge', 'tier', 'retention', 'purge') over every
+        partition, or 'lag': the streaming queries' lag (compactor/lag.py)."""
+        if job == "lag":
+            return self.measure_lag()
         return self._over_partitions(job, (job,))
+
+    def measure_lag(self) -> JobResult:
+        """The consumer positions under the root against the committed ends, into the metrics; read-only but for
+        forgetting a query idle past consumer.idle.forget.ms. A bad position file is reported, not a failure."""
+        from seglog.compactor import lag
+
+        result = JobResult("lag")
+        start = time.monotonic()
+        configs: dict[str, TopicConfig] = {}
+
+        def open_log(topic: str, partition: int):
+            root = self._root()
+            if topic not in configs:
+                configs[topic] = self.topic_config(topic, root)
+            return root.open_log(topic, partition, config=configs[topic], readonly=True)
+
+        try:
+            view = lag.measure(self.config.root, self.clock(), self.config.consumer.idle_forget_ms, open_log)
+            self.metrics.set_consumer_lag(view.lags, len(view.invalid_files))
+            result.partitions = len(view.lags)
+        except Exception as exc:  # never kills the scheduler: counted and logged, tried again next pass
+            result.failed.append(("<consumers>", f"{type(exc).__name__}: {exc}"))
+            self.metrics.job_failures.labels("lag").inc()
+            event("job.failed", level=logging.ERROR, job="lag", root=self.config.root,
+                  error=f"{type(exc).__name__}: {exc}", exc_info=True)
+        result.duration_s = time.monotonic() - start
+        self.metrics.job_runs.labels("lag").inc()
+        self.metrics.job_duration.labels("lag").observe(result.duration_s)
+        if result.ok:
+            self.metrics.last_success.labels("lag").set(time.time())
+        event("job.finished", level=logging.DEBUG, **result.summary())
+        return result
 
     def full_pass(self) -> JobResult:
         """Every job once (roll, seal, retention, purge), opening each partition once: ``--once``."""

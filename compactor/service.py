@@ -144,6 +144,11 @@ class Service:
                 return EXIT_FAILED
         return EXIT_OK
 
+    def _intervals(self):
+        for job, key in _SCHEDULE:
+            yield job, getattr(self.config.schedule, key)
+        yield "lag", self.config.consumer.lag_interval_ms
+
     def _make_scheduler(self):
         from apscheduler.executors.pool import ThreadPoolExecutor
         from apscheduler.schedulers.background import BackgroundScheduler
@@ -155,8 +160,7 @@ class Service:
             timezone=timezone.utc,
         )
         now = datetime.now(timezone.utc)
-        for job, key in _SCHEDULE:
-            interval_ms = getattr(self.config.schedule, key)
+        for job, interval_ms in self._intervals():
             scheduler.add_job(self._run_job, IntervalTrigger(seconds=interval_ms / 1000.0, timezone=timezone.utc),
                               args=(job,), id=job, name=job, next_run_time=now)
         return scheduler
