@@ -5,6 +5,7 @@
 - ``/console/topics/{topic}``: its partitions, paged, and its size over time;
 - ``/console/topics/{topic}/{partition}``: its segments (base offset, size, state, time range, index sizes);
 - ``/console/topics/{topic}/{partition}/records``: the record browser (``console.records.enable``);
+- ``/console/consumers``: each streaming query's lag per partition, as the lag job measured it (compactor/lag.py);
 - ``/console/writers``: each writer's last committed batch, from the commit log;
 - ``/console/jobs``: the sidecar's jobs, last runs, durations, failures;
 - ``/console/charts``: size over time, from the sidecar's own samples.
@@ -77,6 +78,10 @@ def _bytes(value: int) -> str:
     return str(value)
 
 
+def _seconds(value: float) -> str:
+    return "unknown" if value is None or math.isnan(value) else f"{value:.1f} s"
+
+
 def _ratio(value: float) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:.3f}"
 
@@ -118,7 +123,7 @@ class Console:
         self.store = store
         self.env = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
                                autoescape=select_autoescape(default=True, default_for_string=True))
-        self.env.filters.update(ms=_ms, size=_bytes, ratio=_ratio, duration=_duration_ms)
+        self.env.filters.update(ms=_ms, size=_bytes, ratio=_ratio, duration=_duration_ms, seconds=_seconds)
         self._readers = anyio.CapacityLimiter(_RECORD_READERS)
 
     def routes(self) -> list[Route]:
@@ -126,7 +131,7 @@ class Console:
         pages = [("/console/topics", self.topics), ("/console/topics/{topic}", self.topic),
                  ("/console/topics/{topic}/{partition:int}", self.segments),
                  ("/console/topics/{topic}/{partition:int}/records", self.records),
-                 ("/console/writers", self.writers), ("/console/jobs", self.jobs), ("/console/charts", self.charts)]
+                 ("/console/consumers", self.consumers), ("/console/writers", self.writers), ("/console/jobs", self.jobs), ("/console/charts", self.charts)]
         return [Route("/", self.home, methods=methods), Route("/console", self.home, methods=methods),
                 Route("/console/", self.home, methods=methods),
                 *(Route(path, self._page(handler), methods=methods) for path, handler in pages)]
@@ -218,6 +223,12 @@ class Console:
         return self.html("records.html", title=f"Records of {name}-{partition}", topic=name, partition=partition,
                          result=result, fmt=fmt, limit=limit, formats=FORMATS, offset=offset, timestamp=timestamp)
 
+    async def consumers(self, request: Request) -> Response:
+        page, _ = self._paging(request, 0)
+        rows, total, invalid = self.view.consumers_page(page, self.config.page_size)
+        _, paging = self._paging(request, total)
+        return self.html("consumers.html", title="Consumers", rows=rows, paging=paging, invalid=invalid)
+
     async def writers(self, request: Request) -> Response:
         page, _ = self._paging(request, 0)
         rows, total = self.view.writers_page(page, self.config.page_size)
@@ -233,5 +244,6 @@ class Console:
         names = sorted({t for s in samples for t, _ in s.topics})[:8]
         by_topic = chart(samples, [(t, lambda s, t=t: dict(s.topics).get(t, 0)) for t in names])
         records = chart(samples, [("records", lambda s: s.records)])
-        return self.html("charts.html", title="Charts", total=total, by_topic=by_topic, records=records,
+        lag = chart(samples, [("records behind", lambda s: s.lag_records)])
+        return self.html("charts.html", title="Charts", total=total, by_topic=by_topic, records=records, lag=lag,
                          count=len(samples))

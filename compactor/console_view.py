@@ -13,7 +13,8 @@ Invariants kept here:
   pin that cost without timing it.
 - Memory is bounded by the root (one row per partition and segment, as the metrics hold) plus fixed
   rings: `JOB_RUNS_KEPT` runs per job, `samples_max` samples of at most `SAMPLE_TOPICS` topics each,
-  `FAILURES_KEPT` failures per run.
+  `FAILURES_KEPT` failures per run, `INVALID_KEPT` bad consumer position files; the consumers' lag rows
+  are what the lag job measured (one per query and partition, as its metrics hold).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from seglog.compactor.metrics import PartitionStats
 JOB_RUNS_KEPT = 20          # runs remembered per job
 FAILURES_KEPT = 20          # failed partitions remembered per run (a run may fail on thousands)
 SAMPLE_TOPICS = 8           # topics a sample keeps apart, the largest; the rest are in the totals
+INVALID_KEPT = 20           # bad consumer position files shown (the lag job logs them all)
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,7 @@ class Sample:
     remote_bytes: int
     records: int
     topics: tuple[tuple[str, int], ...]     # (topic, local + remote bytes), the largest SAMPLE_TOPICS
+    lag_records: int = 0                    # records behind, summed over the queries' partitions (last lag pass)
 
 
 @dataclass
@@ -146,6 +149,8 @@ class ConsoleView:
         self._topic_index: dict[str, int] = {}
         self._topic_parts: dict[str, list[int]] = {}
         self._writer_rows: list[WriterRow] = []
+        self._lags: list = []                   # compactor/lag.py's ConsumerLag rows, by query then partition
+        self._invalid: list[tuple[str, str]] = []
         self.rows_read = 0          # rows the queries below touched (a test's measure of a page's cost)
 
     # -- written by the jobs ---------------------------------------------------------------------
@@ -194,6 +199,13 @@ class ConsoleView:
             runs.total += 1
             runs.failed += 1 if run.failed else 0
 
+    def observe_lag(self, lags: Sequence, invalid: Sequence[tuple[str, str]]) -> None:
+        """What the lag job measured (compactor/lag.py): lag per query and partition, and the bad files."""
+        rows = sorted(lags, key=lambda x: (x.name or "", x.query_id, x.topic, x.partition))
+        with self._lock:
+            self._lags = rows
+            self._invalid = list(invalid[:INVALID_KEPT])
+
     def pass_done(self, now_ms: int) -> None:
         """Sum each topic's partitions, sort what pages slice, and take a size sample when one is due:
         O(partitions), once per pass (a pass already costs that)."""
@@ -219,7 +231,7 @@ class ConsoleView:
             self._writer_rows = writers
             last = self._samples[-1].at_ms if self._samples else None
             if last is None or now_ms - last >= self._sample_interval_ms:
-                self._samples.append(_sample(topics, now_ms))
+                self._samples.append(_sample(topics, now_ms, sum(x.records_behind for x in self._lags)))
 
     # -- read by the pages ----------------------------------------------------------------------
     def _count(self, rows: Sequence) -> None:
@@ -256,6 +268,13 @@ class ConsoleView:
             self._count(rows)
             return rows, len(self._writer_rows)
 
+    def consumers_page(self, page: int, size: int) -> tuple[list, int, list[tuple[str, str]]]:
+        """(lag rows of page `page`, how many rows, the bad position files)."""
+        with self._lock:
+            rows = self._lags[page * size:(page + 1) * size]
+            self._count(rows)
+            return rows, len(self._lags), list(self._invalid)
+
     def jobs(self) -> list[tuple[str, int, int, list[JobRun]]]:
         """(job, runs, failed runs, the last runs newest first) per job that ran, by name."""
         with self._lock:
@@ -284,8 +303,8 @@ def _summarise(topic: str, group: list[PartitionView]) -> TopicSummary:
         observed_ms=min(p.stats.observed_ms for p in group))
 
 
-def _sample(topics: list[TopicSummary], now_ms: int) -> Sample:
+def _sample(topics: list[TopicSummary], now_ms: int, lag_records: int) -> Sample:
     largest = sorted(topics, key=lambda t: t.local_bytes + t.remote_bytes, reverse=True)[:SAMPLE_TOPICS]
     return Sample(now_ms, sum(t.local_bytes for t in topics), sum(t.remote_bytes for t in topics),
                   sum(t.records for t in topics),
-                  tuple((t.topic, t.local_bytes + t.remote_bytes) for t in largest))
+                  tuple((t.topic, t.local_bytes + t.remote_bytes) for t in largest), lag_records)

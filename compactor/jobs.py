@@ -129,6 +129,7 @@ class Jobs:
 
         result = JobResult("lag")
         start = time.monotonic()
+        started_ms = self.clock()
         configs: dict[str, TopicConfig] = {}
 
         def open_log(topic: str, partition: int):
@@ -140,6 +141,8 @@ class Jobs:
         try:
             view = lag.measure(self.config.root, self.clock(), self.config.consumer.idle_forget_ms, open_log)
             self.metrics.set_consumer_lag(view.lags, len(view.invalid_files))
+            if self.view is not None:
+                self.view.observe_lag(view.lags, view.invalid_files)
             result.partitions = len(view.lags)
         except Exception as exc:  # never kills the scheduler: counted and logged, tried again next pass
             result.failed.append(("<consumers>", f"{type(exc).__name__}: {exc}"))
@@ -147,6 +150,8 @@ class Jobs:
             event("job.failed", level=logging.ERROR, job="lag", root=self.config.root,
                   error=f"{type(exc).__name__}: {exc}", exc_info=True)
         result.duration_s = time.monotonic() - start
+        if self.view is not None:
+            self.view.job_finished(result, started_ms)
         self.metrics.job_runs.labels("lag").inc()
         self.metrics.job_duration.labels("lag").observe(result.duration_s)
         if result.ok:

@@ -28,6 +28,10 @@ TOPICS = {
     "hostile": (1, dict(SMALL)),
     "archive": (1, dict(SMALL, **{"remote.storage.enable": True, "local.retention.bytes": 0, "retention.ms": -1})),
 }
+# Two streaming queries' positions, as the connector writes them (indexer/consumer_positions.py; the format is
+# pinned for both languages by tests/conformance/consumer_positions.json): one behind on orders, one caught up.
+QUERIES = {"6f1c2a3b-0000-4000-8000-00000000000a": ("billing", {"orders": {"0": 12, "1": 50, "2": 33}}),
+           "6f1c2a3b-0000-4000-8000-00000000000b": (None, {"profiles": {"0": 40}})}
 HOSTILE_VALUE = b"<script>document.title='pwned'</script>\x00\x1b[31m\xff\xfe"
 
 
@@ -59,6 +63,11 @@ def build_root(root: Path) -> None:
         commits = CommitLog(root, topic)
         commits.commit(f"query-{topic}-a", 3, ends)
         commits.commit(f"query-{topic}-b", 7, ends)
+    (root / "_seglog" / "consumers").mkdir(parents=True, exist_ok=True)
+    for query_id, (name, offsets) in QUERIES.items():
+        (root / "_seglog" / "consumers" / f"{query_id}.json").write_text(json.dumps({
+            "format": 1, "query_id": query_id, "name": name, "checkpoint": f"file:/ckpt/{query_id}/sources/0",
+            "offsets": offsets, "committed_ms": time.time_ns() // 1_000_000}))
 
 
 def write_config(path: Path, root: Path, port: int, *, remote: dict | None, **http) -> Path:
@@ -68,6 +77,7 @@ def write_config(path: Path, root: Path, port: int, *, remote: dict | None, **ht
                      "delete.check.interval.ms": 300, "clean.interval.ms": 300, "merge.interval.ms": 300,
                      "tier.interval.ms": 300, "partition.lock.timeout.ms": 100},
         "http": {"host": "127.0.0.1", "port": port, **http},
+        "consumer": {"lag.interval.ms": 300},
         "console": {"records.enable": True, "page.size": 10, "sample.interval.ms": 200, "records.page.max": 50},
         **({"remote": remote} if remote else {}),
     }))

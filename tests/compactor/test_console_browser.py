@@ -21,7 +21,7 @@ import pytest
 from seglog.indexer import Log
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.remote import metadata
-from tests.compactor.console_root import T0, TOPICS, Sidecar, build_root, free_port, write_config
+from tests.compactor.console_root import QUERIES, T0, TOPICS, Sidecar, build_root, free_port, write_config
 
 pytestmark = pytest.mark.slow
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -185,6 +185,25 @@ def test_every_console_page_against_the_files(tmp_path, s3_server, browser):
         assert [int(r.get_attribute("data-offset")) for r in rows] == [0, 1]
         assert json.loads(rows[1].find_elements(By.TAG_NAME, "pre")[1].text)["i"] == 1
 
+        # Consumers: each query's position against the committed end, from the position files and the commit log
+        def consumers_shown(d):
+            return {(r.get_attribute("data-query"), r.get_attribute("data-topic"), int(r.get_attribute("data-partition"))):
+                    (int(cell(r, "offset")), int(cell(r, "end")), int(cell(r, "behind")))
+                    for r in d.find_elements(By.CSS_SELECTOR, "#consumers tr[data-query]")}
+
+        def consumers_files():
+            out = {}
+            for query_id, (_, offsets) in QUERIES.items():
+                for topic, parts in offsets.items():
+                    ends = CommitLog(root, topic).end_offsets()
+                    for p, offset in parts.items():
+                        out[(query_id, topic, int(p))] = (offset, ends[int(p)], max(0, ends[int(p)] - offset))
+            return out
+        eventually(browser, url("/console/consumers"), consumers_shown, consumers_files, "consumers page")
+        assert consumers_shown(browser)[(next(iter(QUERIES)), "orders", 0)] == (12, 40, 28)
+        assert "billing" in browser.find_element(By.ID, "consumers").text
+        shoot(browser, shots, "consumers")
+
         # Writers: each writer's last committed batch, as the commit log holds it
         browser.get(url("/console/writers"))
         shown = {(r.get_attribute("data-topic"), r.get_attribute("data-writer")): int(cell(r, "batch"))
@@ -197,12 +216,13 @@ def test_every_console_page_against_the_files(tmp_path, s3_server, browser):
         def jobs_shown(d):
             return {t.get_attribute("data-job") for t in d.find_elements(By.CSS_SELECTOR, "table.runs")}
         eventually(browser, url("/console/jobs"), jobs_shown,
-                   lambda: {"recover", "roll", "seal", "clean", "merge", "tier", "retention", "purge"}, "jobs page")
+                   lambda: {"recover", "roll", "seal", "clean", "merge", "tier", "retention", "purge", "lag"},
+                   "jobs page")
         assert not browser.find_elements(By.CSS_SELECTOR, "td.bad"), browser.page_source[:3000]
         shoot(browser, shots, "jobs")
 
         # Charts: the sidecar's samples, drawn
-        eventually(browser, url("/console/charts"), lambda d: len(d.find_elements(By.CSS_SELECTOR, "svg polyline")) >= 3,
+        eventually(browser, url("/console/charts"), lambda d: len(d.find_elements(By.CSS_SELECTOR, "svg polyline")) >= 4,
                    lambda: True, "charts")
         shoot(browser, shots, "charts")
     finally:

@@ -14,6 +14,7 @@ from seglog.compactor.config import ConsoleConfig
 from seglog.compactor.console_app import Console
 from seglog.compactor.console_view import ConsoleView, PartitionView, SegmentRow
 from seglog.compactor.jobs import JobResult
+from seglog.compactor.lag import ConsumerLag
 from seglog.compactor.metrics import PartitionStats
 
 PAGE = 100
@@ -31,6 +32,8 @@ def view_of_10000() -> ConsoleView:
     names = [("wide", p) for p in range(5000)] + [(f"t{i:05d}", 0) for i in range(5000)]
     for topic, p in names:
         view.observe(PartitionView(stats(topic, p), segs, "delete", -1))
+    view.observe_lag([ConsumerLag(f"q{q:04d}", None, "wide", p, 5, 110 + p, 105 + p, 1.5, 9_000)
+                      for q in range(3) for p in range(1000)], [("bad.json", "not JSON")])
     for i in range(30):
         view.job_finished(JobResult("seal", partitions=10_000, failed=[(f"wide-{k}", "E") for k in range(50)]), i)
     view.pass_done(10_000)
@@ -61,7 +64,9 @@ def console():
     ("segments", "", {"topic": "wide", "partition": 4999}, "tr data-base", 2),
     ("writers", "", {}, "tr data-writer", 0),
     ("jobs", "", {}, "<tr><td>", 20),                              # the ring keeps JOB_RUNS_KEPT runs
-    ("charts", "", {}, "<polyline", 11),     # 2 + the 8 largest topics + 1
+    ("consumers", "", {}, "tr data-query", PAGE),
+    ("consumers", "page=31", {}, "tr data-query", 0),            # 3,000 rows: 30 pages
+    ("charts", "", {}, "<polyline", 12),     # 2 + the 8 largest topics + records + lag
 ])
 def test_a_page_of_10000_partitions_reads_a_page_of_rows(console, handler, query, params, rows, shown):
     console.view.rows_read = 0
