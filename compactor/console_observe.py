@@ -27,8 +27,9 @@ def partition_view(view: ConsoleView, root_path, log, stats: PartitionStats, cfg
         remote_segs = read_state(root_path, stats.topic, stats.partition).segments()
     tiered_bases = {s.base for s in remote_segs}
     local_start = segments[0].base_offset if segments else stats.log_start_offset
-    rows = [SegmentRow(s.base, s.next, s.size, "tiered", -1, s.max_ts, _file_size(s.files, "index"),
-                       _file_size(s.files, "timeindex"), True)
+    # a segment once local keeps the first timestamp read then (the remote metadata has none)
+    rows = [SegmentRow(s.base, s.next, s.size, "tiered", previous[s.base].first_timestamp if s.base in previous else -1,
+                       s.max_ts, _file_size(s.files, "index"), _file_size(s.files, "timeindex"), True)
             for s in remote_segs if s.base < local_start]
     for seg in segments:
         old = previous.get(seg.base_offset)
