@@ -8,6 +8,7 @@ schedule: {seal.interval.ms: 10000, ...}
 http: {host: 127.0.0.1, port: 9400}
 consumer: {lag.interval.ms: 30000, idle.forget.ms: 604800000}   # streaming queries' lag (optional)
 remote: {uri: s3://bucket/prefix, endpoint: http://127.0.0.1:9000}   # tiered storage (optional)
+console: {records.enable: false, page.size: 100}   # the read-only web console (compactor/console_app.py)
 ```
 
 Every problem is a ConfigError naming the file, the key (dotted: ``schedule.seal.interval.ms``), the
