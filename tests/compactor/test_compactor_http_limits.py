@@ -190,3 +190,34 @@ def test_a_request_head_sent_a_byte_at_a_time_is_dropped_at_its_deadline(sidecar
     assert closed_at is not None, "held for 12 s"
     assert closed_at - started < TIMEOUT_MS / 1000 + 3
     assert sidecar.get("/metrics") == 200
+
+
+@pytest.mark.parametrize("sidecar", [8], indirect=True)
+def test_a_client_that_never_reads_its_responses_is_dropped(sidecar):
+    """Pipelined requests whose responses are never read: the server's writes stall; past the read timeout the
+    connection is aborted (the old server's blocking send timed out alike), and its slot is free again."""
+    base_fds = min(sidecar.descriptors() for _ in range(5) if time.sleep(0.05) is None)   # settled
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(10)
+    s.connect(("127.0.0.1", sidecar.port))
+    try:
+        sent = 0
+        s.setblocking(False)
+        request = b"GET /metrics HTTP/1.1\r\nHost: sidecar\r\n\r\n"
+        started = time.monotonic()
+        while time.monotonic() - started < 0.3:
+            try:
+                sent += s.send(request * 50)
+            except BlockingIOError:
+                time.sleep(0.02)
+        assert sent > 0
+        assert max(sidecar.descriptors() for _ in range(5) if time.sleep(0.05) is None) >= base_fds + 1   # held
+        deadline = time.monotonic() + TIMEOUT_MS / 1000 + 5
+        while sidecar.descriptors() > base_fds and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert sidecar.descriptors() <= base_fds, "a stalled response held its connection"
+        assert time.monotonic() - started > TIMEOUT_MS / 1000 * 0.9     # not before its time
+    finally:
+        s.close()
+    assert sidecar.get("/metrics") == 200
