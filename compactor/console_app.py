@@ -209,9 +209,9 @@ class Console:
         offset = _int(request, "offset", None, 0, _INT64)
         timestamp = _int(request, "timestamp", None, 0, _INT64)
         limit = _int(request, "limit", min(20, self.config.records_page_max), 1, self.config.records_page_max)
-        cfg = self.topic_config(name)
 
-        def read():
+        def read():     # on a worker thread: the topic's recorded configuration is a file too
+            cfg = self.topic_config(name)
             return read_page(self.root_path, name, partition, cfg, offset=offset,
                              timestamp=timestamp if offset is None else None, limit=limit, fmt=fmt,
                              max_bytes=self.config.records_value_max_bytes, store=self.store())
