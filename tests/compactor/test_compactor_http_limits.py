@@ -221,3 +221,25 @@ def test_a_client_that_never_reads_its_responses_is_dropped(sidecar):
     finally:
         s.close()
     assert sidecar.get("/metrics") == 200
+
+
+@pytest.mark.parametrize("sidecar", [8], indirect=True)
+def test_a_request_head_past_h11s_limit_is_refused(sidecar):
+    """A 1 MiB header line: h11 buffers at most 16 KiB of an incomplete head (a head that arrives whole in one read,
+    at most asyncio's 256 KiB, is parsed), so it is answered 400 and closed, never buffered whole."""
+    s = socket.create_connection(("127.0.0.1", sidecar.port), timeout=10)
+    try:
+        try:
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: sidecar\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n")
+        except OSError:
+            pass            # closed while sending: refused all the same
+        answer = b""
+        try:
+            while chunk := s.recv(4096):
+                answer += chunk
+        except OSError:
+            pass
+    finally:
+        s.close()
+    assert answer == b"" or answer.startswith(b"HTTP/1.1 400"), answer[:200]
+    assert sidecar.get("/metrics") == 200
