@@ -6,7 +6,9 @@ log: {retention.ms: 604800000}  # topic configuration (docs/spec.md §5) for eve
 topics: {events: {retention.ms: 86400000}}
 schedule: {seal.interval.ms: 10000, ...}
 http: {host: 127.0.0.1, port: 9400}
+consumer: {lag.interval.ms: 30000, idle.forget.ms: 604800000}   # streaming queries' lag (optional)
 remote: {uri: s3://bucket/prefix, endpoint: http://127.0.0.1:9000}   # tiered storage (optional)
+console: {records.enable: false, page.size: 100}   # the read-only web console (compactor/console_app.py)
 ```
 
 Every problem is a ConfigError naming the file, the key (dotted: ``schedule.seal.interval.ms``), the
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from seglog.indexer.remote.location import RemoteLocation
 
 
-SECTIONS = ("root", "log", "topics", "schedule", "http", "remote")
+SECTIONS = ("root", "log", "topics", "schedule", "http", "remote", "consumer", "console")
 
 
 @dataclass(frozen=True)
@@ -79,9 +81,37 @@ SCHEDULE_RULES: Mapping[str, _IntRule] = MappingProxyType({
 # http: where the endpoints listen, and what bounds a client (compactor/http.py): a connection that
 # sends nothing for read.timeout.ms is closed, and past max.connections at once a new one is answered
 # 503 and closed, so slow or idle clients cannot hold threads without bound.
-HTTP_KEYS = ("host", "port", "read.timeout.ms", "max.connections")
+HTTP_KEYS = ("host", "port", "read.timeout.ms", "max.connections", "bearer.token")
 HTTP_DEFAULTS: Mapping[str, Any] = MappingProxyType({"host": "127.0.0.1", "port": 9400, "read.timeout.ms": 10_000,
-                                                     "max.connections": 64})
+                                                     "max.connections": 64, "bearer.token": None})
+# A bearer token shorter than this is guessable by a client allowed to try many times.
+TOKEN_MIN_CHARS = 16
+
+# console: the read-only web console (compactor/console_app.py). Records show data, so their browser
+# is off unless asked for; every page is paged, and the size samples are a bounded ring.
+CONSOLE_RULES: Mapping[str, _IntRule] = MappingProxyType({
+    "page.size": _IntRule(100, 10, 1000, "rows per page of topics, partitions, segments and writers"),
+    "records.page.max": _IntRule(100, 1, 1000, "records per page of the record browser, at most"),
+    "records.value.max.bytes": _IntRule(4096, 64, 1 << 20, "bytes of a key, value or header shown, at most"),
+    "samples.max": _IntRule(720, 2, 100_000, "size samples kept in memory for the charts"),
+    "sample.interval.ms": _IntRule(60_000, 100, INT32_MAX, "how often the charts' samples are taken, at least"),
+})
+CONSOLE_FLAGS: Mapping[str, bool] = MappingProxyType({"enable": True, "records.enable": False})
+
+
+# consumer: the streaming queries' positions and lag (compactor/lag.py, docs/spec.md §9): how often lag is
+# measured, and after how long without a commit a query is forgotten (Kafka's offsets.retention.minutes: 7 days).
+CONSUMER_RULES: Mapping[str, _IntRule] = MappingProxyType({
+    "lag.interval.ms": _IntRule(30_000, 10, INT32_MAX, "measure the streaming queries' lag"),
+    "idle.forget.ms": _IntRule(7 * 24 * 3600 * 1000, 1_000, 10 * 365 * 24 * 3600 * 1000,
+                               "forget a query (its position file) idle this long"),
+})
+
+
+@dataclass(frozen=True)
+class ConsumerConfig:
+    lag_interval_ms: int = 30_000
+    idle_forget_ms: int = 7 * 24 * 3600 * 1000
 
 
 @dataclass(frozen=True)
@@ -109,6 +139,23 @@ class HttpConfig:
     port: int  # 0: the operating system picks a free port (logged at start-up)
     read_timeout_ms: int = 10_000
     max_connections: int = 64
+    bearer_token: str | None = None     # None: no token asked (/healthz and /readyz never ask one)
+
+    def __repr__(self) -> str:          # the token never reaches a log line
+        token = None if self.bearer_token is None else "<redacted>"
+        return (f"HttpConfig(host={self.host!r}, port={self.port}, read_timeout_ms={self.read_timeout_ms}, "
+                f"max_connections={self.max_connections}, bearer_token={token})")
+
+
+@dataclass(frozen=True)
+class ConsoleConfig:
+    enable: bool = True
+    records_enable: bool = False
+    page_size: int = 100
+    records_page_max: int = 100
+    records_value_max_bytes: int = 4096
+    samples_max: int = 720
+    sample_interval_ms: int = 60_000
 
 
 @dataclass(frozen=True)
@@ -120,6 +167,8 @@ class CompactorConfig:
     http: HttpConfig
     source: str = "<config>"                    # where it came from, for messages
     remote: "RemoteLocation | None" = None      # the remote tier (docs/tiered-storage.md §1), if any
+    consumer: ConsumerConfig = ConsumerConfig()
+    console: ConsoleConfig = ConsoleConfig()
     log_config: TopicConfig = field(init=False)
 
     def __post_init__(self) -> None:
@@ -163,6 +212,16 @@ def _schedule(where: str, raw: Mapping[str, Any]) -> Schedule:
     return Schedule.from_mapping(values)
 
 
+def _consumer(where: str, raw: Mapping[str, Any]) -> ConsumerConfig:
+    values = {k: rule.default for k, rule in CONSUMER_RULES.items()}
+    for key, value in raw.items():
+        rule = CONSUMER_RULES.get(str(key))
+        if rule is None:
+            raise _unknown(where, f"consumer.{key}", [f"consumer.{k}" for k in CONSUMER_RULES])
+        values[str(key)] = _int(where, f"consumer.{key}", value, rule.low, rule.high)
+    return ConsumerConfig(**{k.replace(".", "_"): v for k, v in values.items()})
+
+
 def _http(where: str, raw: Mapping[str, Any]) -> HttpConfig:
     values = dict(HTTP_DEFAULTS)
     for key, value in raw.items():
@@ -176,7 +235,31 @@ def _http(where: str, raw: Mapping[str, Any]) -> HttpConfig:
     port = _int(where, "http.port", values["port"], 0, 65535)
     read_timeout_ms = _int(where, "http.read.timeout.ms", values["read.timeout.ms"], 100, 600_000)
     max_connections = _int(where, "http.max.connections", values["max.connections"], 1, 10_000)
-    return HttpConfig(host=host.strip(), port=port, read_timeout_ms=read_timeout_ms, max_connections=max_connections)
+    token = values["bearer.token"]
+    if token is not None and (not isinstance(token, str) or len(token) < TOKEN_MIN_CHARS or len(token) > 4096
+                              or not token.isascii() or not token.isprintable() or token != token.strip()):
+        # the value itself is never echoed: it is a secret, even when a bad one
+        raise ConfigError(f"{where}: 'http.bearer.token' is not allowed; allowed: printable ASCII of "
+                          f"{TOKEN_MIN_CHARS} to 4096 characters without surrounding spaces")
+    return HttpConfig(host=host.strip(), port=port, read_timeout_ms=read_timeout_ms, max_connections=max_connections,
+                      bearer_token=token)
+
+
+def _console(where: str, raw: Mapping[str, Any]) -> ConsoleConfig:
+    values: dict[str, Any] = {**CONSOLE_FLAGS, **{k: rule.default for k, rule in CONSOLE_RULES.items()}}
+    known = [f"console.{k}" for k in (*CONSOLE_FLAGS, *CONSOLE_RULES)]
+    for key, value in raw.items():
+        key = str(key)
+        if key in CONSOLE_FLAGS:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: 'console.{key}' = {shown(value)} is not allowed; allowed: true or false")
+            values[key] = value
+        elif key in CONSOLE_RULES:
+            rule = CONSOLE_RULES[key]
+            values[key] = _int(where, f"console.{key}", value, rule.low, rule.high)
+        else:
+            raise _unknown(where, f"console.{key}", known)
+    return ConsoleConfig(**{k.replace(".", "_"): v for k, v in values.items()})
 
 
 def _root(where: str, value: Any, base_dir: Path | None) -> Path:
@@ -226,6 +309,8 @@ def parse_config(raw: Any, source: str = "<config>", base_dir: Path | None = Non
         http=_http(source, _mapping(source, "http", raw.get("http"))),
         source=source,
         remote=_remote(source, raw.get("remote")),
+        consumer=_consumer(source, _mapping(source, "consumer", raw.get("consumer"))),
+        console=_console(source, _mapping(source, "console", raw.get("console"))),
     )
 
 

@@ -21,8 +21,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from seglog.compactor import partition_memo
+from seglog.compactor import console_observe, partition_memo
 from seglog.compactor.config import CompactorConfig
+from seglog.compactor.console_view import ConsoleView
 from seglog.compactor.logging import event
 from seglog.compactor.metrics import Metrics, PartitionStats, now_ms
 from seglog.conf import TopicConfig
@@ -66,9 +67,10 @@ class Jobs:
     """The jobs over one root. Thread safe to call from one scheduler thread at a time."""
 
     def __init__(self, config: CompactorConfig, metrics: Metrics, stop: threading.Event | None = None,
-                 clock: Callable[[], int] = now_ms):
+                 clock: Callable[[], int] = now_ms, view: ConsoleView | None = None):
         self.config = config
         self.metrics = metrics
+        self.view = view            # the console's view (compactor/console_view.py), fed where metrics are
         self.stop = stop or threading.Event()
         self.clock = clock
         self.lock_timeout_s = config.schedule.partition_lock_timeout_ms / 1000.0
@@ -114,8 +116,48 @@ class Jobs:
 
     # -- one job over every partition --------------------------------------------------------
     def run(self, job: str) -> JobResult:
-        """Run one job ('recover', 'roll', 'seal', 'clean', 'merge', 'tier', 'retention', 'purge') over every partition."""
+        """Run one job ('recover', 'roll', 'seal', 'clean', 'merge', 'tier', 'retention', 'purge') over every
+        partition, or 'lag': the streaming queries' lag (compactor/lag.py)."""
+        if job == "lag":
+            return self.measure_lag()
         return self._over_partitions(job, (job,))
+
+    def measure_lag(self) -> JobResult:
+        """The consumer positions under the root against the committed ends, into the metrics; read-only but for
+        forgetting a query idle past consumer.idle.forget.ms. A bad position file is reported, not a failure."""
+        from seglog.compactor import lag
+
+        result = JobResult("lag")
+        start = time.monotonic()
+        started_ms = self.clock()
+        configs: dict[str, TopicConfig] = {}
+
+        def open_log(topic: str, partition: int):
+            root = self._root()
+            if topic not in configs:
+                configs[topic] = self.topic_config(topic, root)
+            return root.open_log(topic, partition, config=configs[topic], readonly=True)
+
+        try:
+            view = lag.measure(self.config.root, self.clock(), self.config.consumer.idle_forget_ms, open_log)
+            self.metrics.set_consumer_lag(view.lags, len(view.invalid_files))
+            if self.view is not None:
+                self.view.observe_lag(view.lags, view.invalid_files)
+            result.partitions = len(view.lags)
+        except Exception as exc:  # never kills the scheduler: counted and logged, tried again next pass
+            result.failed.append(("<consumers>", f"{type(exc).__name__}: {exc}"))
+            self.metrics.job_failures.labels("lag").inc()
+            event("job.failed", level=logging.ERROR, job="lag", root=self.config.root,
+                  error=f"{type(exc).__name__}: {exc}", exc_info=True)
+        result.duration_s = time.monotonic() - start
+        if self.view is not None:
+            self.view.job_finished(result, started_ms)
+        self.metrics.job_runs.labels("lag").inc()
+        self.metrics.job_duration.labels("lag").observe(result.duration_s)
+        if result.ok:
+            self.metrics.last_success.labels("lag").set(time.time())
+        event("job.finished", level=logging.DEBUG, **result.summary())
+        return result
 
     def full_pass(self) -> JobResult:
         """Every job once (roll, seal, retention, purge), opening each partition once: ``--once``."""
@@ -125,6 +167,7 @@ class Jobs:
         steps = tuple(steps)
         result = JobResult(label)
         start = time.monotonic()
+        started_ms = self.clock()
         try:
             root = self._root() if self.config.root.is_dir() else None
             parts = sorted(root.partitions()) if root is not None else []
@@ -138,6 +181,7 @@ class Jobs:
                 try:
                     if topic not in configs:
                         configs[topic] = self.topic_config(topic, root)
+                        self._observe_commits(root, topic)
                     # `tier` concerns remote.storage.enable topics, and partitions with tiered segments of a
                     # topic switched off (KIP-950: deleted with remote.log.delete.on.disable, else refused)
                     mine = tuple(s for s in steps if s != "tier" or configs[topic].tiered
@@ -166,6 +210,8 @@ class Jobs:
                     result.done[name] = did
             if not self.stop.is_set():
                 self.metrics.forget_partitions_except(parts)
+                if self.view is not None:
+                    self.view.forget_partitions_except(parts)
                 kept = set(parts)
                 self._memos = {k: v for k, v in self._memos.items() if k in kept}
         except Exception as exc:  # the root itself could not be listed: the whole pass failed
@@ -179,6 +225,9 @@ class Jobs:
         self.metrics.job_duration.labels(label).observe(result.duration_s)
         if result.ok:
             self.metrics.last_success.labels(label).set(time.time())
+        if self.view is not None:
+            self.view.job_finished(result, started_ms)
+            self.view.pass_done(self.clock())
         level = logging.INFO if (result.done or result.failed or label in ("recover", "pass")) else logging.DEBUG
         event("job.finished", level=level, **result.summary())
         return result
@@ -265,6 +314,7 @@ class Jobs:
         segments = list(log.segments())
         stats = observe(log, topic, partition, cfg, now, segments)
         self.metrics.observe_partition(stats)
+        self._observe_view(root_path=log.path.parent, log=log, stats=stats, cfg=cfg, segments=segments, now=now)
         return partition_memo.due_times(log, segments, cfg, now, stats.retention_blocked), log.segment_bases()[-1]
 
     def _defer(self, step: str, name: str, exc: OSError, did: dict[str, Any]) -> None:
@@ -398,10 +448,32 @@ class Jobs:
         try:
             cfg = cfg or self.topic_config(topic, root)
             with root.open_log(topic, partition, config=cfg, readonly=True) as log:
-                self.metrics.observe_partition(observe(log, topic, partition, cfg, self.clock()))
+                now = self.clock()
+                stats = observe(log, topic, partition, cfg, now)
+                self.metrics.observe_partition(stats)
+                self._observe_view(root_path=root.path, log=log, stats=stats, cfg=cfg, segments=list(log.segments()),
+                                   now=now)
         except Exception as exc:  # metrics are best effort; the next pass tries again
             event("partition.observe_failed", level=logging.DEBUG, partition=_name(topic, partition),
                   error=f"{type(exc).__name__}: {exc}")
+
+    # -- the console's view (best effort: a figure the console cannot gather never fails a job) ---
+    def _observe_view(self, *, root_path, log, stats: PartitionStats, cfg: TopicConfig, segments, now: int) -> None:
+        if self.view is None:
+            return
+        try:
+            self.view.observe(console_observe.partition_view(self.view, root_path, log, stats, cfg, segments, now))
+        except Exception as exc:
+            event("console.observe_failed", level=logging.DEBUG, partition=_name(stats.topic, stats.partition),
+                  error=f"{type(exc).__name__}: {exc}")
+
+    def _observe_commits(self, root, topic: str) -> None:
+        if self.view is None:
+            return
+        try:
+            console_observe.observe_commits(self.view, root.path, topic)
+        except Exception as exc:
+            event("console.observe_failed", level=logging.DEBUG, topic=topic, error=f"{type(exc).__name__}: {exc}")
 
 
 _BESIDE_WRITER = ("clean", "merge", "tier")     # steps that work without the partition's lock (their own locks)

@@ -57,7 +57,8 @@ def setup(level: int = logging.INFO, stream: TextIO | None = None) -> None:
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonLineFormatter())
     # APScheduler warns on every coalesced or skipped run, which is by design here (max_instances=1).
-    for name, lvl in ((LOGGER_NAME, level), ("apscheduler", logging.ERROR)):
+    # uvicorn logs its start and stop at INFO, and a client's bad request at WARNING.
+    for name, lvl in ((LOGGER_NAME, level), ("apscheduler", logging.ERROR), ("uvicorn", logging.ERROR)):
         logger = logging.getLogger(name)
         if _handler is not None:
             logger.removeHandler(_handler)

@@ -2,7 +2,8 @@
 
 Per partition (labels topic, partition), from the last time a job looked at it: segments, bytes,
 log start and end offsets, largest timestamp, the oldest segment's largest timestamp, retention lag,
-retention blocked, unsealed inactive segments. Per job (label job): durations, runs, failures,
+retention blocked, unsealed inactive segments. Per streaming query and partition (labels query_id,
+query_name, topic, partition): its position and lag (compactor/lag.py). Per job (label job): durations, runs, failures,
 partitions skipped because the sink held their lock, and what the jobs did.
 
 Each Metrics owns its CollectorRegistry, so several services (tests) never share counters.
@@ -19,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-JOBS = ("recover", "roll", "seal", "clean", "merge", "tier", "retention", "purge")
+JOBS = ("recover", "roll", "seal", "clean", "merge", "tier", "retention", "purge", "lag")
 
 # Jobs are file operations over many partitions: milliseconds to minutes.
 _DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, float("inf"))
@@ -91,11 +92,47 @@ class _PartitionCollector(Collector):
             yield family
 
 
+class _ConsumerCollector(Collector):
+    """Consumer lag per query and partition (compactor/lag.py), as the last lag pass measured it."""
+
+    def __init__(self, store: "Metrics"):
+        self._store = store
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        lags, invalid = self._store.consumer_lag()
+        labels = ["query_id", "query_name", "topic", "partition"]
+        spec: tuple[tuple[str, str, object], ...] = (
+            ("seglog_consumer_offset", "The streaming query's committed position: the next offset it reads",
+             lambda c: c.offset),
+            ("seglog_consumer_lag_records", "Records between the query's position and the partition's committed end",
+             lambda c: c.records_behind),
+            ("seglog_consumer_lag_seconds",
+             "Now - the timestamp of the first record the query has not processed (0: caught up; NaN: unreadable)",
+             lambda c: c.seconds_behind),
+        )
+        for name, doc, getter in spec:
+            family = GaugeMetricFamily(name, doc, labels=labels)
+            for c in lags:
+                family.add_metric([c.query_id, c.name or "", c.topic, str(c.partition)], float(getter(c)))  # type: ignore[operator]
+            yield family
+        committed = GaugeMetricFamily("seglog_consumer_committed_timestamp_seconds",
+                                      "When the query last committed its position (the driver's clock)",
+                                      labels=["query_id", "query_name"])
+        for query_id, name, ms in sorted({(c.query_id, c.name or "", c.committed_ms) for c in lags}):
+            committed.add_metric([query_id, name], ms / 1000.0)
+        yield committed
+        yield GaugeMetricFamily("seglog_consumer_position_files_invalid",
+                                "Consumer position files the last lag pass could not read (named in its log)",
+                                value=float(invalid))
+
+
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._lock = threading.Lock()
         self._partitions: dict[tuple[str, int], PartitionStats] = {}
+        self._consumer_lag: tuple = ()
+        self._invalid_positions = 0
         r = self.registry
         self.job_duration = Histogram("seglog_compactor_job_duration_seconds", "Duration of one job pass",
                                       ["job"], registry=r, buckets=_DURATION_BUCKETS)
@@ -140,6 +177,7 @@ class Metrics:
             self.partitions_skipped.labels(job)
             self.partitions_unchanged.labels(job)
         r.register(_PartitionCollector(self))
+        r.register(_ConsumerCollector(self))
 
     def observe_partition(self, stats: PartitionStats) -> None:
         with self._lock:
@@ -163,6 +201,16 @@ class Metrics:
     def partition_stats(self) -> list[PartitionStats]:
         with self._lock:
             return sorted(self._partitions.values(), key=lambda s: (s.topic, s.partition))
+
+    def set_consumer_lag(self, lags: Iterable, invalid_files: int) -> None:
+        """What the last lag pass measured (compactor/lag.py's ConsumerLag rows): replaces the previous view."""
+        with self._lock:
+            self._consumer_lag = tuple(lags)
+            self._invalid_positions = invalid_files
+
+    def consumer_lag(self) -> tuple[tuple, int]:
+        with self._lock:
+            return self._consumer_lag, self._invalid_positions
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

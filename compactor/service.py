@@ -2,7 +2,7 @@
 
 Life of a sidecar:
 1. parse and validate the configuration (a bad file stops it here, naming the key);
-2. serve ``/healthz``, ``/readyz``, ``/metrics``;
+2. serve ``/healthz``, ``/readyz``, ``/metrics`` and the read-only console (compactor/http.py);
 3. take the root's leader lock, retrying; a sidecar that is not the leader does no work and is not ready;
 4. recover every partition (opening a writable Log runs recovery), then report ready;
 5. run the jobs on an APScheduler BackgroundScheduler: one worker thread, so jobs never race each
@@ -27,6 +27,7 @@ from typing import Sequence
 
 from seglog.compactor import logging as jlog
 from seglog.compactor.config import CompactorConfig, load_config
+from seglog.compactor.console_view import ConsoleView
 from seglog.compactor.http import EndpointServer
 from seglog.compactor.jobs import Jobs, JobResult
 from seglog.compactor.leader import LeaderLock
@@ -59,7 +60,9 @@ class Service:
         self.metrics = Metrics()
         self.stop_event = threading.Event()
         self.leader = LeaderLock(config.root)
-        self.jobs = Jobs(config, self.metrics, self.stop_event)
+        c = config.console
+        self.view = ConsoleView(c.samples_max, c.sample_interval_ms) if c.enable else None
+        self.jobs = Jobs(config, self.metrics, self.stop_event, view=self.view)
         self.scheduler = None
         self.recovered = False
         self.http: EndpointServer | None = None
@@ -93,11 +96,19 @@ class Service:
 
     def start_http(self) -> None:
         h = self.config.http
+        console = None
+        if self.view is not None:
+            from seglog.compactor.console_app import Console
+
+            console = Console(self.view, self.config.console, self.config.root, self.jobs.topic_config,
+                              store=self.jobs.store)
         self.http = EndpointServer(h.host, h.port, self.health, self.ready, self.metrics.render,
-                                   read_timeout_s=h.read_timeout_ms / 1000, max_connections=h.max_connections)
+                                   read_timeout_s=h.read_timeout_ms / 1000, max_connections=h.max_connections,
+                                   bearer_token=h.bearer_token, console_routes=console.routes() if console else None)
         self.http.start()
         host, port = self.http.address
-        event("http.listening", host=host, port=port, paths=["/healthz", "/readyz", "/metrics"])
+        event("http.listening", host=host, port=port, bearer_token=h.bearer_token is not None,
+              paths=["/healthz", "/readyz", "/metrics"] + (["/console/"] if console else []))
 
     def serve(self) -> int:
         """Run until stop is requested. Returns the exit code."""
@@ -133,6 +144,11 @@ class Service:
                 return EXIT_FAILED
         return EXIT_OK
 
+    def _intervals(self):
+        for job, key in _SCHEDULE:
+            yield job, getattr(self.config.schedule, key)
+        yield "lag", self.config.consumer.lag_interval_ms
+
     def _make_scheduler(self):
         from apscheduler.executors.pool import ThreadPoolExecutor
         from apscheduler.schedulers.background import BackgroundScheduler
@@ -144,8 +160,7 @@ class Service:
             timezone=timezone.utc,
         )
         now = datetime.now(timezone.utc)
-        for job, key in _SCHEDULE:
-            interval_ms = getattr(self.config.schedule, key)
+        for job, interval_ms in self._intervals():
             scheduler.add_job(self._run_job, IntervalTrigger(seconds=interval_ms / 1000.0, timezone=timezone.utc),
                               args=(job,), id=job, name=job, next_run_time=now)
         return scheduler

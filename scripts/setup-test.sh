@@ -2,7 +2,8 @@
 # Everything the tests and benchmarks need on top of scripts/setup.sh: the test and bench extras,
 # Kafka's jars (the format judge), Delta's jars (the baseline), S3A's jars (format("seglog") on an s3a://
 # remote tier), Azurite (the abfs:// remote tier, through npm), fake-gcs-server (the gs:// remote tier, a Go
-# build of 3 to 4 minutes the first time) and Helm (the chart checks).
+# build of 3 to 4 minutes the first time), Helm (the chart checks) and Debian's chromium with its
+# chromedriver (the console's browser tests; installed through apt-get when running as root).
 # Idempotent. Needs Python 3.10+, Java 17+ with Maven, npm and Go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,4 +15,5 @@ bash scripts/s3a-jars.sh
 bash scripts/azurite.sh
 bash scripts/fake-gcs-server.sh
 bash .ci/helm.sh > /dev/null
+bash scripts/chromium.sh
 echo "seglog's test set-up is complete"

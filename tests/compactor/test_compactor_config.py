@@ -46,6 +46,7 @@ def test_defaults_for_missing_sections():
     assert c.schedule.seal_interval_ms == SCHEDULE_RULES["seal.interval.ms"].default
     assert c.schedule.partition_lock_timeout_ms == 500
     assert c.log_config == TOPIC_DEFAULTS
+    assert (c.consumer.lag_interval_ms, c.consumer.idle_forget_ms) == (30_000, 7 * 86_400_000)
 
 
 @pytest.mark.parametrize("raw, expected", [
@@ -56,6 +57,8 @@ def test_defaults_for_missing_sections():
     ({"root": "/r", "schedule": {"seal.intervall.ms": 5}},
      ["'schedule.seal.intervall.ms'", "did you mean 'schedule.seal.interval.ms'"]),
     ({"root": "/r", "http": {"prot": 80}}, ["'http.prot'", "did you mean 'http.port'"]),
+    ({"root": "/r", "consumer": {"idle.forget.msec": 5}},
+     ["'consumer.idle.forget.msec'", "did you mean 'consumer.idle.forget.ms'"]),
 ])
 def test_unknown_keys_name_the_nearest(raw, expected):
     msg = refused(raw)
@@ -75,6 +78,9 @@ def test_unknown_keys_name_the_nearest(raw, expected):
     ({"root": "/r", "http": {"port": 70000}}, ["'http.port' = 70000", "0 to 65535"]),
     ({"root": "/r", "http": {"port": "http"}}, ["'http.port'", "not an integer"]),
     ({"root": "/r", "http": {"host": ""}}, ["'http.host'"]),
+    ({"root": "/r", "consumer": {"idle.forget.ms": 0}}, ["'consumer.idle.forget.ms' = 0", "out of range"]),
+    ({"root": "/r", "consumer": {"lag.interval.ms": "soon"}}, ["'consumer.lag.interval.ms'", "not an integer"]),
+    ({"root": "/r", "consumer": 7}, ["'consumer'", "not a mapping"]),
     ({"root": "/r", "log": {"retention.ms": "a week"}}, ["'retention.ms'", "not an integer"]),
     ({"root": "/r", "log": {"segment.bytes": 10}}, ["'segment.bytes' = 10", "out of range"]),
     ({"root": "/r", "topics": {"events": {"message.timestamp.type": "Now"}}}, ["topics.events", "CreateTime"]),

@@ -79,6 +79,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
     private final IntSupplier cores;
     private final LogLooks looks = LogLooks.kept();
     private final Map<TopicPartition, TransactionFates> fates = new ConcurrentHashMap<>();   // read_committed
+    private final ConsumerPositions positions;
 
     SeglogMicroBatchStream(ReadOptions opts, String checkpointLocation) {
         this(opts, checkpointLocation, () -> SparkSession.active().sparkContext().hadoopConfiguration(), SeglogScan::cores);
@@ -97,6 +98,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
         this.checkpoint = checkpointLocation;
         this.hadoopConf = hadoopConf;
         this.cores = cores;
+        this.positions = new ConsumerPositions(opts.root, checkpointLocation);
         Map<String, String> raw = opts.raw;
         for (String bad : new String[] {"endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp"}) {
             if (raw.containsKey(bad)) {
@@ -413,9 +415,11 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
         return SeglogSourceOffset.fromJson(json);
     }
 
+    /** Nothing to release (the log is read in place, and retention does not wait for readers): Spark has processed
+     *  everything before {@code end}, the query's consumer position (ConsumerPositions). */
     @Override
     public void commit(Offset end) {
-        // Nothing to release: the log is read in place, and retention does not wait for readers.
+        positions.record((SeglogSourceOffset) end, clock.getAsLong());
     }
 
     @Override
@@ -428,8 +432,12 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
     public Map<String, String> metrics(Optional<Offset> latestConsumedOffset) {
         Map<String, String> out = new HashMap<>();
         out.put(DataLoss.METRIC, String.valueOf(skipped.get()));
-        if (latestConsumedOffset.isEmpty() || lastLatest == null) return out;
+        if (latestConsumedOffset.isEmpty()) return out;
         SeglogSourceOffset consumed = (SeglogSourceOffset) latestConsumedOffset.get();
+        // Spark reports progress once the trigger's batch is committed (its commit log written): the batch's end is
+        // the query's position now. commit(end) alone would lag a batch: Spark calls it when the next batch starts.
+        positions.record(consumed, clock.getAsLong());
+        if (lastLatest == null) return out;
         long min = Long.MAX_VALUE, max = 0, sum = 0, n = 0;
         for (Map.Entry<String, TreeMap<Integer, Long>> t : lastLatest.offsets.entrySet()) {
             for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {

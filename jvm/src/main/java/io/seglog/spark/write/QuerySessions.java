@@ -31,7 +31,7 @@ import org.apache.spark.sql.execution.SQLExecution;
  * </ul>
  * Any of them missing (a Spark that changed them) reads as "not found": the caller then refuses, never guesses.
  */
-final class QuerySessions {
+public final class QuerySessions {
     private static final int MAX_PLAN_NODES = 100_000;   // a plan is the user's: bounded walk
 
     private QuerySessions() {}
@@ -49,6 +49,23 @@ final class QuerySessions {
             return Map.of();
         }
         return out;
+    }
+
+    /** The name of the active streaming query {@code queryId} (its {@code StreamExecution.name}), null when it has
+     *  none or the query is not found (ConsumerPositions records it beside the id, which alone identifies it). */
+    public static String queryName(String queryId) {
+        try {
+            Object shared = call(SparkSession.active(), "sharedState");
+            for (Map.Entry<?, ?> e : ((Map<?, ?>) call(shared, "activeStreamingQueries")).entrySet()) {
+                if (e.getKey().toString().equals(queryId)) {
+                    Object name = call(e.getValue(), "name");
+                    return name instanceof String ? (String) name : null;
+                }
+            }
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            // not found: the id alone
+        }
+        return null;
     }
 
     /**

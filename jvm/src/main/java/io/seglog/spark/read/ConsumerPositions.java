@@ -1,0 +1,144 @@
+package io.seglog.spark.read;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Pattern;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.spark.sql.SparkSession;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import io.seglog.spark.format.AtomicFile;
+import io.seglog.spark.format.GroupShared;
+import io.seglog.spark.format.RootFiles;
+import io.seglog.spark.write.QuerySessions;
+
+/**
+ * A streaming query's consumer position, Kafka's {@code __consumer_offsets} idea (docs/spec.md §9.1):
+ * {@code <root>/_seglog/consumers/<query id>.json}, one small file per query, rewritten whole (temporary name, rename)
+ * each time the offsets Spark has committed for the query's seglog source move. The sidecar turns the files into lag
+ * (indexer/consumer_positions.py reads them; tests/conformance/consumer_positions.json pins the format for both).
+ *
+ * <p>Best effort: nothing here ever fails the query; a fault is logged once per stream. Identity is known, never
+ * guessed: the query id is the local property Spark sets on the query's stream thread ({@code sql.streaming.queryId},
+ * the thread that calls {@code commit} and {@code metrics}); without it nothing is written. A second seglog source
+ * of one query over the same root (another checkpoint location) finds the file holding the first's and writes
+ * nothing: one file per query, never two sources' positions mixed.
+ */
+final class ConsumerPositions {
+    static final int FORMAT = 1;
+    /** The largest file either side writes or reads (indexer/consumer_positions.py's MAX_FILE_BYTES). */
+    static final int MAX_FILE_BYTES = 1 << 20;
+    static final String QUERY_ID_PROPERTY = "sql.streaming.queryId";
+    private static final Pattern QUERY_ID = Pattern.compile("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Logger LOG = LoggerFactory.getLogger(ConsumerPositions.class);
+
+    private final Path root;
+    private final String checkpoint;
+    private SeglogSourceOffset written;     // the offsets last written: an unchanged position is not rewritten
+    private boolean told;                   // a fault is logged once per stream
+
+    ConsumerPositions(String root, String checkpoint) {
+        this.root = Paths.get(root);
+        this.checkpoint = checkpoint;
+    }
+
+    /** The offsets Spark committed for this source (everything before them is processed), now. */
+    synchronized void record(SeglogSourceOffset committed, long nowMs) {
+        if (committed == null || committed.equals(written)) return;
+        try {
+            String queryId = queryId();
+            if (queryId == null) {
+                tell("the streaming query's id is not known on this thread (no " + QUERY_ID_PROPERTY
+                    + " local property): its consumer position is not recorded");
+                return;
+            }
+            Path dir = root.resolve("_seglog").resolve("consumers");
+            RootFiles.refuseSymlink(root.resolve("_seglog"));
+            RootFiles.refuseSymlink(dir);
+            GroupShared.createDirectories(dir);
+            Path file = dir.resolve(queryId + ".json");
+            String other = otherCheckpoint(file);
+            if (other != null) {
+                tell("query " + queryId + " has another seglog source over " + root + " (checkpoint " + other
+                    + "): the position of " + checkpoint + " is not recorded");
+                return;
+            }
+            byte[] data = render(queryId, QuerySessions.queryName(queryId), checkpoint, committed.offsets, nowMs)
+                .getBytes(StandardCharsets.UTF_8);
+            if (data.length > MAX_FILE_BYTES) {
+                tell("the consumer position of query " + queryId + " would take " + data.length + " bytes, over "
+                    + MAX_FILE_BYTES + ": not recorded");
+                return;
+            }
+            AtomicFile.write(file, data);
+            written = committed;
+        } catch (IOException | RuntimeException e) {
+            tell("recording the consumer position under " + root + " failed: " + e);
+        }
+    }
+
+    /** The file's text: the one shape tests/conformance/consumer_positions.json pins. */
+    static String render(String queryId, String name, String checkpoint, Map<String, ? extends Map<Integer, Long>> offsets,
+                         long committedMs) {
+        ObjectNode doc = JSON.createObjectNode();
+        doc.put("format", FORMAT);
+        doc.put("query_id", queryId);
+        if (name == null) doc.putNull("name"); else doc.put("name", name);
+        doc.put("checkpoint", checkpoint);
+        ObjectNode topics = doc.putObject("offsets");
+        for (Map.Entry<String, ? extends Map<Integer, Long>> t : new TreeMap<>(offsets).entrySet()) {
+            ObjectNode parts = topics.putObject(t.getKey());
+            for (Map.Entry<Integer, Long> p : new TreeMap<>(t.getValue()).entrySet()) {
+                parts.put(String.valueOf(p.getKey()), p.getValue());
+            }
+        }
+        doc.put("committed_ms", committedMs);
+        return doc.toString();
+    }
+
+    /** The query id Spark set on this (the stream's) thread, when it is one. */
+    private static String queryId() {
+        SparkSession session;
+        try {
+            session = SparkSession.active();
+        } catch (IllegalStateException e) {
+            return null;
+        }
+        String id = session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY);
+        return id != null && QUERY_ID.matcher(id).matches() ? id : null;
+    }
+
+    /** The checkpoint location the existing file records when it is another source's; null when it is ours,
+     *  absent or unreadable (then it is rewritten). */
+    private String otherCheckpoint(Path file) throws IOException {
+        if (!Files.exists(file, LinkOption.NOFOLLOW_LINKS) || Files.isSymbolicLink(file)
+                || Files.size(file) > MAX_FILE_BYTES) {
+            return null;
+        }
+        try {
+            JsonNode doc = JSON.readTree(Files.readAllBytes(file));
+            JsonNode cp = doc == null ? null : doc.get("checkpoint");
+            return cp != null && cp.isTextual() && !cp.asText().equals(checkpoint) ? cp.asText() : null;
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    private void tell(String what) {
+        if (told) return;
+        told = true;
+        LOG.warn("seglog source: {}", what);
+    }
+}

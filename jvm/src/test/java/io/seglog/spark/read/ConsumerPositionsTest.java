@@ -1,0 +1,37 @@
+package io.seglog.spark.read;
+
+import io.seglog.spark.ConformanceVectors;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+
+import java.util.Map;
+import java.util.TreeMap;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The consumer position file the connector writes, against tests/conformance/consumer_positions.json: each valid
+ * vector's position renders to its text byte for byte, the text indexer/consumer_positions.py parses back to the
+ * same position (tests/conformance/test_consumer_position_vectors.py): one format, both languages.
+ */
+class ConsumerPositionsTest {
+    @Test
+    void rendersEachPositionAsTheVectorsSay() {
+        JsonNode cases = ConformanceVectors.read("consumer_positions.json").get("valid");
+        assertFalse(cases.isEmpty());
+        for (JsonNode c : cases) {
+            JsonNode p = c.get("position");
+            Map<String, TreeMap<Integer, Long>> offsets = new TreeMap<>();
+            for (JsonNode o : p.get("offsets")) {
+                offsets.computeIfAbsent(o.get(0).asText(), k -> new TreeMap<>()).put(o.get(1).asInt(), o.get(2).asLong());
+            }
+            String name = p.get("name").isNull() ? null : p.get("name").asText();
+            String got = ConsumerPositions.render(p.get("query_id").asText(), name, p.get("checkpoint").asText(), offsets,
+                p.get("committed_ms").asLong());
+            assertEquals(c.get("text").asText(), got, c.get("file_name").asText());
+            assertEquals(c.get("file_name").asText(), p.get("query_id").asText() + ".json");
+        }
+    }
+}
