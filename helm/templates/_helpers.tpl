@@ -70,7 +70,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- fail (printf "config.root (%s) must be under persistence.mountPath (%s): the sidecar works on the mounted volume" $root $mount) }}
 {{- end }}
 {{- $cfg := dict "root" $root "log" (default dict .Values.config.log) "topics" (default dict .Values.config.topics) "schedule" (default dict .Values.config.schedule) "http" (dict "host" "0.0.0.0" "port" (int .Values.http.port)) }}
+{{- with .Values.config.consumer }}{{- $_ := set $cfg "consumer" . }}{{- end }}
 {{- toYaml $cfg }}
+{{- end }}
+
+{{/* The labels of the sidecar's own monitoring objects' selectors: the job Prometheus gives its targets
+     (the Service's name, through the ServiceMonitor) and the release's namespace. */}}
+{{- define "seglog.promSelector" -}}
+job="{{ include "seglog.fullname" . }}", namespace="{{ .Release.Namespace }}"
 {{- end }}
 
 {{/* The pod-level security context of Spark's pods (the driver and executor templates): the volume's

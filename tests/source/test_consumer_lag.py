@@ -93,3 +93,27 @@ def test_a_query_records_its_position_and_the_sidecar_exports_its_lag(spark, tmp
     run_query(spark, root, out, cp, "orders_lag")
     assert dict(read_consumer_positions(root)[0].offsets) == {("m", 0): 450, ("m", 1): 200}
     assert os.path.exists(garbage)      # never touched by the sidecar: a bad file is reported, not removed
+
+
+def test_two_seglog_sources_of_one_query_never_mix_in_one_file(spark, tmp_path):
+    """One file per query: a second seglog source over the same root finds the first's checkpoint there and writes
+    nothing (logged), so the file holds one source's offsets, whole, never two sources' mixed."""
+    root, out, cp = tmp_path / "root", tmp_path / "out", tmp_path / "cp"
+    append(root, "a", 0, 30)
+    append(root, "b", 0, 20)
+
+    def src(topic):
+        return (spark.readStream.format("seglog").option("topic", topic).option("startingOffsets", "earliest")
+                .load(str(root)).select("topic", "offset"))
+
+    q = (src("a").unionByName(src("b")).writeStream.format("parquet").option("path", str(out))
+         .option("checkpointLocation", str(cp)).trigger(availableNow=True).start())
+    q.awaitTermination(180)
+    assert q.exception() is None, str(q.exception())
+    positions = read_consumer_positions(root)
+    assert [p.query_id for p in positions] == [q.id]
+    (pos,) = positions
+    source = pos.checkpoint.rstrip("/").rsplit("/", 1)[1]
+    assert source in ("0", "1")
+    ends = {"a": {("a", 0): 30}, "b": {("b", 0): 20}}
+    assert dict(pos.offsets) in ends.values()

@@ -84,7 +84,7 @@ final class ConsumerPositions {
             }
             AtomicFile.write(file, data);
             written = committed;
-        } catch (IOException | RuntimeException e) {
+        } catch (Exception e) {     // Scala throws checked exceptions undeclared (SparkException): all are caught
             tell("recording the consumer position under " + root + " failed: " + e);
         }
     }
@@ -113,7 +113,7 @@ final class ConsumerPositions {
         SparkSession session;
         try {
             session = SparkSession.active();
-        } catch (IllegalStateException e) {
+        } catch (Exception e) {     // none active: Spark 4 throws SparkException (undeclared), 3.5 IllegalStateException
             return null;
         }
         String id = session.sparkContext().getLocalProperty(QUERY_ID_PROPERTY);

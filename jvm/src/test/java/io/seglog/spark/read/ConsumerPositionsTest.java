@@ -5,11 +5,14 @@ import io.seglog.spark.ConformanceVectors;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.TreeMap;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The consumer position file the connector writes, against tests/conformance/consumer_positions.json: each valid
@@ -33,5 +36,14 @@ class ConsumerPositionsTest {
             assertEquals(c.get("text").asText(), got, c.get("file_name").asText());
             assertEquals(c.get("file_name").asText(), p.get("query_id").asText() + ".json");
         }
+    }
+
+    /** Identity is known, never guessed: off a streaming query's thread (no sql.streaming.queryId) nothing is
+     *  written, and nothing is thrown (best effort: a position never fails the query). */
+    @Test
+    void writesNothingWithoutAQueryIdAndNeverThrows(@TempDir Path root) {
+        ConsumerPositions positions = new ConsumerPositions(root.toString(), "file:/cp/sources/0");
+        positions.record(new SeglogSourceOffset(Map.of("t", Map.of(0, 5L))), 1L);
+        assertFalse(Files.exists(root.resolve("_seglog").resolve("consumers")));
     }
 }
