@@ -56,11 +56,11 @@ def test_task_packing_as_the_vectors_say(case):
 @pytest.mark.parametrize("case", vectors("timestamp_bounds.json"), ids=lambda c: c["why"])
 def test_timestamp_bounds_as_the_vectors_say(case):
     from seglog.errors import TimestampOutOfRangeError
-    from seglog.indexer.log import _check_time_difference
+    from seglog.indexer.log import check_time_difference
 
     ts = np.array([case["ts"]], dtype=np.int64)
     try:
-        _check_time_difference(ts, case["now"], case["before"], case["after"], 0)
+        check_time_difference(ts, case["now"], case["before"], case["after"], 0)
         broken = None
     except TimestampOutOfRangeError as e:
         broken = next(w.rstrip(";") for w in str(e).split() if w.startswith("message.timestamp."))

@@ -10,7 +10,7 @@ import io.seglog.spark.ConformanceVectors;
 
 /**
  * message.timestamp.before/after.max.ms ({@link StageConfig#timeLimitBroken}) against
- * tests/conformance/timestamp_bounds.json, the vectors the Python core's _check_time_difference is held to as well
+ * tests/conformance/timestamp_bounds.json, the vectors the Python core's check_time_difference is held to as well
  * (tests/conformance/test_twin_vectors.py).
  */
 class TimestampBoundsVectorsTest {
