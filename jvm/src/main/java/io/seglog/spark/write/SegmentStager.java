@@ -180,7 +180,7 @@ final class SegmentStager {
         ByteBuffer out = encoder.finish(0, 0);
         int batchSize = out.remaining();
         if (batchSize > cfg.maxMessageBytes) {
-            throw new IllegalArgumentException("seglog RecordTooLargeError: a record (key " + showKey(firstKeyNull ? null : firstKey)
+            throw new RecordTooLargeException("seglog RecordTooLargeError: a record (key " + showKey(firstKeyNull ? null : firstKey)
                     + ") encodes to a batch of " + batchSize + " bytes, more than max.message.bytes=" + cfg.maxMessageBytes);
         }
         long batchMax = encoder.maxTimestamp();
