@@ -6,7 +6,8 @@ one cannot turn a typed error into a generic one. The class reaches Python insid
 cause: in classic PySpark as py4j's `java_exception` (its `getCause()` chain, each link's
 `getClass().getName()`); under Spark Connect as the server-side cause chain pyspark's client keeps in
 `SparkConnectGrpcException.getStackTrace()` (one `Caused by: <class>: <message>` line per cause, rendered from
-the error details' `error_type_hierarchy`, not from seglog's text). The outermost seglog class in the chain is
+the error details' `error_type_hierarchy`, not from seglog's text; pyspark 3.5's client appends the same lines to
+the message after `JVM stacktrace:`). The outermost seglog class in the chain is
 the refusal; its message is the error's message. tests/sink/test_write_error_classes.py writes each.
 """
 from __future__ import annotations
@@ -32,6 +33,7 @@ JAVA_CLASSES: dict[str, type[SeglogError]] = {
 }
 MAX_CAUSES = 32   # a cause chain is a few links; a cycle or a hostile depth stops here
 _CAUSED_BY = re.compile(r"^Caused by: ([\w.$]+)(?:: (.*))?$", re.M)
+_JVM_STACK = "JVM stacktrace:\n"
 _ROOT = re.compile(r"^([\w.$]+)(?:: (.*))?$")
 _KIND_PREFIX = re.compile(r"^seglog (?:[A-Za-z]+Error|write): ")   # the jar's messages name the kind for Java readers
 
@@ -57,6 +59,8 @@ def java_chain(exc: BaseException) -> list[tuple[str, str]]:
             return []
     get_stack = getattr(exc, "getStackTrace", None)           # Spark Connect's SparkConnectGrpcException
     stack = get_stack() if callable(get_stack) else None
+    if not stack and _JVM_STACK in str(exc):                  # pyspark 3.5's Connect client: the same lines, in the text
+        stack = str(exc).split(_JVM_STACK, 1)[1]
     if not stack:
         return []
     chain = []
