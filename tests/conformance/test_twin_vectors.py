@@ -103,3 +103,11 @@ def test_roll_rule_as_the_vectors_say(case, tmp_path):
     finally:
         seg.close()
     assert got is case["rolls"], case["why"]
+
+
+# --------------------------------------------------------------------------------------- murmur2 partition
+@pytest.mark.parametrize("case", vectors("murmur2.json"), ids=lambda c: f"{c['key'][:16]}%{c['partitions']}")
+def test_murmur2_partition_as_the_vectors_say(case):
+    from tests.oracles.partitioner import partition_for_key
+
+    assert partition_for_key(bytes.fromhex(case["key"]), case["partitions"]) == case["partition"]
