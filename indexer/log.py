@@ -306,7 +306,7 @@ class Log:
         ts = _timestamps_ms(timestamps, n, now)
         log_append_time = self.config.log_append_time
         if not log_append_time:
-            _check_time_difference(ts, now, self.config["message.timestamp.before.max.ms"],
+            check_time_difference(ts, now, self.config["message.timestamp.before.max.ms"],
                                    self.config["message.timestamp.after.max.ms"], self.log_end_offset)
         base = self.log_end_offset
         if self.config.compacted:
@@ -393,7 +393,7 @@ class Log:
 
     # ------------------------------------------------------------------ batches and segments written elsewhere
     def append_encoded(self, enc: EncodedBatches, now: int | None = None) -> None:
-        """Append batches encoded elsewhere (the sink's JVM writer, indexer/staged.py), their base
+        """Append batches encoded elsewhere (the sink's JVM writer; tests/oracles/staged.py, its reference), their base
         offsets already from `log_end_offset` on: uncompressed ones get the topic's codec, batches
         already in the topic's codec (the JVM writer compresses as compress_encoded does) are
         kept as they are, never compressed twice; then the partition's leader epoch and the roll
@@ -418,49 +418,6 @@ class Log:
         enc = self._with_leader_epoch(enc)
         self._dirty = True
         self._write_batches(enc, now_ms() if now is None else now)
-
-    def takes_whole_segments(self, codec: int) -> bool:
-        """Whether `adopt_segments` may take segments whose batches are in `codec`: the topic's own
-        (what `append_columns` would write). The leader epoch is no bar: the publisher writes
-        `write_leader_epoch()` into every batch (outside the CRC) before the rename."""
-        self._check_writable()
-        return codec == topic_codec(self.config["compression.type"])
-
-    def adopt_segments(self, segments: Sequence[tuple[Mapping[str, str], int]]) -> list[int]:
-        """Put finished segments written elsewhere at the log end, by rename, in order: each item maps
-        `.log`, `.index`, `.timeindex` to paths, with its record count; its batches already carry
-        their real base offsets (from `log_end_offset` on, dense) and are fsynced with both indexes,
-        which are relative to that base. Every one but the last must be sealed (docs/spec.md §2.5:
-        seal entry, trimmed indexes): they go in as sealed segments, never opened; the last becomes
-        the active segment. A roll first: the active segment is sealed and retired (an empty one
-        gives way: its `.log` goes first, so no reader lists a segment without its indexes); each
-        segment's indexes are renamed in before its `.log` (a segment exists when its `.log` does).
-        Returns their base offsets. The caller fsyncs the folder."""
-        from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file
-
-        self._check_writable()
-        if not segments:
-            return []
-        base = self.log_end_offset
-        active = self._segments.active
-        if active.size > 0:
-            active.seal(active.next_offset, durable=False)   # as _roll_active
-            self._segments.retire_active()
-        else:
-            active.close()
-            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                segment_file(self.path, base, suffix).unlink(missing_ok=True)
-            self._segments.bases.pop()
-        bases = []
-        for files, records in segments:
-            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX):
-                os.replace(files[suffix], segment_file(self.path, base, suffix))
-            bases.append(base)
-            base += int(records)
-        self._segments.bases.extend(bases[:-1])
-        self._segments.adopt_active(bases[-1])
-        self._dirty = True
-        return bases
 
     # ------------------------------------------------------------------ rolling and sealing
     def _roll_active(self, *, seal: bool = True) -> LogSegment:
@@ -1101,9 +1058,10 @@ def _check_unsigned_range(values: np.ndarray) -> None:
                                  f"(the largest millisecond timestamp)")
 
 
-def _check_time_difference(ts: np.ndarray, now: int, before: int, after: int, base: int) -> None:
+def check_time_difference(ts: np.ndarray, now: int, before: int, after: int, base: int) -> None:
     """Kafka 4's message.timestamp.before.max.ms / after.max.ms (KIP-937), for CreateTime: a record
-    further in the past than `before`, or further in the future than `after`, refuses the whole append."""
+    further in the past than `before`, or further in the future than `after`, refuses the whole append. The
+    JVM's twin is write.StageConfig.timeLimitBroken (tests/conformance/timestamp_bounds.json pins both)."""
     if (before >= INT64_MAX and after >= INT64_MAX) or len(ts) == 0:
         return
     has_ts = ts >= 0

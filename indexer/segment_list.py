@@ -107,7 +107,7 @@ class SegmentList:
         return seg
 
     def adopt_active(self, base: int) -> LogSegment:
-        """Open a segment whose files were just put in place at `base` (Log.adopt_segments) as the active one."""
+        """Open a segment whose files were just put in place at `base` (tests/oracles/staged.py adopt_segments, the publish's reference) as the active one."""
         seg = self.open_segment(base, active=True)
         seg.load_state()
         self.bases.append(base)

@@ -13,7 +13,8 @@ Per call `(df, batch_id)`:
    partitioned and checked in the write's tasks; partitions are rolled back, published and committed once
    per topic on the driver; a refused batch leaves every log as it was.
 3. A refusal comes back from the JVM as text (a py4j error in classic PySpark, a SparkConnectGrpcException
-   under Spark Connect); `sink.write_errors` turns it into the typed error of seglog/errors.py.
+   under Spark Connect); `sink.write_errors` turns it into the typed error of seglog/errors.py by the Java
+   exception's class (its table, JAVA_CLASSES), never by the wording of the message.
 
 No `sparkContext`, no py4j: the same sink runs in classic PySpark and from a Spark Connect client.
 """

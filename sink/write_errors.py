@@ -1,11 +1,14 @@
-"""The `format("seglog")` write's refusals as seglog's typed errors (seglog/errors.py).
+"""The `format("seglog")` write's refusals as seglog's typed errors (seglog/errors.py), by the Java exception's class.
 
-The connector jar names each refusal in its message, `seglog <ErrorName>: <detail>` (a record refused by a
-task: too large, timestamp out of range, a missing key, ...; a topic conflict; a roll back below the remote end) or `seglog write: <detail>`
-(a row or request the write cannot take: a partition out of range, null topics, a missing topic, no query
-to name the writer). The message reaches Python as text: inside a py4j error in classic PySpark, inside a
-SparkConnectGrpcException under Spark Connect, often wrapped in Spark's job failure. The first such line is
-the refusal; its detail is the error's message.
+Each refusal of the connector jar is an exception of its own class (`io.seglog.spark.write.RecordTooLargeException`,
+...: `JAVA_CLASSES` is the table), so the class crosses to Python, never the wording of a message: rewording
+one cannot turn a typed error into a generic one. The class reaches Python inside Spark's job failure, as a
+cause: in classic PySpark as py4j's `java_exception` (its `getCause()` chain, each link's
+`getClass().getName()`); under Spark Connect as the server-side cause chain pyspark's client keeps in
+`SparkConnectGrpcException.getStackTrace()` (one `Caused by: <class>: <message>` line per cause, rendered from
+the error details' `error_type_hierarchy`, not from seglog's text; pyspark 3.5's client appends the same lines to
+the message after `JVM stacktrace:`). The outermost seglog class in the chain is
+the refusal; its message is the error's message. tests/sink/test_write_error_classes.py writes each.
 """
 from __future__ import annotations
 
@@ -15,41 +18,82 @@ from seglog.errors import (ConnectorJarError, InvalidRecordError, InvalidTopicEr
                            PartitionLockedError, RecordTooLargeError, SeglogError, TimestampOutOfRangeError)
 from seglog.sink.input_schema import SinkInputError, SinkSchemaError
 
-KINDS: dict[str, type[SeglogError]] = {
-    "RecordTooLargeError": RecordTooLargeError,
-    "TimestampOutOfRangeError": TimestampOutOfRangeError,
-    "MissingKeyError": MissingKeyError,
-    "InvalidRecordError": InvalidRecordError,
-    "InvalidTopicError": InvalidTopicError,
-    "OffsetOutOfRangeError": OffsetOutOfRangeError,   # a roll back below the remote end (docs/tiered-storage.md §4)
+_W = "io.seglog.spark.write."
+# The connector's exception class -> the typed error. Subclasses first: the chain's classes are matched exactly.
+JAVA_CLASSES: dict[str, type[SeglogError]] = {
+    _W + "RecordTooLargeException": RecordTooLargeError,
+    _W + "TimestampOutOfRangeException": TimestampOutOfRangeError,
+    _W + "MissingKeyException": MissingKeyError,
+    _W + "InvalidRecordException": InvalidRecordError,
+    _W + "TopicRefusedException": InvalidTopicError,
+    _W + "OffsetOutOfRangeException": OffsetOutOfRangeError,   # a roll back below the remote end
+    _W + "InputColumnsException": SinkSchemaError,
+    _W + "SeglogWriteException": SinkInputError,               # any other refusal of a row or request
+    "io.seglog.spark.format.LockedException": PartitionLockedError,
 }
-_REFUSAL = re.compile(r"seglog (?:(?P<kind>[A-Za-z]+Error)|write): (?P<detail>[^\n]*)")
-_LOCKED = re.compile(r"LockedException: (?P<detail>[^\n]*is locked by another writer[^\n]*)")
-_SPARK_SUFFIX = re.compile(r"\s*(SQLSTATE: \w+|\(\w+\.(?:scala|java):\d+\)).*$")
+MAX_CAUSES = 32   # a cause chain is a few links; a cycle or a hostile depth stops here
+_CAUSED_BY = re.compile(r"^Caused by: ([\w.$]+)(?:: (.*))?$", re.M)
+_JVM_STACK = "JVM stacktrace:\n"
+_ROOT = re.compile(r"^([\w.$]+)(?:: (.*))?$")
+_KIND_PREFIX = re.compile(r"^seglog (?:[A-Za-z]+Error|write): ")   # the jar's messages name the kind for Java readers
 
 
-def _detail(text: str) -> str:
-    return _SPARK_SUFFIX.sub("", text).strip()
+def _classic_chain(java_exception) -> list[tuple[str, str]]:
+    chain, seen = [], 0
+    while java_exception is not None and seen < MAX_CAUSES:
+        chain.append((java_exception.getClass().getName(), java_exception.getMessage() or ""))
+        java_exception = java_exception.getCause()
+        seen += 1
+    return chain
+
+
+def java_chain(exc: BaseException) -> list[tuple[str, str]]:
+    """(class name, message) of the server-side exception and its causes, outermost first; [] when none is known."""
+    java_exception = getattr(exc, "java_exception", None)   # py4j's Py4JJavaError (classic)
+    if java_exception is None:
+        java_exception = getattr(exc, "_origin", None)        # pyspark's captured exceptions (classic)
+    if java_exception is not None:
+        try:
+            return _classic_chain(java_exception)
+        except Exception:   # the gateway is gone: no chain to read
+            return []
+    get_stack = getattr(exc, "getStackTrace", None)           # Spark Connect's SparkConnectGrpcException
+    stack = get_stack() if callable(get_stack) else None
+    if not stack and _JVM_STACK in str(exc):                  # pyspark 3.5's Connect client: the same lines, in the text
+        stack = str(exc).split(_JVM_STACK, 1)[1]
+    if not stack:
+        return []
+    chain = []
+    root = _ROOT.match(stack.split("\n", 1)[0])   # the error itself: its class (and message, if the server gave one)
+    if root is not None:
+        chain.append((root.group(1), root.group(2) or getattr(exc, "_message", None) or str(exc)))
+    chain += [(m.group(1), m.group(2) or "") for m in _CAUSED_BY.finditer(stack)]
+    return chain[:MAX_CAUSES]
+
+
+def _condition(exc: BaseException) -> str | None:
+    for name in ("getCondition", "getErrorClass"):
+        get = getattr(exc, name, None)
+        if callable(get):
+            try:
+                value = get()
+            except Exception:
+                value = None
+            if value:
+                return value
+    return None
 
 
 def typed_error(exc: BaseException) -> SeglogError | None:
     """The typed error a failed write means, or None when it is no refusal of the write (re-raise as is)."""
-    text = str(exc)
-    m = _REFUSAL.search(text)
-    if m is not None:
-        detail = _detail(m.group("detail"))
-        kind = m.group("kind")
-        if kind is None:
-            if "column '" in detail or "'value' column" in detail or "duplicate columns" in detail:
-                return SinkSchemaError(detail)
-            return SinkInputError(detail)
-        return KINDS.get(kind, InvalidRecordError)(detail)
-    if "DATA_SOURCE_NOT_FOUND" in text and "seglog" in text:
+    for cls, message in java_chain(exc):
+        kind = JAVA_CLASSES.get(cls)
+        if kind is not None:
+            return kind(_KIND_PREFIX.sub("", message.strip()))
+    # Spark's own error condition: the session has no `seglog` data source (classic and Connect alike).
+    if _condition(exc) == "DATA_SOURCE_NOT_FOUND" or ("DATA_SOURCE_NOT_FOUND" in str(exc) and "seglog" in str(exc)):
         from seglog.jvm import jar_path
 
         return ConnectorJarError(f"this Spark session has no seglog connector (format(\"seglog\") is unknown): start "
                                  f"it with spark.jars={jar_path()} (seglog.jvm.with_jar)")
-    m = _LOCKED.search(text)
-    if m is not None:
-        return PartitionLockedError(_detail(m.group("detail")))
     return None

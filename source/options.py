@@ -31,7 +31,10 @@ EARLIEST = -2   # Kafka's ListOffsets sentinels, as in the offsets JSON
 LATEST = -1
 
 DEFAULT_MAX_BYTES_PER_TASK = 128 << 20
-DEFAULT_MAX_ROWS_PER_BATCH = 65536
+# Rows per batch handed to Spark: the jar's default (ReadOptions.DEFAULT_MAX_ROWS_PER_BATCH, Spark's own columnar
+# batch size, spark.sql.parquet.columnarReaderBatchSize), so one option means one number on both readers
+# (conf/options.yaml holds it; tests/source/test_option_table.py checks both parsers against it).
+DEFAULT_MAX_ROWS_PER_BATCH = 4096
 
 # Lower-cased key -> the spelling users write (error messages name the latter).
 KNOWN_OPTIONS = {
@@ -53,6 +56,9 @@ KNOWN_OPTIONS = {
     "maxbytespertask": "maxBytesPerTask",
     "maxrowsperbatch": "maxRowsPerBatch",
     "filterpushdown": "filterPushdown",
+    # The jar's switch between columnar batches and rows: accepted and checked as the jar's, and a no-op here
+    # (this reader always hands Spark Arrow record batches), so one set of options works on both readers.
+    "columnarreads": "columnarReads",
     "maxrecordsperpartition": "maxRecordsPerPartition",
     # Kafka's consumer check.crcs (docs/spec.md §8): accepted and checked as the jar's; this reader's walk
     # always checks CRCs (false only allows skipping them, as in Kafka).
@@ -131,6 +137,8 @@ class SourceOptions:
     max_records_per_partition: int | None = None
     # checkCrcs (Kafka's check.crcs): the jar's reader skips CRCs when false; this reader checks them always.
     check_crcs: bool = True
+    # columnarReads (the jar's rows-or-vectors switch): checked, no effect here (Arrow batches either way).
+    columnar_reads: bool = True
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -391,6 +399,7 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
         isolation_level=isolation,
         max_records_per_partition=max_records,
         check_crcs=_parse_bool("checkCrcs", opts.get("checkcrcs"), True),
+        columnar_reads=_parse_bool("columnarReads", opts.get("columnarreads"), True),
     )
 
 

@@ -34,7 +34,7 @@ import yaml
 from seglog.indexer.commit_log import CommitLog
 from seglog.errors import OffsetOutOfRangeError
 from seglog.indexer.log import Log
-from seglog.sink.partitioner import partition_for_key
+from tests.oracles.partitioner import partition_for_key
 from seglog.sink.segment_log_sink import SegmentLogSink
 from test_compactor_process import Sidecar, free_port, wait_until
 

@@ -18,7 +18,7 @@ from hypothesis.stateful import initialize, invariant, rule
 
 from seglog.indexer.compaction import segment_merge
 from seglog.indexer.commit_log import CommitLog
-from seglog.indexer.committed_end import roll_back_to_committed
+from tests.oracles.committed_end import roll_back_to_committed
 from tests.indexer.test_log_stateful import RETENTION_MS, LiveLog
 
 EXAMPLES = int(os.environ.get("SEGLOG_STATEFUL_EXAMPLES", "40"))

@@ -18,7 +18,7 @@ from pathlib import Path
 from seglog.indexer.codec.compression import topic_codec
 from seglog.indexer.log import batch_budget
 from seglog.jvm import check_session
-from seglog.indexer.staged import RENAME_MIN_BYTES, StagedSegment
+from tests.oracles.staged import RENAME_MIN_BYTES, StagedSegment
 
 INT64_MAX = (1 << 63) - 1
 # The write job's input columns, by position: the row's topic's first slot, its partition count, its

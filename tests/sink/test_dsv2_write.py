@@ -12,7 +12,7 @@ from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.log import Log
 from seglog.indexer.names import partition_dir_name
 from seglog.indexer.topics import load_topic
-from seglog.sink.partitioner import partition_for_key
+from tests.oracles.partitioner import partition_for_key
 
 pytestmark = pytest.mark.spark
 

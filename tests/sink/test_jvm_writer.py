@@ -18,7 +18,7 @@ import pytest
 
 from seglog.indexer.log import Log
 from seglog.indexer.recovery_point import RECOVERY_POINT_FILE
-from seglog.indexer.staged import publish
+from tests.oracles.staged import publish
 from tests.sink.test_partitioner import KAFKA_VECTORS
 from tests.sink.jvm_stage import STAGED_COLUMNS, run_staged_write, stage_config, staged_by_slot
 
@@ -179,7 +179,7 @@ def test_the_jars_murmur2_partition_is_kafkas_for_every_key(spark):
     from pyspark.sql import functions as F
     from pyspark.sql.types import IntegerType
 
-    from seglog.sink.partitioner import partition_for_key
+    from tests.oracles.partitioner import partition_for_key
     from tests.sink.jvm_stage import MURMUR2_CLASS, MURMUR2_UDF
 
     spark.udf.registerJavaFunction(MURMUR2_UDF, MURMUR2_CLASS, IntegerType())

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from seglog.sink.partitioner import murmur2, murmur2_arrow, partition_for_key, partitions_for_keys
+from tests.oracles.partitioner import murmur2, murmur2_arrow, partition_for_key, partitions_for_keys
 
 # Kafka's UtilsTest vectors: Utils.murmur2(bytes) as a signed int.
 KAFKA_VECTORS = {

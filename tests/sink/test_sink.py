@@ -14,7 +14,7 @@ from seglog.errors import RecordTooLargeError, TimestampOutOfRangeError
 from seglog.indexer.log import Log
 from seglog.indexer.topics import load_topic
 from seglog.sink.input_schema import SinkInputError, SinkSchemaError
-from seglog.sink.partitioner import partition_for_key
+from tests.oracles.partitioner import partition_for_key
 from seglog.sink.segment_log_sink import SegmentLogSink
 
 pytestmark = pytest.mark.spark

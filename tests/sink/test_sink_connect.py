@@ -105,7 +105,8 @@ def test_quarantine_from_a_connect_client(remote, tmp_path):
 
 def test_a_refused_batch_comes_back_typed_to_a_connect_client(remote, tmp_path):
     """Called on a Connect DataFrame (no query: writer_id given), a refusal is the same typed error as in
-    classic PySpark, parsed from the SparkConnectGrpcException's text, and nothing is written."""
+    classic PySpark, recovered by the Java exception's class from the server's cause chain the
+    SparkConnectGrpcException keeps (sink/write_errors.py), and nothing is written."""
     root = tmp_path / "log"
     sink = SegmentLogSink(str(root), topic="ev", partitions=1, writer_id="w",
                           config={"message.timestamp.before.max.ms": 3_600_000})

@@ -12,7 +12,7 @@ import pytest
 
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.log import Log
-from seglog.sink.partitioner import partition_for_key
+from tests.oracles.partitioner import partition_for_key
 from seglog.sink.segment_log_sink import SegmentLogSink
 
 pytestmark = pytest.mark.spark

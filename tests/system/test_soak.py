@@ -52,7 +52,7 @@ import yaml
 
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.topics import create_topic
-from seglog.sink.partitioner import partition_for_key
+from tests.oracles.partitioner import partition_for_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from soak_parts import (REPO, SOURCE_TOPICS, Child, Generator, Ledger, WriterBatches, header,  # noqa: E402

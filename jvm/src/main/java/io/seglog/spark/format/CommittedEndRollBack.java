@@ -17,7 +17,7 @@ import org.apache.kafka.common.record.FileLogInputStream.FileChannelRecordBatch;
 
 /**
  * Rolling a partition back to its committed end (docs/spec.md §4; the Python core's
- * indexer/committed_end.py over Log.truncate_to, indexer/recovery.py): records past the committed end
+ * tests/oracles/committed_end.py over Log.truncate_to, indexer/recovery.py): records past the committed end
  * belong to no committed batch (a delivery that crashed or was refused wrote them) and are cut; nothing
  * below it changes. The caller holds the partition's lock.
  *

@@ -13,7 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Publishing staged segments at a partition's log end, as the Python core's indexer/staged.py {@code publish}
+ * Publishing staged segments at a partition's log end, as the Python core's tests/oracles/staged.py {@code publish}
  * and the sink around it (a writable Log open, publish, flush, close), step for step, so that the folder the
  * JVM leaves is the one the core leaves for the same staged segments (tests/sink/test_jvm_formats.py and
  * tests/sink/test_jvm_copy.py compare every file byte for byte). The caller holds the partition's lock and has
@@ -31,7 +31,7 @@ import java.util.List;
  * (a roll seals the active segment and starts one at the log end), its index rule, and the bytes-since-entry
  * and largest-timestamp state as a reopen loads it.
  *
- * <p>Rename (the core's _rename and Log.adopt_segments):
+ * <p>Rename (the core's _rename and the oracle's adopt_segments):
  * <ol>
  * <li>Each staged batch's base offset and partition leader epoch are patched in place, one write per batch.
  *   The {@code .log} is forced, and the indexes unless the stager already forced them: a sealed segment is
@@ -234,7 +234,7 @@ public final class StagedPublisher {
             end = seg.nextOffset();
         }
 
-        /** A run of large staged segments renamed in (the core's _rename and Log.adopt_segments). */
+        /** A run of large staged segments renamed in (the core's _rename and the oracle's adopt_segments). */
         private void renameIn(List<StagedSegment> run) throws IOException {
             long base = end;
             for (StagedSegment s : run) {

@@ -4,7 +4,7 @@ import java.io.Serializable;
 
 /**
  * A segment the executor-side stager wrote for one log partition (io.seglog.spark.write.SegmentStager;
- * indexer/staged.py's StagedSegment): {@code <stem>.log} with batch base offsets relative to the segment
+ * tests/oracles/staged.py's StagedSegment): {@code <stem>.log} with batch base offsets relative to the segment
  * (0, ...), its sealed {@code .index} and {@code .timeindex}, and {@code <stem>.batches}, one 36-byte row
  * per batch (position, relative last offset, first and largest timestamp, record count).
  *

@@ -246,6 +246,32 @@ public final class Planner {
      * taken as it is (one batch cannot be cut). Empty ranges are dropped.
      */
     static List<List<Slice>> pack(List<PartitionRange> ranges, long target, long slack) {
+        return pack(ranges, target, slack, LOG_CUTS);
+    }
+
+    /** Where a range may be cut, and the log bytes before a cut: the offset index ({@link PartitionLog#splitOffset}),
+     *  or a table of cuts (tests/conformance/task_packing.json pins {@link #pack} with one, as the Python pack's
+     *  {@code split} argument does). */
+    interface Cuts {
+        /** The cut for a task of {@code room} bytes from {@code start}, or a value outside (start, end): none. */
+        long cut(PartitionRange r, long start, long end, long room);
+
+        long bytes(PartitionRange r, long start, long cut);
+    }
+
+    static final Cuts LOG_CUTS = new Cuts() {
+        @Override
+        public long cut(PartitionRange r, long start, long end, long room) {
+            return r.log.splitOffset(start, end, room);
+        }
+
+        @Override
+        public long bytes(PartitionRange r, long start, long cut) {
+            return r.log.byteSize(start, cut);
+        }
+    };
+
+    static List<List<Slice>> pack(List<PartitionRange> ranges, long target, long slack, Cuts cuts) {
         List<List<Slice>> tasks = new ArrayList<>();
         List<Slice> current = new ArrayList<>();
         long room = target;
@@ -257,13 +283,13 @@ public final class Planner {
                     room -= left;
                     break;
                 }
-                long cut = r.log.splitOffset(start, end, Math.max(1, room));
+                long cut = cuts.cut(r, start, end, Math.max(1, room));
                 if (!(start < cut && cut < end)) {   // no entry inside the range: it cannot be cut
                     current.add(new Slice(r.topic, r.partition, start, end, r.bound));
                     room -= left;
                     break;
                 }
-                long piece = r.log.byteSize(start, cut);
+                long piece = cuts.bytes(r, start, cut);
                 if (piece > room + slack && !current.isEmpty()) {   // not even one piece fits: the next task
                     tasks.add(current);
                     current = new ArrayList<>();

@@ -18,7 +18,7 @@ import java.util.concurrent.Future;
  * the task has written {@link #SYNC_EVERY} more bytes, the files written since are forced on this
  * task's own sync thread; a finished segment worth renaming is forced, then closed, on that thread;
  * {@link #finish} waits for all of it. The driver still fsyncs after it patches base offsets
- * (indexer/staged.py), and then finds only the patched pages dirty.
+ * (tests/oracles/staged.py), and then finds only the patched pages dirty.
  *
  * <p>One thread per task runs the forces in the order asked, so a channel is never forced after the
  * task asked to close it. Used from the task's thread only (the sync thread sees only its jobs).

@@ -172,7 +172,7 @@ final class BatchEncoder {
         }
         long want = Math.max((long) buf.capacity() * 2, (long) buf.position() + extra);
         if (want > Integer.MAX_VALUE - 8) {
-            throw new IllegalStateException("seglog InvalidRecordError: a record batch would exceed 2 GiB");
+            throw new InvalidRecordException("seglog InvalidRecordError: a record batch would exceed 2 GiB");
         }
         ByteBuffer bigger = ByteBuffer.allocate((int) want);
         buf.flip();

@@ -184,7 +184,7 @@ final class DriverCommit {
             try {
                 return TopicCatalog.create(root, t, n, o.configGiven ? o.config : existing.map(TopicMetadata::config).orElse(Map.of()));
             } catch (io.seglog.spark.format.InvalidTopicException e) {
-                throw new SeglogWriteException("seglog InvalidTopicError: " + e.getMessage(), e);
+                throw new TopicRefusedException("seglog InvalidTopicError: " + e.getMessage(), e);
             }
         }
         for (StagedMessage m : messages) {
@@ -193,7 +193,7 @@ final class DriverCommit {
                 try {
                     return TopicCatalog.create(root, t, planned.partitions(), planned.config());
                 } catch (io.seglog.spark.format.InvalidTopicException e) {
-                    throw new SeglogWriteException("seglog InvalidTopicError: " + e.getMessage(), e);
+                    throw new TopicRefusedException("seglog InvalidTopicError: " + e.getMessage(), e);
                 }
             }
         }
@@ -209,8 +209,8 @@ final class DriverCommit {
             try (FileLock lock = FileLock.partition(root, meta.name(), p).acquire(lockTimeoutMs)) {
                 CommittedEndRollBack.rollBack(root, meta.name(), p, ends.getOrDefault(p, 0L), indexBytes);
             } catch (io.seglog.spark.format.TieredOffsetsException e) {
-                // named as the core names it (sink/write_errors.py maps it to OffsetOutOfRangeError)
-                throw new SeglogWriteException("seglog OffsetOutOfRangeError: " + e.getMessage(), e);
+                // its class crosses to Python as OffsetOutOfRangeError (sink/write_errors.py)
+                throw new OffsetOutOfRangeException("seglog OffsetOutOfRangeError: " + e.getMessage(), e);
             }
         }
     }

@@ -55,9 +55,9 @@ final class InputColumns implements Serializable {
             names.add(f.name());
             if (!seen.add(f.name())) dupes.add(f.name());
         }
-        if (!dupes.isEmpty()) throw new SeglogWriteException("seglog write: the input has duplicate columns " + dupes);
+        if (!dupes.isEmpty()) throw new InputColumnsException("seglog write: the input has duplicate columns " + dupes);
         if (!seen.contains("value")) {
-            throw new SeglogWriteException("seglog write: the input has no 'value' column (binary or string, required); columns: " + names);
+            throw new InputColumnsException("seglog write: the input has no 'value' column (binary or string, required); columns: " + names);
         }
         for (StructField f : schema.fields()) {
             DataType t = f.dataType();
@@ -70,7 +70,7 @@ final class InputColumns implements Serializable {
                 default -> null;   // any other column is ignored
             };
             if (expected != null) {
-                throw new SeglogWriteException("seglog write: column '" + f.name() + "' is " + t.simpleString() + "; expected " + expected);
+                throw new InputColumnsException("seglog write: column '" + f.name() + "' is " + t.simpleString() + "; expected " + expected);
             }
         }
         return new InputColumns(schema);

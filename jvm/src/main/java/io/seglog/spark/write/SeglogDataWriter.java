@@ -92,7 +92,7 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
             if (c.timestampNtz) micros = ntzToUtcMicros(micros);
             ts = Math.floorDiv(micros, 1000);
             if (ts < 0) {
-                throw new SeglogWriteException("seglog InvalidRecordError: topic '" + t.name + "': a record (key "
+                throw new InvalidRecordException("seglog InvalidRecordError: topic '" + t.name + "': a record (key "
                         + SegmentStager.showKey(key) + ") has a timestamp " + ts + " ms before the epoch "
                         + "(1970-01-01T00:00:00Z); Kafka records cannot hold such times");
             }
@@ -102,14 +102,14 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
                 broken = t.quarantine == null ? t.stage.timeLimitBroken(ts, plan.now) : null;
             }
             if (broken != null) {
-                throw new SeglogWriteException("seglog TimestampOutOfRangeError: topic '" + t.name + "': a record (key "
+                throw new TimestampOutOfRangeException("seglog TimestampOutOfRangeError: topic '" + t.name + "': a record (key "
                         + SegmentStager.showKey(key) + ") has timestamp " + ts + ", " + (ts - plan.now) + " ms from now ("
                         + plan.now + "); " + broken + "; the batch was refused whole, nothing was written");
             }
         }
         int partition = partition(row, t, key);
         if (key == null && t.compacted) {
-            throw new SeglogWriteException("seglog MissingKeyError: topic '" + t.name + "' is compacted (cleanup.policy "
+            throw new MissingKeyException("seglog MissingKeyError: topic '" + t.name + "' is compacted (cleanup.policy "
                     + "holds 'compact'): " + (c.key < 0 ? "every record needs a key and the input has no 'key' column"
                     : "a record has a null key; every record needs a key") + "; nothing was written");
         }
@@ -123,7 +123,7 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
             for (int i = 0; i < n; i++) {
                 InternalRow h = hs.getStruct(i, 2);
                 if (h == null || h.isNullAt(0)) {
-                    throw new SeglogWriteException("seglog InvalidRecordError: topic '" + t.name + "': a record (key "
+                    throw new InvalidRecordException("seglog InvalidRecordError: topic '" + t.name + "': a record (key "
                             + SegmentStager.showKey(key) + ") has a header with a null key");
                 }
                 hKeys[i] = h.getUTF8String(0).getBytes();
@@ -142,8 +142,8 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
     private static RuntimeException named(TopicTarget t, IllegalArgumentException e) {
         String m = e.getMessage();
         String tag = "seglog RecordTooLargeError: ";
-        if (m == null || !m.startsWith(tag)) return e;
-        return new SeglogWriteException(tag + "topic '" + t.name + "': " + m.substring(tag.length()) + "; nothing was written", e);
+        if (!(e instanceof RecordTooLargeException) || m == null || !m.startsWith(tag)) return e;
+        return new RecordTooLargeException(tag + "topic '" + t.name + "': " + m.substring(tag.length()) + "; nothing was written", e);
     }
 
     private TopicTarget target(InternalRow row) {

@@ -13,7 +13,7 @@ import io.seglog.spark.format.GroupShared;
  * One log partition's records within one write task: encoded into batches and written as staged
  * segments ({@code <stem>.log}, {@code .index}, {@code .timeindex}, {@code .batches}) whose offsets
  * start at 0 in each segment, compressed with the topic's codec (BatchEncoder). The publisher
- * (indexer/staged.py) gives each segment its real base offset B: a batch's base offset becomes B plus the staged one, and the indexes, relative to the
+ * (tests/oracles/staged.py) gives each segment its real base offset B: a batch's base offset becomes B plus the staged one, and the indexes, relative to the
  * segment's base and to positions in the file, stay as they are.
  *
  * <p>Invariants (the same rules as indexer/segment.py, so a staged segment is what seglog's Python
@@ -180,7 +180,7 @@ final class SegmentStager {
         ByteBuffer out = encoder.finish(0, 0);
         int batchSize = out.remaining();
         if (batchSize > cfg.maxMessageBytes) {
-            throw new IllegalArgumentException("seglog RecordTooLargeError: a record (key " + showKey(firstKeyNull ? null : firstKey)
+            throw new RecordTooLargeException("seglog RecordTooLargeError: a record (key " + showKey(firstKeyNull ? null : firstKey)
                     + ") encodes to a batch of " + batchSize + " bytes, more than max.message.bytes=" + cfg.maxMessageBytes);
         }
         long batchMax = encoder.maxTimestamp();

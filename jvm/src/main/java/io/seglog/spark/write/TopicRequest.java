@@ -47,7 +47,7 @@ final class TopicRequest implements Serializable {
                 try {
                     TopicCatalog.checkSame(existing.get(), partitions != null ? partitions : existing.get().partitions(), config);
                 } catch (InvalidTopicException e) {
-                    throw new SeglogWriteException("seglog InvalidTopicError: " + e.getMessage());
+                    throw new TopicRefusedException("seglog InvalidTopicError: " + e.getMessage());
                 }
             }
             return existing.get();
@@ -67,7 +67,7 @@ final class TopicRequest implements Serializable {
 
     private static void checkName(String topic, String where) {
         if (!TopicLayout.validTopic(topic)) {
-            throw new SeglogWriteException("seglog InvalidTopicError: topic '" + topic + "' (" + where + ") is not a valid "
+            throw new TopicRefusedException("seglog InvalidTopicError: topic '" + topic + "' (" + where + ") is not a valid "
                     + "topic name: 1 to 249 characters of [a-zA-Z0-9._-], not '.' or '..'");
         }
     }

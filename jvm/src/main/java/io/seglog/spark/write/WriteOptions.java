@@ -38,7 +38,8 @@ import io.seglog.spark.format.TopicLayout;
  */
 public final class WriteOptions implements Serializable {
     private static final long serialVersionUID = 1L;
-    private static final List<String> OWN = List.of("path", "topic", "partitions", "writerid", "txnappid", "txnversion",
+    // conf/options.yaml declares these (WriteOptionTableTest)
+    static final List<String> OWN = List.of("path", "topic", "partitions", "writerid", "txnappid", "txnversion",
             "foreachbatchid", "locktimeoutms", "renameminbytes");
     // Spark's own, passed to every streaming sink with the sink's options: the query's, not ours
     private static final List<String> SPARKS = List.of("checkpointlocation");

@@ -1,4 +1,5 @@
-"""Publishing staged segments into a partition log at its end (the sink's JVM write path, docs/internals.md "jvm/").
+"""Publishing staged segments into a partition log at its end: the test oracle of the JVM's publish
+(format.StagedPublisher, held to it byte for byte by tests/sink/test_jvm_copy.py; docs/internals.md "Test oracles").
 
 A staged segment is what the JVM writer (`io.seglog.spark.write.SegmentStager`) leaves for one log
 partition: `<stem>.log` with batch base offsets relative to the segment (0, ...), `<stem>.index` and
@@ -15,7 +16,7 @@ Two ways in, both giving valid segments (docs/spec.md §2):
 - rename (large outputs, any codec, any leader epoch): each batch's base offset and partition
   leader epoch (`Log.write_leader_epoch`: 0 in seglog's folders, the broker's current epoch in an
   imported one) are patched in place, one write per batch (both outside the CRC, docs/format.md
-  "Record batches"), the files fsynced, then `Log.adopt_segments` rolls (seals and
+  "Record batches"), the files fsynced, then `adopt_segments` (below) rolls (seals and
   retires the active segment) and renames each segment's `.index`, `.timeindex` and, last, `.log`
   to `<B>.*` (a segment exists when its `.log` does); a run of them goes in together, sealed as
   the JVM left them, the last opened as the active segment. Index entries, relative to the
@@ -23,7 +24,7 @@ Two ways in, both giving valid segments (docs/spec.md §2):
 
 Crash safety: nothing here is visible before the sink's commit (readers stop at the committed end,
 docs/spec.md §4); a crash part way leaves records past the committed end, which the next delivery
-rolls back (indexer/committed_end.py), and staged files, which the sink removes.
+rolls back (tests/oracles/committed_end.py), and staged files, which the sink removes.
 """
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ import numpy as np
 from seglog.indexer.codec.batch_layout import COMPRESSION_CODEC_MASK
 from seglog.indexer.codec.columns import EncodedBatches
 from seglog.indexer.fsutil import fsync_dir
-from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
+from seglog.indexer.codec.compression import topic_codec
+from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file
 from seglog.indexer.codec.records import CREATE_TIME, LOG_APPEND_TIME
 
 BATCHES_SUFFIX = ".batches"
@@ -85,7 +87,7 @@ def publish(log, staged: list[StagedSegment], *, rename_min_bytes: int = RENAME_
     for seg in staged:
         if seg.records == 0:
             continue
-        if seg.size >= rename_min_bytes and log.takes_whole_segments(seg.codec()):
+        if seg.size >= rename_min_bytes and takes_whole_segments(log, seg.codec()):
             run.append(seg)
             continue
         if run:
@@ -165,5 +167,48 @@ def _rename(log, run: list[StagedSegment]) -> None:
             finally:
                 os.close(fd)
         base += seg.records
-    log.adopt_segments([({suffix: seg.stem + suffix for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)},
+    adopt_segments(log, [({suffix: seg.stem + suffix for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)},
                          seg.records) for seg in run])
+
+
+def takes_whole_segments(log, codec: int) -> bool:
+    """Whether `adopt_segments` may take segments whose batches are in `codec`: the topic's own (what
+    `append_columns` would write). The leader epoch is no bar: the publisher writes `write_leader_epoch()` into
+    every batch (outside the CRC) before the rename."""
+    log._check_writable()
+    return codec == topic_codec(log.config["compression.type"])
+
+
+def adopt_segments(log, segments) -> list[int]:
+    """Put finished segments written elsewhere at `log`'s end, by rename, in order: each item maps `.log`,
+    `.index`, `.timeindex` to paths, with its record count; its batches already carry their real base offsets
+    (from `log_end_offset` on, dense) and are fsynced with both indexes, which are relative to that base. Every
+    one but the last must be sealed (docs/spec.md §2.5: seal entry, trimmed indexes): they go in as sealed
+    segments, never opened; the last becomes the active segment. A roll first: the active segment is sealed and
+    retired (an empty one gives way: its `.log` goes first, so no reader lists a segment without its indexes);
+    each segment's indexes are renamed in before its `.log` (a segment exists when its `.log` does). Returns
+    their base offsets. The caller fsyncs the folder. (Was `Log.adopt_segments`: it reaches the Log's segment
+    list as the method did; the JVM's StagedPublisher is the production rename.)"""
+    log._check_writable()
+    if not segments:
+        return []
+    base = log.log_end_offset
+    active = log._segments.active
+    if active.size > 0:
+        active.seal(active.next_offset, durable=False)   # as Log._roll_active
+        log._segments.retire_active()
+    else:
+        active.close()
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            segment_file(log.path, base, suffix).unlink(missing_ok=True)
+        log._segments.bases.pop()
+    bases = []
+    for files, records in segments:
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, LOG_SUFFIX):
+            os.replace(files[suffix], segment_file(log.path, base, suffix))
+        bases.append(base)
+        base += int(records)
+    log._segments.bases.extend(bases[:-1])
+    log._segments.adopt_active(bases[-1])
+    log._dirty = True
+    return bases

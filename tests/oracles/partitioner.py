@@ -1,4 +1,5 @@
 """Kafka's default partitioner: murmur2 of the key bytes, made positive, modulo the partition count.
+The test oracle of the JVM's write.Murmur2Partition (docs/internals.md "Test oracles").
 
 `murmur2_arrow` hashes a whole Arrow binary column at once with numpy: the keys' 4-byte
 little-endian words are gathered for every key at word index i together (keys shorter than that are

@@ -1,4 +1,5 @@
-"""Rolling a partition back to its committed end (docs/spec.md §4): the one home of that rule.
+"""Rolling a partition back to its committed end (docs/spec.md §4): the test oracle of the JVM's
+format.CommittedEndRollBack (docs/internals.md "Test oracles"), which the write's driver runs.
 
 Records past a partition's committed end belong to no committed batch: a delivery that crashed, or
 one that was refused, wrote them. They are cut (a crash-safe truncation, docs/spec.md §3.6) and
