@@ -64,9 +64,7 @@ final class ConsumerPositions {
                     + " local property): its consumer position is not recorded");
                 return;
             }
-            Path dir = root.resolve("_seglog").resolve("consumers");
-            RootFiles.refuseSymlink(root.resolve("_seglog"));
-            RootFiles.refuseSymlink(dir);
+            Path dir = RootFiles.metaPath(root, "consumers");      // no link at _seglog or consumers
             GroupShared.createDirectories(dir);
             Path file = dir.resolve(queryId + ".json");
             String other = otherCheckpoint(file);
