@@ -37,7 +37,7 @@ public final class CommitLogReader {
 
     /** partition -> committed end offset (exclusive), read-only; empty before the first commit. */
     public static Map<Integer, Long> committedEnds(Path root, String topic) {
-        return newest(dir(root, topic)).ends;
+        return ends(latest(root, topic));
     }
 
     /**
@@ -45,7 +45,16 @@ public final class CommitLogReader {
      * exactly-once skip reads), checked as the Python core checks it; empty before the first commit.
      */
     public static java.util.Optional<CommitState> latest(Path root, String topic) {
-        Path dir = dir(root, topic);
+        return newest(dir(root, topic));
+    }
+
+    /** A state's end offsets (an immutable map); empty before the first commit. */
+    private static Map<Integer, Long> ends(java.util.Optional<CommitState> state) {
+        return state.map(CommitState::endOffsets).orElse(Map.of());
+    }
+
+    /** The newest commit file of {@code dir}, read whole: the one parser of every reader ({@link #parseState}). */
+    private static java.util.Optional<CommitState> newest(Path dir) {
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
             TreeSet<Long> seqs = seqs(dir);
             if (seqs.isEmpty()) return java.util.Optional.empty();
@@ -125,29 +134,8 @@ public final class CommitLogReader {
         return n.asLong();
     }
 
-    /** A commit file's seq and its end offsets; seq -1 before the first commit. */
-    private record Newest(long seq, Map<Integer, Long> ends) {}
-
     static Path file(Path dir, long seq) {
         return dir.resolve(String.format("%020d.json", seq));
-    }
-
-    private static Newest newest(Path dir) {
-        for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-            TreeSet<Long> seqs = seqs(dir);
-            if (seqs.isEmpty()) return new Newest(-1, Map.of());
-            Path newest = file(dir, seqs.last());
-            byte[] raw;
-            try {
-                raw = Files.readAllBytes(newest);
-            } catch (NoSuchFileException e) {
-                continue;   // pruned by a newer commit between listing and reading
-            } catch (IOException e) {
-                throw new CorruptLogException("cannot read commit file " + newest + ": " + e, e);
-            }
-            return new Newest(seqs.last(), parse(newest, raw, seqs.last()));
-        }
-        throw new CorruptLogException("commit log " + dir + " keeps changing under the reader");
     }
 
     /**
@@ -164,7 +152,8 @@ public final class CommitLogReader {
     public static final class Tail {
         private static final int PROBES = 16;
         private final Path dir;
-        private Newest seen = new Newest(-1, Map.of());
+        private long seenSeq = -1;   // -1: no commit seen
+        private Map<Integer, Long> seenEnds = Map.of();
 
         public Tail(Path root, String topic) {
             this.dir = dir(root, topic);
@@ -172,14 +161,15 @@ public final class CommitLogReader {
 
         /** As {@link CommitLogReader#committedEnds}, as of now. */
         public Map<Integer, Long> committedEnds() {
-            if (seen.seq >= 0) {
-                long n = seen.seq;
-                while (n - seen.seq < PROBES && Files.exists(file(dir, n + 1))) n++;
-                if (n - seen.seq < PROBES && Files.exists(file(dir, n))) {
-                    if (n == seen.seq) return seen.ends;
+            if (seenSeq >= 0) {
+                long n = seenSeq;
+                while (n - seenSeq < PROBES && Files.exists(file(dir, n + 1))) n++;
+                if (n - seenSeq < PROBES && Files.exists(file(dir, n))) {
+                    if (n == seenSeq) return seenEnds;
                     try {
-                        seen = new Newest(n, parse(file(dir, n), Files.readAllBytes(file(dir, n)), n));
-                        return seen.ends;
+                        seenEnds = parseState(file(dir, n), Files.readAllBytes(file(dir, n)), n).endOffsets();
+                        seenSeq = n;
+                        return seenEnds;
                     } catch (NoSuchFileException e) {
                         // pruned under the probe by many commits since: list
                     } catch (IOException e) {
@@ -187,14 +177,10 @@ public final class CommitLogReader {
                     }
                 }
             }
-            seen = newest(dir);
-            return seen.ends;
+            java.util.Optional<CommitState> newest = newest(dir);
+            seenSeq = newest.map(CommitState::seq).orElse(-1L);
+            seenEnds = ends(newest);
+            return seenEnds;
         }
-    }
-
-    /** The committed ends of a commit file, checked whole as {@link #parseState} checks it (one rule for every
-     *  reader of the file: tests/conformance/commit_files.json holds it and the core's to the same cases). */
-    private static Map<Integer, Long> parse(Path path, byte[] raw, long seq) {
-        return java.util.Collections.unmodifiableMap(parseState(path, raw, seq).endOffsets());
     }
 }
