@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from seglog.errors import SeglogError, StorageError
-from seglog.indexer.fsutil import fsync_dir, make_dirs, open_new
+from seglog.errors import SeglogError
+from seglog.indexer.fsutil import make_dirs, publish_by_link
 from seglog.indexer.names import META_DIR, validate_topic
 
 _SEQ_RE = re.compile(r"^(\d{20})\.json$")
@@ -194,26 +194,8 @@ class CommitLog:
         """Link the fsynced state to its seq name; False if a concurrent committer took that seq."""
         target = self._path(state.seq)
         tmp = self.dir / f".{state.seq:020d}.json.tmp-{os.getpid()}-{time.monotonic_ns()}"
-        try:
-            with open_new(tmp) as fh:
-                fh.write(json.dumps(state.to_json(), sort_keys=True).encode())
-                fh.flush()
-                os.fsync(fh.fileno())
-            try:
-                os.link(tmp, target)
-            except FileExistsError:
-                return False
-            except OSError as exc:  # e.g. EPERM/ENOTSUP: a filesystem without hard links (README)
-                raise StorageError(f"commit log {self.dir}: cannot publish commit {state.seq} with a hard link "
-                                  f"({exc.strerror}); seglog needs a filesystem with hard links "
-                                  f"(README, Running on a cluster)") from None
-            fsync_dir(self.dir)
-            return True
-        finally:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
+        return publish_by_link(target, tmp, json.dumps(state.to_json(), sort_keys=True).encode(),
+                               what=f"commit log {self.dir}: cannot publish commit {state.seq}")
 
     def _prune(self, newest: int) -> None:
         # Ascending: a reader that finds seq n + 1 missing and then seq n still there knows n was the newest
