@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Mapping
 
 from seglog.errors import SeglogError
+from seglog.indexer.format_version import COMMIT_FILE_VERSION, read_version
 from seglog.indexer.fsutil import make_dirs, publish_by_link
 from seglog.indexer.names import META_DIR, validate_topic
 
@@ -52,7 +53,7 @@ class CommitState:
     time: int = 0
 
     def to_json(self) -> dict:
-        return {"seq": self.seq, "writer_id": self.writer_id, "batch_id": self.batch_id, "time": self.time,
+        return {"version": COMMIT_FILE_VERSION, "seq": self.seq, "writer_id": self.writer_id, "batch_id": self.batch_id, "time": self.time,
                 "end_offsets": {str(p): o for p, o in sorted(self.end_offsets.items())},
                 "writers": dict(sorted(self.writers.items()))}
 
@@ -112,6 +113,7 @@ class CommitLog:
         raw = path.read_bytes()
         try:
             doc = json.loads(raw)
+            read_version(doc, COMMIT_FILE_VERSION, path, "commit file")   # first: a newer file is refused whole
             state = CommitState(
                 seq=_integral(doc["seq"], "seq"), writer_id=_text(doc["writer_id"], "writer_id"),
                 batch_id=_integral(doc["batch_id"], "batch_id"),

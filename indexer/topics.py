@@ -18,6 +18,7 @@ from typing import Any, Iterable, Mapping
 
 from seglog.conf.topic_config import TopicConfig, requested_topic_config, validate_topic_config
 from seglog.errors import InvalidTopicError, shown
+from seglog.indexer.format_version import TOPIC_METADATA_VERSION, read_version
 from seglog.indexer.fsutil import fsync_dir, make_dirs, publish_by_link, temp_path
 from seglog.indexer.names import META_DIR, colliding_topic, validate_topic
 
@@ -38,8 +39,8 @@ class TopicMetadata:
         return validate_topic_config(self.config, where=f"topic {self.name!r}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "partitions": self.partitions, "config": dict(self.config),
-                "created_ms": self.created_ms}
+        return {"version": TOPIC_METADATA_VERSION, "name": self.name, "partitions": self.partitions,
+                "config": dict(self.config), "created_ms": self.created_ms}
 
 
 def topics_dir(root: str | os.PathLike) -> Path:
@@ -60,6 +61,7 @@ def _check_partitions(topic: str, partitions: object) -> int:
 def _parse(path: Path, raw: bytes) -> TopicMetadata:
     try:
         doc = json.loads(raw)
+        read_version(doc, TOPIC_METADATA_VERSION, path, "topic metadata")   # first: a newer file is refused whole
         config = dict(doc.get("config") or {})
         if config.get("compression.type") == "none":
             # Recorded by seglog 0.2, which accepted the producer's name; Kafka's topic value is

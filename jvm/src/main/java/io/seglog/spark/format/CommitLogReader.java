@@ -90,6 +90,7 @@ public final class CommitLogReader {
     static CommitState parseState(Path path, byte[] raw, long seq) {
         try {
             JsonNode doc = JSON.readTree(raw);
+            FormatVersion.read(doc, FormatVersion.COMMIT_FILE, path, "commit file");   // first: a newer file is refused whole
             long fileSeq = integral(doc, "seq");
             if (fileSeq != seq) {
                 throw new CorruptLogException("commit file " + path + " holds seq " + fileSeq + ", not " + seq);
@@ -113,6 +114,7 @@ public final class CommitLogReader {
             return new CommitState(seq, writer.asText(), integral(doc, "batch_id"), ends, writers, time);
         } catch (IOException | RuntimeException e) {
             if (e instanceof CorruptLogException) throw (CorruptLogException) e;
+            if (e instanceof UnsupportedFormatVersionException) throw (UnsupportedFormatVersionException) e;
             throw new CorruptLogException("commit file " + path + " is unreadable: " + e, e);
         }
     }

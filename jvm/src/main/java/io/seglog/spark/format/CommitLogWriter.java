@@ -11,7 +11,8 @@ import java.util.Optional;
 
 /**
  * Appends to one topic's commit log: the JVM's half of the contract indexer/commit_log.py keeps (the
- * format is the one both sides read and write; tests/sink/test_jvm_commit_log.py holds them to it).
+ * format, its version included, is the one both sides read and write: tests/conformance/commit_files.json holds
+ * both readers and writers to it, through tests/conformance/test_commit_file_vectors.py and CommitFileVectorsTest).
  *
  * <p>Invariants, as the Python core's:
  * <ul>

@@ -73,6 +73,7 @@ public final class TopicCatalog {
     private static TopicMetadata parse(Path path, byte[] raw) {
         try {
             JsonNode doc = JSON.readTree(raw);
+            FormatVersion.read(doc, FormatVersion.TOPIC_METADATA, path, "topic metadata");   // first: a newer file is refused whole
             Map<String, Object> config = new LinkedHashMap<>();
             JsonNode c = doc.get("config");
             if (c != null && !c.isNull()) {
@@ -96,6 +97,7 @@ public final class TopicCatalog {
             return meta;
         } catch (IOException | RuntimeException e) {
             if (e instanceof InvalidTopicException) throw (InvalidTopicException) e;
+            if (e instanceof UnsupportedFormatVersionException) throw (UnsupportedFormatVersionException) e;
             throw new InvalidTopicException("topic metadata " + path + " is unreadable: " + e);
         }
     }
