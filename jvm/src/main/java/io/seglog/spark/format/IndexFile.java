@@ -2,6 +2,9 @@ package io.seglog.spark.format;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 
 /**
  * A segment index read into the heap (as Kafka's AbstractIndex is for its OffsetIndex and TimeIndex): fixed-size
@@ -20,6 +23,19 @@ abstract class IndexFile {
         this.buf = read.buf();
         this.entries = read.entries();
         this.trimmed = read.trimmed(entrySize);
+    }
+
+    /** Reads an index from its open file. */
+    interface Reader<T extends IndexFile> {
+        T read(FileChannel ch) throws IOException;
+    }
+
+    /** The index at {@code path}, read by {@code reader}. A missing file is a {@link java.nio.file.NoSuchFileException}:
+     *  the segment decides what that means ({@link Segment#open}). */
+    static <T extends IndexFile> T open(Path path, Reader<T> reader) throws IOException {
+        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
+            return reader.read(ch);
+        }
     }
 
     /** A predicate on slot or entry {@code i}, true on a prefix of [lo, hi). */

@@ -3,7 +3,6 @@ package io.seglog.spark.format;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 
 /**
  * A segment's offset index ({@code .index}, docs/format.md "Offset index"),
@@ -20,12 +19,9 @@ public final class OffsetIndexFile extends IndexFile {
         super(base, read, ENTRY);
     }
 
-    /** The index of the segment based at {@code base}. A missing file is a {@link java.nio.file.NoSuchFileException}:
-     *  the segment decides what that means ({@link Segment#open}). */
+    /** The index of the segment based at {@code base} ({@link IndexFile#open}). */
     public static OffsetIndexFile open(Path path, long base) throws IOException {
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
-            return read(ch, base);
-        }
+        return open(path, ch -> read(ch, base));
     }
 
     static OffsetIndexFile read(FileChannel ch, long base) throws IOException {

@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 
 /**
  * A segment's time index ({@code .timeindex}, docs/format.md "Time index"),
@@ -22,11 +21,9 @@ public final class TimeIndexFile extends IndexFile {
         super(base, read, ENTRY);
     }
 
-    /** A missing file is a {@link java.nio.file.NoSuchFileException}: the segment decides what it means. */
+    /** The index of the segment based at {@code base} ({@link IndexFile#open}). */
     public static TimeIndexFile open(Path path, long base) throws IOException {
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ)) {
-            return read(ch, base);
-        }
+        return open(path, ch -> read(ch, base));
     }
 
     /** Reads the entries of an open file (a segment opens its three files together: {@link Segment#open}). */
