@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from seglog.errors import SeglogError, StorageError
-from seglog.indexer.fsutil import fsync_dir, make_dirs, meta_path, open_new
+from seglog.errors import SeglogError
+from seglog.indexer.format_version import COMMIT_FILE_VERSION, read_version
+from seglog.indexer.fsutil import make_dirs, meta_path, publish_by_link
 from seglog.indexer.names import validate_topic
 
 _SEQ_RE = re.compile(r"^(\d{20})\.json$")
@@ -52,7 +53,7 @@ class CommitState:
     time: int = 0
 
     def to_json(self) -> dict:
-        return {"seq": self.seq, "writer_id": self.writer_id, "batch_id": self.batch_id, "time": self.time,
+        return {"version": COMMIT_FILE_VERSION, "seq": self.seq, "writer_id": self.writer_id, "batch_id": self.batch_id, "time": self.time,
                 "end_offsets": {str(p): o for p, o in sorted(self.end_offsets.items())},
                 "writers": dict(sorted(self.writers.items()))}
 
@@ -112,6 +113,7 @@ class CommitLog:
         raw = path.read_bytes()
         try:
             doc = json.loads(raw)
+            read_version(doc, COMMIT_FILE_VERSION, path, "commit file")   # first: a newer file is refused whole
             state = CommitState(
                 seq=_integral(doc["seq"], "seq"), writer_id=_text(doc["writer_id"], "writer_id"),
                 batch_id=_integral(doc["batch_id"], "batch_id"),
@@ -194,26 +196,8 @@ class CommitLog:
         """Link the fsynced state to its seq name; False if a concurrent committer took that seq."""
         target = self._path(state.seq)
         tmp = self.dir / f".{state.seq:020d}.json.tmp-{os.getpid()}-{time.monotonic_ns()}"
-        try:
-            with open_new(tmp) as fh:
-                fh.write(json.dumps(state.to_json(), sort_keys=True).encode())
-                fh.flush()
-                os.fsync(fh.fileno())
-            try:
-                os.link(tmp, target)
-            except FileExistsError:
-                return False
-            except OSError as exc:  # e.g. EPERM/ENOTSUP: a filesystem without hard links (README)
-                raise StorageError(f"commit log {self.dir}: cannot publish commit {state.seq} with a hard link "
-                                  f"({exc.strerror}); seglog needs a filesystem with hard links "
-                                  f"(README, Running on a cluster)") from None
-            fsync_dir(self.dir)
-            return True
-        finally:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
+        return publish_by_link(target, tmp, json.dumps(state.to_json(), sort_keys=True).encode(),
+                               what=f"commit log {self.dir}: cannot publish commit {state.seq}")
 
     def _prune(self, newest: int) -> None:
         # Ascending: a reader that finds seq n + 1 missing and then seq n still there knows n was the newest

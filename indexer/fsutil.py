@@ -168,6 +168,35 @@ def open_new(path: str | os.PathLike) -> BinaryIO:
     return os.fdopen(create_file(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC), "wb")
 
 
+def publish_by_link(path: str | os.PathLike, tmp: str | os.PathLike, data: bytes, *, what: str) -> bool:
+    """Publish `data` at `path` unless a file has that name (the one publish-by-link of the Python side: commit
+    files, topic metadata; the JVM's is AtomicFile.publishByLink): written and fsynced under `tmp`, hard-linked to
+    `path`, then the folder fsynced. A link fails when the name exists, so of concurrent creators exactly one
+    wins, and no reader ever sees a torn file. `tmp` is removed either way. False when `path` already existed
+    (left as it is: another creator's); StorageError naming `what` when the filesystem cannot make the link."""
+    from seglog.errors import StorageError
+
+    try:
+        with open_new(tmp) as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError as exc:  # e.g. EPERM/ENOTSUP: a filesystem without hard links (README)
+            raise StorageError(f"{what} with a hard link ({exc.strerror}); seglog needs a filesystem with hard "
+                               f"links (README, Running on a cluster)") from None
+        fsync_dir(os.path.dirname(os.fspath(path)) or ".")
+        return True
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+
+
 def open_lock_file(path: str | os.PathLike) -> int:
     """A descriptor to flock `path` on, open for writing, the file created if missing. Only a user who
     may write a lock file may hold its lock: flock(2) takes any descriptor, read-only too, so a lock

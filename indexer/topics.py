@@ -18,7 +18,8 @@ from typing import Any, Iterable, Mapping
 
 from seglog.conf.topic_config import TopicConfig, requested_topic_config, validate_topic_config
 from seglog.errors import InvalidTopicError, shown
-from seglog.indexer.fsutil import fsync_dir, make_dirs, meta_path, open_new, temp_path
+from seglog.indexer.format_version import TOPIC_METADATA_VERSION, read_version
+from seglog.indexer.fsutil import fsync_dir, make_dirs, meta_path, publish_by_link, temp_path
 from seglog.indexer.names import colliding_topic, validate_topic
 
 MAX_PARTITIONS = 1 << 20  # a sanity bound; Kafka has none but a folder per partition makes this plenty
@@ -38,8 +39,8 @@ class TopicMetadata:
         return validate_topic_config(self.config, where=f"topic {self.name!r}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "partitions": self.partitions, "config": dict(self.config),
-                "created_ms": self.created_ms}
+        return {"version": TOPIC_METADATA_VERSION, "name": self.name, "partitions": self.partitions,
+                "config": dict(self.config), "created_ms": self.created_ms}
 
 
 def topics_dir(root: str | os.PathLike) -> Path:
@@ -60,6 +61,7 @@ def _check_partitions(topic: str, partitions: object) -> int:
 def _parse(path: Path, raw: bytes) -> TopicMetadata:
     try:
         doc = json.loads(raw)
+        read_version(doc, TOPIC_METADATA_VERSION, path, "topic metadata")   # first: a newer file is refused whole
         config = dict(doc.get("config") or {})
         if config.get("compression.type") == "none":
             # Recorded by seglog 0.2, which accepted the producer's name; Kafka's topic value is
@@ -110,23 +112,10 @@ def create_topic(root: str | os.PathLike, topic: str, partitions: int,
         path = topic_file(root, topic)
         make_dirs(path.parent)
         meta = TopicMetadata(topic, partitions, overrides, int(time.time() * 1000))
-        tmp = temp_path(path)
-        try:
-            with open_new(tmp) as fh:
-                fh.write(json.dumps(meta.to_json(), sort_keys=True, indent=1).encode())
-                fh.flush()
-                os.fsync(fh.fileno())
-            try:
-                os.link(tmp, path)          # fails if another creator got there first
-                fsync_dir(path.parent)
-                return meta
-            except FileExistsError:
-                pass
-        finally:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
+        # False when another creator got there first: read what the winner recorded, below
+        if publish_by_link(path, temp_path(path), json.dumps(meta.to_json(), sort_keys=True, indent=1).encode(),
+                           what=f"topic metadata {path}: cannot publish it"):
+            return meta
         existing = load_topic(root, topic)
         if existing is None:  # the file that beat our link is gone: only an operator removes it
             raise InvalidTopicError(f"topic {topic!r}: its metadata file {path} vanished while creating it")

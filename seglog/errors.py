@@ -50,6 +50,11 @@ class CorruptIndexError(SeglogError):
     """An index file is inconsistent with its rules (order, size, bounds)."""
 
 
+class UnsupportedFormatVersionError(SeglogError):
+    """A seglog JSON file (a commit file, topic metadata) carries a format version newer than this seglog reads:
+    a newer seglog wrote it. Refused, never read in part (docs/format.md, "Format versions")."""
+
+
 class OffsetOutOfRangeError(SeglogError, IndexError):
     """A read asked for an offset below the log start offset or past the end."""
 

@@ -7,7 +7,6 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.util.Arrays;
 
 import org.apache.kafka.common.record.FileLogInputStream.FileChannelRecordBatch;
 
@@ -26,15 +25,15 @@ import org.apache.kafka.common.record.FileLogInputStream.FileChannelRecordBatch;
  *   keeps its last slot for the seal entry. The first append "preallocates" both (the core's reserve), and a
  *   time index of exactly one all-zero entry, (0, base), then counts none: the core never writes that entry
  *   to a preallocated file.</li>
- * <li>The index rule ({@link #indexBatch}, the core's index_batch) and the roll rule ({@link AppendRules#rolls},
- *   through {@link #fits} and {@link #batchesThatFit}, the core's two callers of it).</li>
+ * <li>The index rule and the seal entry ({@link SegmentIndexer}, the core's index_batch and seal) and the roll rule
+ *   ({@link AppendRules#rolls}, through {@link #fits} and {@link #batchesThatFit}, the core's two callers of it).</li>
  * <li>Files: a batch's bytes are written before its index entries; the index files hold exactly their
  *   entries (never a zero tail), as the core's clean close and seal leave them.</li>
  * </ul>
  */
 final class ActiveSegment implements Closeable {
-    private static final int OFFSET_ENTRY = 8;
-    private static final int TIME_ENTRY = 12;
+    private static final int OFFSET_ENTRY = SegmentIndexer.OFFSET_ENTRY;
+    private static final int TIME_ENTRY = SegmentIndexer.TIME_ENTRY;
 
     final Path dir;
     final long base;
@@ -45,21 +44,9 @@ final class ActiveSegment implements Closeable {
     private final long createdMs;
     private long size;
     private long nextOffset;
-    private long maxTs = -1;
-    private long offsetOfMax;
-    private long firstTs = -1;
-    private long bytesSinceIndexEntry;
-    // the indexes' entries, (relative offset, position) and (timestamp, relative offset); *Written: in the file
-    private int[] offRel = new int[16];
-    private int[] offPos = new int[16];
-    private int offCount;
+    private final SegmentIndexer idx;   // the indexes' entries and rules; *Written: the entries in the files
     private int offWritten;
-    private long[] timeTs = new long[16];
-    private int[] timeRel = new int[16];
-    private int timeCount;
     private int timeWritten;
-    private long offSlots;     // the core's max_entries: max(file slots at open, segment.index.bytes / entry size)
-    private long timeSlots;
     private long offFileSize;
     private long timeFileSize;
     private boolean reserved;  // appended to: the core's reserve() ran
@@ -69,7 +56,6 @@ final class ActiveSegment implements Closeable {
         this.base = base;
         this.rules = rules;
         this.createdMs = createdMs;
-        this.offsetOfMax = base - 1;
         this.nextOffset = base;
         FileChannel l = null;
         FileChannel o = null;
@@ -87,8 +73,9 @@ final class ActiveSegment implements Closeable {
         this.offsetIndex = o;
         this.offFileSize = o.size();
         this.timeFileSize = timeIndex.size();
-        this.offSlots = Math.max(offFileSize / OFFSET_ENTRY, rules.slots(OFFSET_ENTRY));
-        this.timeSlots = Math.max(timeFileSize / TIME_ENTRY, rules.slots(TIME_ENTRY));
+        // the core's max_entries: max(file slots at open, segment.index.bytes / entry size)
+        this.idx = new SegmentIndexer(file(".index"), file(".timeindex"), base, rules,
+                Math.max(offFileSize / OFFSET_ENTRY, rules.slots(OFFSET_ENTRY)), Math.max(timeFileSize / TIME_ENTRY, rules.slots(TIME_ENTRY)));
     }
 
     Path file(String suffix) {
@@ -128,22 +115,22 @@ final class ActiveSegment implements Closeable {
         size = seg.size();
         OffsetIndexFile oi = seg.offsetIndex();
         TimeIndexFile ti = seg.timeIndex();
-        for (int i = 0; i < oi.entries(); i++) addOffsetEntry((int) (oi.offsetAt(i) - base), oi.positionAt(i));
-        for (int i = 0; i < ti.entries(); i++) addTimeEntry(ti.timestampAt(i), (int) (ti.offsetAt(i) - base));
-        offWritten = offCount;
-        timeWritten = timeCount;
+        for (int i = 0; i < oi.entries(); i++) idx.addOffsetEntry((int) (oi.offsetAt(i) - base), oi.positionAt(i));
+        for (int i = 0; i < ti.entries(); i++) idx.addTimeEntry(ti.timestampAt(i), (int) (ti.offsetAt(i) - base));
+        offWritten = idx.offCount;
+        timeWritten = idx.timeCount;
         int n = oi.entries();
         long lastKey = n > 0 ? oi.offsetAt(n - 1) : -1;
         // the time index covers the batches up to the last offset index entry's (the core's _time_index_covered)
         if (n > 0) {
-            if (timeCount > 0) {
-                maxTs = timeTs[timeCount - 1];
-                offsetOfMax = base + timeRel[timeCount - 1];
+            if (idx.timeCount > 0) {
+                idx.maxTs = idx.timeTs[idx.timeCount - 1];
+                idx.offsetOfMax = base + idx.timeRel[idx.timeCount - 1];
             } else {
                 ByteBuffer head = header(0);
                 if (head != null && head.getLong(35) == 0 && head.getLong(0) + head.getInt(23) == base) {
-                    maxTs = 0;
-                    offsetOfMax = base;
+                    idx.maxTs = 0;
+                    idx.offsetOfMax = base;
                 }
             }
         }
@@ -164,22 +151,22 @@ final class ActiveSegment implements Closeable {
             batches++;
         }
         if (batches == 0) nextOffset = n > 0 ? lastKey + 1 : base;
-        if (batches > 0 && tailMax > maxTs) {
-            maxTs = tailMax;
-            offsetOfMax = tailMaxAt;
+        if (batches > 0 && tailMax > idx.maxTs) {
+            idx.maxTs = tailMax;
+            idx.offsetOfMax = tailMaxAt;
         }
         if (size > 0) {
             ByteBuffer head = header(0);
             long baseTs = head.getLong(27);
-            firstTs = baseTs >= 0 ? baseTs : head.getLong(35);
+            idx.firstTs = baseTs >= 0 ? baseTs : head.getLong(35);
         }
         // bytes appended since the batch the last offset index entry names ended
         if (n > 0 && batches > 1) {
-            bytesSinceIndexEntry = size - secondStart;
+            idx.bytesSinceIndexEntry = size - secondStart;
         } else if (n > 0 && batches > 0) {
-            bytesSinceIndexEntry = 0;
+            idx.bytesSinceIndexEntry = 0;
         } else {
-            bytesSinceIndexEntry = size;
+            idx.bytesSinceIndexEntry = size;
         }
     }
 
@@ -200,15 +187,9 @@ final class ActiveSegment implements Closeable {
         return nextOffset;
     }
 
-    /** Batches both indexes can still take (each may add one entry to each), the time index's last slot kept
-     *  for the seal entry (the core's _entries_room). */
-    private long entriesRoom() {
-        return Math.min(offSlots - offCount, timeSlots - timeCount - 1);
-    }
-
     /** Whether the segment takes the next batch without rolling (the core's fits). */
     boolean fits(long batchBytes, long lastOffset, long batchMaxTs, long now) {
-        return !rules.rolls(size, base, firstTs, createdMs, batchBytes, lastOffset, batchMaxTs, now, entriesRoom());
+        return !idx.rolls(size, createdMs, batchBytes, lastOffset, batchMaxTs, now);
     }
 
     /**
@@ -218,8 +199,8 @@ final class ActiveSegment implements Closeable {
      */
     int batchesThatFit(CopiedBatches b, int i, long now) {
         long sz = size + b.size(i);
-        long first = size > 0 ? firstTs : b.firstTs[i];
-        long room = entriesRoom();
+        long first = size > 0 ? idx.firstTs : b.firstTs[i];
+        long room = idx.entriesRoom();
         int j = i + 1;
         while (j < b.count) {
             if (rules.rolls(sz, base, first, createdMs, b.size(j), b.lastOffsets[j], b.maxTs[j], now, room - (j - i))) break;
@@ -238,7 +219,7 @@ final class ActiveSegment implements Closeable {
         long at = size;
         while (data.hasRemaining()) log.write(data, at + (data.position() - start));
         for (int k = i; k < j; k++) {
-            indexBatch(b.lastOffsets[k], size + (b.positions[k] - start), b.size(k), b.firstTs[k], b.maxTs[k]);
+            idx.indexBatch(b.lastOffsets[k], size + (b.positions[k] - start), b.size(k), b.firstTs[k], b.maxTs[k]);
         }
         size += end - start;
         nextOffset = b.lastOffsets[j - 1] + 1;
@@ -254,88 +235,24 @@ final class ActiveSegment implements Closeable {
         if (reserved) return;
         reserved = true;
         long fileSlots = timeFileSize / TIME_ENTRY;
-        if (rules.slots(TIME_ENTRY) > fileSlots && fileSlots == 1 && timeCount == 1 && timeTs[0] == 0 && timeRel[0] == 0) {
-            timeCount = 0;
+        if (rules.slots(TIME_ENTRY) > fileSlots && fileSlots == 1 && idx.timeCount == 1 && idx.timeTs[0] == 0 && idx.timeRel[0] == 0) {
+            idx.timeCount = 0;
             timeWritten = 0;
         }
-    }
-
-    /**
-     * The one index rule (the core's index_batch): an offset index entry (the batch's last offset, its start)
-     * once more than index.interval.bytes were appended since the last entry, and with it a time index entry
-     * (largest timestamp so far, the last offset of the first batch that reached it) if that timestamp grew.
-     */
-    void indexBatch(long lastOffset, long position, long batchBytes, long batchFirstTs, long batchMaxTs) {
-        if (batchMaxTs > maxTs) {
-            maxTs = batchMaxTs;
-            offsetOfMax = lastOffset;
-        }
-        if (firstTs < 0 && batchFirstTs >= 0) firstTs = batchFirstTs;
-        if (bytesSinceIndexEntry > rules.indexIntervalBytes()) {
-            if (offCount >= offSlots) throw new CorruptLogException(file(".index") + " is full (" + offCount + " entries): the roll rule let a batch in");
-            addOffsetEntry((int) (lastOffset - base), (int) position);
-            if (maxTs >= 0) maybeAppendTime(maxTs, offsetOfMax);
-            bytesSinceIndexEntry = 0;
-        }
-        bytesSinceIndexEntry += batchBytes;
-    }
-
-    /** The core's TimeIndex.maybe_append: only a timestamp above the last entry's, never (0, base). */
-    private void maybeAppendTime(long ts, long offset) {
-        checkAfterLast(ts, offset);
-        if (ts <= (timeCount == 0 ? -1 : timeTs[timeCount - 1])) return;
-        long rel = offset - base;
-        if (ts == 0 && rel == 0) return;
-        if (timeCount >= timeSlots - 1) throw new CorruptLogException(file(".timeindex") + " is full: the roll rule let a batch in");
-        addTimeEntry(ts, (int) rel);
-    }
-
-    private void checkAfterLast(long ts, long offset) {
-        if (timeCount == 0) return;
-        long lastTs = timeTs[timeCount - 1];
-        long lastOff = base + timeRel[timeCount - 1];
-        if (offset < lastOff || (ts > lastTs && offset == lastOff)) {
-            throw new CorruptLogException(file(".timeindex") + ": entry (timestamp " + ts + ", offset " + offset
-                    + ") refused: offsets must grow with timestamps after the last entry (" + lastTs + ", " + lastOff + ")");
-        }
-    }
-
-    private void addOffsetEntry(int rel, int pos) {
-        if (offCount == offRel.length) {
-            offRel = Arrays.copyOf(offRel, offCount * 2);
-            offPos = Arrays.copyOf(offPos, offCount * 2);
-        }
-        offRel[offCount] = rel;
-        offPos[offCount] = pos;
-        offCount++;
-    }
-
-    private void addTimeEntry(long ts, int rel) {
-        if (timeCount == timeTs.length) {
-            timeTs = Arrays.copyOf(timeTs, timeCount * 2);
-            timeRel = Arrays.copyOf(timeRel, timeCount * 2);
-        }
-        timeTs[timeCount] = ts;
-        timeRel[timeCount] = rel;
-        timeCount++;
     }
 
     /** The entries not yet in the files, written after the ones there (time index first, as the core's bulk
      *  append: the last time index entry always covers up to the last offset index entry's batch). */
     private void writeEntries() throws IOException {
-        if (timeWritten < timeCount) {
-            ByteBuffer buf = ByteBuffer.allocate((timeCount - timeWritten) * TIME_ENTRY);
-            for (int k = timeWritten; k < timeCount; k++) buf.putLong(timeTs[k]).putInt(timeRel[k]);
-            write(timeIndex, buf.flip(), (long) timeWritten * TIME_ENTRY);
-            timeWritten = timeCount;
-            timeFileSize = Math.max(timeFileSize, (long) timeCount * TIME_ENTRY);
+        if (timeWritten < idx.timeCount) {
+            write(timeIndex, idx.timeEntryBytes(timeWritten), (long) timeWritten * TIME_ENTRY);
+            timeWritten = idx.timeCount;
+            timeFileSize = Math.max(timeFileSize, (long) idx.timeCount * TIME_ENTRY);
         }
-        if (offWritten < offCount) {
-            ByteBuffer buf = ByteBuffer.allocate((offCount - offWritten) * OFFSET_ENTRY);
-            for (int k = offWritten; k < offCount; k++) buf.putInt(offRel[k]).putInt(offPos[k]);
-            write(offsetIndex, buf.flip(), (long) offWritten * OFFSET_ENTRY);
-            offWritten = offCount;
-            offFileSize = Math.max(offFileSize, (long) offCount * OFFSET_ENTRY);
+        if (offWritten < idx.offCount) {
+            write(offsetIndex, idx.offsetEntryBytes(offWritten), (long) offWritten * OFFSET_ENTRY);
+            offWritten = idx.offCount;
+            offFileSize = Math.max(offFileSize, (long) idx.offCount * OFFSET_ENTRY);
         }
     }
 
@@ -351,36 +268,19 @@ final class ActiveSegment implements Closeable {
      * the publisher forces a rolled segment before the commit.
      */
     void seal() throws IOException {
-        boolean trimmed = offFileSize == (long) offCount * OFFSET_ENTRY && timeFileSize == (long) timeCount * TIME_ENTRY;
-        boolean lastHoldsMax = timeCount > 0 && timeTs[timeCount - 1] == maxTs;
-        if (trimmed && offWritten == offCount && timeWritten == timeCount && (maxTs < 0 || lastHoldsMax)) return;
-        if (maxTs < 0) {
-            if (timeCount > 0) {
-                throw new CorruptLogException(file(".timeindex") + ": seal with no largest timestamp but entries up to timestamp "
-                        + timeTs[timeCount - 1]);
-            }
-        } else if (timeCount > 0 && maxTs < timeTs[timeCount - 1]) {
-            throw new CorruptLogException(file(".timeindex") + ": seal with largest timestamp " + maxTs + " below the last entry's "
-                    + timeTs[timeCount - 1]);
-        } else if (lastHoldsMax) {
-            if (offsetOfMax != base + timeRel[timeCount - 1]) {
-                throw new CorruptLogException(file(".timeindex") + ": the largest timestamp " + maxTs + " is at offset " + offsetOfMax
-                        + ", but the last entry says " + (base + timeRel[timeCount - 1]));
-            }
-        } else {
-            checkAfterLast(maxTs, offsetOfMax);
-            addTimeEntry(maxTs, (int) (offsetOfMax - base));
-        }
+        boolean trimmed = offFileSize == (long) idx.offCount * OFFSET_ENTRY && timeFileSize == (long) idx.timeCount * TIME_ENTRY;
+        if (trimmed && offWritten == idx.offCount && timeWritten == idx.timeCount && idx.sealEntryWritten()) return;
+        idx.seal();
         trim();
     }
 
     /** Both index files cut to their entries (the core's clean close of the active segment; a seal's last step). */
     void trim() throws IOException {
         writeEntries();
-        timeIndex.truncate((long) timeCount * TIME_ENTRY);
-        offsetIndex.truncate((long) offCount * OFFSET_ENTRY);
-        timeFileSize = (long) timeCount * TIME_ENTRY;
-        offFileSize = (long) offCount * OFFSET_ENTRY;
+        timeIndex.truncate((long) idx.timeCount * TIME_ENTRY);
+        offsetIndex.truncate((long) idx.offCount * OFFSET_ENTRY);
+        timeFileSize = (long) idx.timeCount * TIME_ENTRY;
+        offFileSize = (long) idx.offCount * OFFSET_ENTRY;
     }
 
     /** fsync of the {@code .log} (the core's flush of the active segment) and, with {@code indexes}, both

@@ -3,12 +3,14 @@ package io.seglog.spark.format;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 
-/** indexer/fsutil.py's atomic_write: a temporary name, force, rename over, fsync of the folder: the old
- *  file or the new one after a crash, never a torn one. */
+/** indexer/fsutil.py's atomic_write ({@link #write}: a temporary name, force, rename over, fsync of the folder: the
+ *  old file or the new one after a crash, never a torn one) and publish_by_link ({@link #publishByLink}: the same,
+ *  but the file is created once and never replaced). */
 public final class AtomicFile {
     private AtomicFile() {}
 
@@ -25,5 +27,42 @@ public final class AtomicFile {
         }
         Files.move(tmp, path, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         FileSync.directory(path.getParent());
+    }
+
+    /**
+     * Publish {@code data} at {@code path} unless a file has that name (the one publish-by-link of the JVM: commit
+     * files, topic metadata, a stream's initial offsets): written and forced under {@code tmp}, hard-linked to
+     * {@code path}, then the folder fsynced. A link fails when the name exists, so of concurrent creators exactly
+     * one wins, and no reader ever sees a torn file. {@code tmp} is removed either way (a leftover dot-file is in
+     * no listing).
+     *
+     * @param what names the file in the error of a filesystem without hard links ("commit log D: cannot publish commit 7")
+     * @return false when {@code path} already existed (left as it is: another creator's)
+     * @throws StorageException when the filesystem cannot make the hard link
+     */
+    public static boolean publishByLink(Path path, Path tmp, byte[] data, boolean shared, String what) throws IOException {
+        try {
+            try (FileChannel ch = GroupShared.createNew(tmp, shared)) {
+                ByteBuffer buf = ByteBuffer.wrap(data);
+                while (buf.hasRemaining()) ch.write(buf);
+                ch.force(true);
+            }
+            try {
+                Files.createLink(path, tmp);
+            } catch (FileAlreadyExistsException e) {
+                return false;
+            } catch (UnsupportedOperationException | IOException e) {
+                throw new StorageException(what + " with a hard link (" + e + "); seglog needs a filesystem with hard links"
+                        + " (README, Running on a cluster)", e);
+            }
+            FileSync.directory(path.getParent());
+            return true;
+        } finally {
+            try {
+                Files.deleteIfExists(tmp);
+            } catch (IOException e) {
+                // a leftover dot-file is invisible to every reader: not worth failing a publish for
+            }
+        }
     }
 }

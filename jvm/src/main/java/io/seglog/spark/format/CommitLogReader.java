@@ -37,7 +37,7 @@ public final class CommitLogReader {
 
     /** partition -> committed end offset (exclusive), read-only; empty before the first commit. */
     public static Map<Integer, Long> committedEnds(Path root, String topic) {
-        return newest(dir(root, topic)).ends;
+        return ends(latest(root, topic));
     }
 
     /**
@@ -45,7 +45,16 @@ public final class CommitLogReader {
      * exactly-once skip reads), checked as the Python core checks it; empty before the first commit.
      */
     public static java.util.Optional<CommitState> latest(Path root, String topic) {
-        Path dir = dir(root, topic);
+        return newest(dir(root, topic));
+    }
+
+    /** A state's end offsets (an immutable map); empty before the first commit. */
+    private static Map<Integer, Long> ends(java.util.Optional<CommitState> state) {
+        return state.map(CommitState::endOffsets).orElse(Map.of());
+    }
+
+    /** The newest commit file of {@code dir}, read whole: the one parser of every reader ({@link #parseState}). */
+    private static java.util.Optional<CommitState> newest(Path dir) {
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
             TreeSet<Long> seqs = seqs(dir);
             if (seqs.isEmpty()) return java.util.Optional.empty();
@@ -81,6 +90,7 @@ public final class CommitLogReader {
     static CommitState parseState(Path path, byte[] raw, long seq) {
         try {
             JsonNode doc = JSON.readTree(raw);
+            FormatVersion.read(doc, FormatVersion.COMMIT_FILE, path, "commit file");   // first: a newer file is refused whole
             long fileSeq = integral(doc, "seq");
             if (fileSeq != seq) {
                 throw new CorruptLogException("commit file " + path + " holds seq " + fileSeq + ", not " + seq);
@@ -104,6 +114,7 @@ public final class CommitLogReader {
             return new CommitState(seq, writer.asText(), integral(doc, "batch_id"), ends, writers, time);
         } catch (IOException | RuntimeException e) {
             if (e instanceof CorruptLogException) throw (CorruptLogException) e;
+            if (e instanceof UnsupportedFormatVersionException) throw (UnsupportedFormatVersionException) e;
             throw new CorruptLogException("commit file " + path + " is unreadable: " + e, e);
         }
     }
@@ -125,29 +136,8 @@ public final class CommitLogReader {
         return n.asLong();
     }
 
-    /** A commit file's seq and its end offsets; seq -1 before the first commit. */
-    private record Newest(long seq, Map<Integer, Long> ends) {}
-
     static Path file(Path dir, long seq) {
         return dir.resolve(String.format("%020d.json", seq));
-    }
-
-    private static Newest newest(Path dir) {
-        for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-            TreeSet<Long> seqs = seqs(dir);
-            if (seqs.isEmpty()) return new Newest(-1, Map.of());
-            Path newest = file(dir, seqs.last());
-            byte[] raw;
-            try {
-                raw = Files.readAllBytes(newest);
-            } catch (NoSuchFileException e) {
-                continue;   // pruned by a newer commit between listing and reading
-            } catch (IOException e) {
-                throw new CorruptLogException("cannot read commit file " + newest + ": " + e, e);
-            }
-            return new Newest(seqs.last(), parse(newest, raw, seqs.last()));
-        }
-        throw new CorruptLogException("commit log " + dir + " keeps changing under the reader");
     }
 
     /**
@@ -164,7 +154,8 @@ public final class CommitLogReader {
     public static final class Tail {
         private static final int PROBES = 16;
         private final Path dir;
-        private Newest seen = new Newest(-1, Map.of());
+        private long seenSeq = -1;   // -1: no commit seen
+        private Map<Integer, Long> seenEnds = Map.of();
 
         public Tail(Path root, String topic) {
             this.dir = dir(root, topic);
@@ -172,14 +163,15 @@ public final class CommitLogReader {
 
         /** As {@link CommitLogReader#committedEnds}, as of now. */
         public Map<Integer, Long> committedEnds() {
-            if (seen.seq >= 0) {
-                long n = seen.seq;
-                while (n - seen.seq < PROBES && Files.exists(file(dir, n + 1))) n++;
-                if (n - seen.seq < PROBES && Files.exists(file(dir, n))) {
-                    if (n == seen.seq) return seen.ends;
+            if (seenSeq >= 0) {
+                long n = seenSeq;
+                while (n - seenSeq < PROBES && Files.exists(file(dir, n + 1))) n++;
+                if (n - seenSeq < PROBES && Files.exists(file(dir, n))) {
+                    if (n == seenSeq) return seenEnds;
                     try {
-                        seen = new Newest(n, parse(file(dir, n), Files.readAllBytes(file(dir, n)), n));
-                        return seen.ends;
+                        seenEnds = parseState(file(dir, n), Files.readAllBytes(file(dir, n)), n).endOffsets();
+                        seenSeq = n;
+                        return seenEnds;
                     } catch (NoSuchFileException e) {
                         // pruned under the probe by many commits since: list
                     } catch (IOException e) {
@@ -187,14 +179,10 @@ public final class CommitLogReader {
                     }
                 }
             }
-            seen = newest(dir);
-            return seen.ends;
+            java.util.Optional<CommitState> newest = newest(dir);
+            seenSeq = newest.map(CommitState::seq).orElse(-1L);
+            seenEnds = ends(newest);
+            return seenEnds;
         }
-    }
-
-    /** The committed ends of a commit file, checked whole as {@link #parseState} checks it (one rule for every
-     *  reader of the file: tests/conformance/commit_files.json holds it and the core's to the same cases). */
-    private static Map<Integer, Long> parse(Path path, byte[] raw, long seq) {
-        return java.util.Collections.unmodifiableMap(parseState(path, raw, seq).endOffsets());
     }
 }

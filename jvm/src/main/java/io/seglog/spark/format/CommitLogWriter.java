@@ -1,21 +1,18 @@
 package io.seglog.spark.format;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
 
 /**
  * Appends to one topic's commit log: the JVM's half of the contract indexer/commit_log.py keeps (the
- * format is the one both sides read and write; tests/sink/test_jvm_commit_log.py holds them to it).
+ * format, its version included, is the one both sides read and write: tests/conformance/commit_files.json holds
+ * both readers and writers to it, through tests/conformance/test_commit_file_vectors.py and CommitFileVectorsTest).
  *
  * <p>Invariants, as the Python core's:
  * <ul>
@@ -110,30 +107,10 @@ public final class CommitLogWriter {
         Path target = CommitLogReader.file(dir, state.seq());
         Path tmp = dir.resolve(String.format(".%020d.json.tmp-%d-%d", state.seq(), ProcessHandle.current().pid(), System.nanoTime()));
         try {
-            try (FileChannel ch = GroupShared.createNew(tmp, shared)) {
-                ByteBuffer buf = ByteBuffer.wrap(state.toJson().getBytes(StandardCharsets.US_ASCII));
-                while (buf.hasRemaining()) ch.write(buf);
-                ch.force(true);
-            }
-            try {
-                Files.createLink(target, tmp);
-            } catch (FileAlreadyExistsException e) {
-                return false;
-            } catch (UnsupportedOperationException | IOException e) {
-                throw new StorageException("commit log " + dir + ": cannot publish commit " + state.seq()
-                        + " with a hard link (" + e + "); seglog needs a filesystem with hard links"
-                        + " (README, Running on a cluster)", e);
-            }
-            FileSync.directory(dir);
-            return true;
+            return AtomicFile.publishByLink(target, tmp, state.toJson().getBytes(StandardCharsets.US_ASCII), shared,
+                    "commit log " + dir + ": cannot publish commit " + state.seq());
         } catch (IOException e) {
             throw new StorageException("commit log " + dir + ": cannot write commit " + state.seq() + ": " + e, e);
-        } finally {
-            try {
-                Files.deleteIfExists(tmp);
-            } catch (IOException e) {
-                // a leftover dot-file is invisible to every reader: not worth failing a commit for
-            }
         }
     }
 

@@ -38,7 +38,8 @@ public record CommitState(long seq, String writerId, long batchId, Map<Integer, 
         TreeMap<String, Long> ends = new TreeMap<>();
         endOffsets.forEach((p, o) -> ends.put(Integer.toString(p), o));
         appendMap(out, ends);
-        out.append("}, \"seq\": ").append(seq).append(", \"time\": ").append(time).append(", \"writer_id\": ");
+        out.append("}, \"seq\": ").append(seq).append(", \"time\": ").append(time)
+                .append(", \"version\": ").append(FormatVersion.COMMIT_FILE).append(", \"writer_id\": ");
         PythonJson.string(out, writerId);
         out.append(", \"writers\": {");
         appendMap(out, new TreeMap<>(writers));

@@ -1,10 +1,8 @@
 package io.seglog.spark.format;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 
 /**
  * A segment's offset index ({@code .index}, docs/format.md "Offset index"),
@@ -14,51 +12,25 @@ import java.nio.file.StandardOpenOption;
  * and every real entry has a position above zero, so a preallocated zero-filled tail (an active or
  * inactive segment) is the first slot whose position is zero: found by binary search.
  */
-public final class OffsetIndexFile {
+public final class OffsetIndexFile extends IndexFile {
     static final int ENTRY = 8;
 
-    private final long base;
-    private final ByteBuffer buf;
-    private final int entries;
-    private final boolean trimmed;   // the file holds its entries and nothing else (no zero tail)
-
-    private OffsetIndexFile(long base, ByteBuffer buf, int entries, boolean trimmed) {
-        this.base = base;
-        this.buf = buf;
-        this.entries = entries;
-        this.trimmed = trimmed;
+    private OffsetIndexFile(long base, IndexEntries.Read read) {
+        super(base, read, ENTRY);
     }
 
-    /** The index of the segment based at {@code base}. A missing file is a {@link java.nio.file.NoSuchFileException}:
-     *  the segment decides what that means ({@link Segment#open}). */
+    /** The index of the segment based at {@code base} ({@link IndexFile#open}). */
     public static OffsetIndexFile open(Path path, long base) throws IOException {
-        try (FileChannel ch = RootFiles.openReadable(path)) {
-            return read(ch, base);
-        }
+        return open(path, ch -> read(ch, base));
     }
 
     static OffsetIndexFile read(FileChannel ch, long base) throws IOException {
-        IndexEntries.Read read = IndexEntries.read(ch, ENTRY, OffsetIndexFile::countEntries);
-        return new OffsetIndexFile(base, read.buf(), read.entries(), read.trimmed(ENTRY));
+        return new OffsetIndexFile(base, IndexEntries.read(ch, ENTRY, OffsetIndexFile::countEntries));
     }
 
     /** Entries are the prefix of slots with a position above zero (the tail is zeros). */
     private static int countEntries(IndexEntries.Slots file, int slots) throws IOException {
-        int lo = 0, hi = slots;
-        while (lo < hi) {
-            int mid = (lo + hi) >>> 1;
-            if (file.read(mid).getInt(4) > 0) lo = mid + 1; else hi = mid;
-        }
-        return lo;
-    }
-
-    public int entries() {
-        return entries;
-    }
-
-    /** Trimmed to its entries, as a sealed segment's indexes are (docs/format.md "Segment states"). */
-    public boolean trimmed() {
-        return trimmed;
+        return prefixEnd(0, slots, i -> file.read(i).getInt(4) > 0);
     }
 
     public long offsetAt(int i) {
@@ -73,11 +45,6 @@ public final class OffsetIndexFile {
     public int floorEntry(long target) {
         long rel = target - base;
         if (rel < 0) return -1;
-        int lo = 0, hi = entries;                 // first entry with key > rel
-        while (lo < hi) {
-            int mid = (lo + hi) >>> 1;
-            if (buf.getInt(mid * ENTRY) <= rel) lo = mid + 1; else hi = mid;
-        }
-        return lo - 1;
+        return entriesWhile(i -> buf.getInt(i * ENTRY) <= rel) - 1;   // before the first entry with key > rel
     }
 }

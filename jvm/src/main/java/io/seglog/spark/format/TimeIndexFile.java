@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 
 /**
  * A segment's time index ({@code .timeindex}, docs/format.md "Time index"),
@@ -15,32 +14,21 @@ import java.nio.file.StandardOpenOption;
  * all-zero entry (0, base) counts only as the first slot of a file whose next slot is an entry or
  * that is exactly one entry long.
  */
-public final class TimeIndexFile {
+public final class TimeIndexFile extends IndexFile {
     static final int ENTRY = 12;
 
-    private final long base;
-    private final ByteBuffer buf;
-    private final int entries;
-    private final boolean trimmed;   // the file holds its entries and nothing else (no zero tail)
-
-    private TimeIndexFile(long base, ByteBuffer buf, int entries, boolean trimmed) {
-        this.base = base;
-        this.buf = buf;
-        this.entries = entries;
-        this.trimmed = trimmed;
+    private TimeIndexFile(long base, IndexEntries.Read read) {
+        super(base, read, ENTRY);
     }
 
-    /** A missing file is a {@link java.nio.file.NoSuchFileException}: the segment decides what it means. */
+    /** The index of the segment based at {@code base} ({@link IndexFile#open}). */
     public static TimeIndexFile open(Path path, long base) throws IOException {
-        try (FileChannel ch = RootFiles.openReadable(path)) {
-            return read(ch, base);
-        }
+        return open(path, ch -> read(ch, base));
     }
 
     /** Reads the entries of an open file (a segment opens its three files together: {@link Segment#open}). */
     static TimeIndexFile read(FileChannel ch, long base) throws IOException {
-        IndexEntries.Read read = IndexEntries.read(ch, ENTRY, TimeIndexFile::countEntries);
-        return new TimeIndexFile(base, read.buf(), read.entries(), read.trimmed(ENTRY));
+        return new TimeIndexFile(base, IndexEntries.read(ch, ENTRY, TimeIndexFile::countEntries));
     }
 
     private static boolean isZero(IndexEntries.Slots file, int i) throws IOException {
@@ -51,21 +39,7 @@ public final class TimeIndexFile {
     private static int countEntries(IndexEntries.Slots file, int slots) throws IOException {
         boolean firstIsEntry = !isZero(file, 0) || slots == 1 || !isZero(file, 1);
         if (!firstIsEntry) return 0;
-        int lo = 1, hi = slots;                   // first all-zero slot after the first
-        while (lo < hi) {
-            int mid = (lo + hi) >>> 1;
-            if (!isZero(file, mid)) lo = mid + 1; else hi = mid;
-        }
-        return lo;
-    }
-
-    public int entries() {
-        return entries;
-    }
-
-    /** Trimmed to its entries, as a sealed segment's indexes are (docs/format.md "Segment states"). */
-    public boolean trimmed() {
-        return trimmed;
+        return prefixEnd(1, slots, i -> !isZero(file, i));   // the first all-zero slot after the first
     }
 
     public long timestampAt(int i) {
@@ -79,11 +53,6 @@ public final class TimeIndexFile {
     /** The last entry whose timestamp is strictly below {@code ts}, or -1: every record at or below its
      *  offset is older than ts, so the first record at or after ts comes later (docs/format.md). */
     public int lastStrictlyBelow(long ts) {
-        int lo = 0, hi = entries;                 // first entry with timestamp >= ts
-        while (lo < hi) {
-            int mid = (lo + hi) >>> 1;
-            if (timestampAt(mid) < ts) lo = mid + 1; else hi = mid;
-        }
-        return lo - 1;
+        return entriesWhile(i -> timestampAt(i) < ts) - 1;   // before the first entry with timestamp >= ts
     }
 }

@@ -1,10 +1,7 @@
 package io.seglog.spark.format;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -76,6 +73,7 @@ public final class TopicCatalog {
     private static TopicMetadata parse(Path path, byte[] raw) {
         try {
             JsonNode doc = JSON.readTree(raw);
+            FormatVersion.read(doc, FormatVersion.TOPIC_METADATA, path, "topic metadata");   // first: a newer file is refused whole
             Map<String, Object> config = new LinkedHashMap<>();
             JsonNode c = doc.get("config");
             if (c != null && !c.isNull()) {
@@ -99,6 +97,7 @@ public final class TopicCatalog {
             return meta;
         } catch (IOException | RuntimeException e) {
             if (e instanceof InvalidTopicException) throw (InvalidTopicException) e;
+            if (e instanceof UnsupportedFormatVersionException) throw (UnsupportedFormatVersionException) e;
             throw new InvalidTopicException("topic metadata " + path + " is unreadable: " + e);
         }
     }
@@ -133,26 +132,13 @@ public final class TopicCatalog {
             Path tmp = path.resolveSibling(".tmp-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
             try {
                 boolean shared = GroupShared.createDirectories(path.getParent());
-                try (FileChannel ch = GroupShared.createNew(tmp, shared)) {
-                    ByteBuffer buf = ByteBuffer.wrap(meta.toJson().getBytes(StandardCharsets.US_ASCII));
-                    while (buf.hasRemaining()) ch.write(buf);
-                    ch.force(true);
-                }
-                try {
-                    Files.createLink(path, tmp);   // fails when another creator got there first
-                    FileSync.directory(path.getParent());
+                // false when another creator got there first: read what the winner recorded, below
+                if (AtomicFile.publishByLink(path, tmp, meta.toJson().getBytes(StandardCharsets.US_ASCII), shared,
+                        "topic metadata " + path + ": cannot publish it")) {
                     return meta;
-                } catch (FileAlreadyExistsException e) {
-                    // read what the winner recorded, below
                 }
             } catch (IOException e) {
                 throw new StorageException("topic metadata " + path + ": cannot write it: " + e, e);
-            } finally {
-                try {
-                    Files.deleteIfExists(tmp);
-                } catch (IOException e) {
-                    // a leftover dot-file is in no listing
-                }
             }
             existing = load(root, topic);
             if (existing.isEmpty()) {

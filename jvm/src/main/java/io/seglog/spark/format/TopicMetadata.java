@@ -38,7 +38,7 @@ public record TopicMetadata(String name, int partitions, Map<String, Object> con
         }
         out.append(",\n \"created_ms\": ").append(createdMs).append(",\n \"name\": ");
         PythonJson.string(out, name);
-        out.append(",\n \"partitions\": ").append(partitions).append("\n}");
+        out.append(",\n \"partitions\": ").append(partitions).append(",\n \"version\": ").append(FormatVersion.TOPIC_METADATA).append("\n}");
         return out.toString();
     }
 

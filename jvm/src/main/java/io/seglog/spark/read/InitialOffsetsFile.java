@@ -2,11 +2,7 @@ package io.seglog.spark.read;
 
 import java.io.IOException;
 import java.io.OutputStream;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.Files;
-import java.nio.file.StandardOpenOption;
 import java.util.UUID;
 import java.util.function.Supplier;
 
@@ -18,6 +14,8 @@ import org.apache.hadoop.fs.LocalFileSystem;
 import org.apache.hadoop.fs.Options;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.fs.RawLocalFileSystem;
+
+import io.seglog.spark.format.AtomicFile;
 
 /**
  * A stream's first start offsets, kept under its checkpoint so a restart before the first batch commits
@@ -57,18 +55,7 @@ final class InitialOffsetsFile {
 
     /** Written and forced under a name of its own, then linked: creating a link fails if the name exists. */
     private static boolean publishLocal(java.nio.file.Path tmp, java.nio.file.Path file, byte[] bytes) throws IOException {
-        try {
-            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                ch.write(java.nio.ByteBuffer.wrap(bytes));
-                ch.force(true);
-            }
-            Files.createLink(file, tmp);
-            return true;
-        } catch (FileAlreadyExistsException e) {
-            return false;
-        } finally {
-            Files.deleteIfExists(tmp);
-        }
+        return AtomicFile.publishByLink(file, tmp, bytes, false, "seglog source: initial offsets " + file + ": cannot publish them");
     }
 
     private static boolean publish(FileSystem fs, Configuration conf, Path tmp, Path file, byte[] bytes) throws IOException {

@@ -7,7 +7,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
+import io.seglog.spark.format.AppendRules;
 import io.seglog.spark.format.GroupShared;
+import io.seglog.spark.format.SegmentIndexer;
 
 /**
  * One log partition's records within one write task: encoded into batches and written as staged
@@ -17,7 +19,8 @@ import io.seglog.spark.format.GroupShared;
  * segment's base and to positions in the file, stay as they are.
  *
  * <p>Invariants (the same rules as indexer/segment.py, so a staged segment is what seglog's Python
- * Log writes for the same batches from an empty segment, then rolled):
+ * Log writes for the same batches from an empty segment, then rolled; the roll rule is {@link AppendRules#rolls},
+ * the index rule and the seal entry {@link SegmentIndexer}'s, as for the JVM's appends to an active segment):
  * <ul>
  * <li>Roll: a batch goes to a new segment when the current one holds bytes and the batch would pass
  *   segment.bytes, an index has no room (the time index keeps its last slot for the seal entry), the
@@ -57,6 +60,7 @@ final class SegmentStager {
     private final Path dir;
     private final String prefix;
     private final StageConfig cfg;
+    private final AppendRules rules;
     private final long now;
     private final BackgroundSync sync;   // the task's: writes staged bytes back while it encodes
     private final long durableMinBytes;  // a finished segment this large is forced (it will be renamed in)
@@ -78,21 +82,14 @@ final class SegmentStager {
     private long size;
     private long nextRel;
     private int batches;
-    private long bytesSinceIndexEntry;
-    private long maxTs;
-    private long offsetOfMax;
-    private long firstTs;
     private long createdMs;
-    private int[] offEntries = new int[64];    // (relative offset, position) pairs
-    private int offCount;
-    private long[] timeTs = new long[32];
-    private int[] timeRel = new int[32];
-    private int timeCount;
+    private SegmentIndexer indexes;
 
     SegmentStager(Path dir, String prefix, StageConfig cfg, long now, BackgroundSync sync, long durableMinBytes) {
         this.dir = dir;
         this.prefix = prefix;
         this.cfg = cfg;
+        this.rules = new AppendRules(cfg.segmentBytes, cfg.segmentMs, cfg.indexBytes, cfg.indexInterval, cfg.codec);
         this.now = now;
         this.sync = sync;
         this.durableMinBytes = durableMinBytes;
@@ -185,7 +182,7 @@ final class SegmentStager {
         }
         long batchMax = encoder.maxTimestamp();
         long batchFirst = encoder.baseTimestamp();
-        if (log == null || rolls(batchSize, nextRel + count - 1, batchMax)) {
+        if (log == null || indexes.rolls(size, createdMs, batchSize, nextRel + count - 1, batchMax, now)) {
             if (log != null) {
                 closeSegment();
             }
@@ -198,7 +195,7 @@ final class SegmentStager {
         }
         sync.wrote(log, batchSize);
         long lastRel = nextRel + count - 1;
-        indexBatch(lastRel, position, batchSize, batchFirst, batchMax);
+        indexes.indexBatch(lastRel, position, batchSize, batchFirst, batchMax);
         if (meta.remaining() < BATCH_META_SIZE) {
             ByteBuffer bigger = ByteBuffer.allocate(meta.capacity() * 2);
             meta.flip();
@@ -213,66 +210,6 @@ final class SegmentStager {
         encoder.clear();
     }
 
-    /** indexer/segment.py's LogSegment._rolls for the next batch. */
-    private boolean rolls(int batchSize, long lastRel, long batchMax) {
-        if (size == 0) {
-            return false;
-        }
-        long room = Math.min((long) cfg.indexBytes / 8 - offCount, (long) cfg.indexBytes / 12 - timeCount - 1);
-        if (size + batchSize > cfg.segmentBytes || room <= 0 || lastRel > Integer.MAX_VALUE) {
-            return true;
-        }
-        if (firstTs >= 0) {
-            return batchMax >= 0 && batchMax - firstTs > cfg.segmentMs;
-        }
-        return now - createdMs > cfg.segmentMs;
-    }
-
-    /** indexer/segment.py's LogSegment.index_batch: the one index rule. */
-    private void indexBatch(long lastRel, long position, int batchSize, long batchFirst, long batchMax) {
-        if (batchMax > maxTs) {
-            maxTs = batchMax;
-            offsetOfMax = lastRel;
-        }
-        if (firstTs < 0 && batchFirst >= 0) {
-            firstTs = batchFirst;
-        }
-        if (bytesSinceIndexEntry > cfg.indexInterval) {
-            addOffsetEntry((int) lastRel, (int) position);
-            if (maxTs >= 0) {
-                maybeAppendTime(maxTs, offsetOfMax, false);
-            }
-            bytesSinceIndexEntry = 0;
-        }
-        bytesSinceIndexEntry += batchSize;
-    }
-
-    private void addOffsetEntry(int rel, int position) {
-        if (2 * offCount + 2 > offEntries.length) {
-            offEntries = java.util.Arrays.copyOf(offEntries, offEntries.length * 2);
-        }
-        offEntries[2 * offCount] = rel;
-        offEntries[2 * offCount + 1] = position;
-        offCount++;
-    }
-
-    /** TimeIndex.maybe_append (or, with {@code seal}, seal_entry): only a larger timestamp is written. */
-    private void maybeAppendTime(long ts, long rel, boolean seal) {
-        if (timeCount > 0 && ts <= timeTs[timeCount - 1]) {
-            return;
-        }
-        if (!seal && ts == 0 && rel == 0) {
-            return;   // the all-zero entry is written only by the seal (docs/format.md "Time index")
-        }
-        if (timeCount == timeTs.length) {
-            timeTs = java.util.Arrays.copyOf(timeTs, timeCount * 2);
-            timeRel = java.util.Arrays.copyOf(timeRel, timeCount * 2);
-        }
-        timeTs[timeCount] = ts;
-        timeRel[timeCount] = (int) rel;
-        timeCount++;
-    }
-
     private Path file(String suffix) {
         return dir.resolve(String.format("%s-%d%s", prefix, seq, suffix));
     }
@@ -285,42 +222,26 @@ final class SegmentStager {
         size = 0;
         nextRel = 0;
         batches = 0;
-        bytesSinceIndexEntry = 0;
-        maxTs = -1;
-        offsetOfMax = -1;
-        firstTs = -1;
         createdMs = System.currentTimeMillis();
-        offCount = 0;
-        timeCount = 0;
+        indexes = SegmentIndexer.empty(file(".index"), file(".timeindex"), 0, rules);
     }
 
     /** Seal (the seal entry, as LogSegment.seal) and write both indexes trimmed. */
     private void closeSegment() throws IOException {
-        if (maxTs >= 0) {
-            maybeAppendTime(maxTs, offsetOfMax, true);
-        }
+        indexes.seal();
         // a segment the driver renames in must be durable; a small one is copied (its copy is fsynced)
         boolean durable = size >= durableMinBytes;
         sync.close(log, durable);
         log = null;
-        ByteBuffer idx = ByteBuffer.allocate(offCount * 8);
-        for (int i = 0; i < offCount; i++) {
-            idx.putInt(offEntries[2 * i]).putInt(offEntries[2 * i + 1]);
-        }
-        writeFile(file(".index"), idx, durable);
-        ByteBuffer tidx = ByteBuffer.allocate(timeCount * 12);
-        for (int i = 0; i < timeCount; i++) {
-            tidx.putLong(timeTs[i]).putInt(timeRel[i]);
-        }
-        writeFile(file(".timeindex"), tidx, durable);
-        writeFile(file(".batches"), meta, false);   // read by the driver only, never renamed in
+        writeFile(file(".index"), indexes.offsetEntryBytes(0), durable);
+        writeFile(file(".timeindex"), indexes.timeEntryBytes(0), durable);
+        writeFile(file(".batches"), meta.flip(), false);   // read by the driver only, never renamed in
         String stem = file("").toString();
         finished.add(new Staged(stem, size, nextRel, batches, durable));
     }
 
-    /** Write a whole small file; {@code durable}: forced and closed by the sync thread. */
+    /** Write a whole small file ({@code data}, flipped); {@code durable}: forced and closed by the sync thread. */
     private void writeFile(Path path, ByteBuffer data, boolean durable) throws IOException {
-        data.flip();
         FileChannel ch = GroupShared.createNew(path, groupShared);
         try {
             while (data.hasRemaining()) {

@@ -46,7 +46,8 @@ class CommitFileVectorsTest {
 
     @Test
     void readsCommitFilesAsTheVectorsSay(@TempDir Path dir) throws Exception {
-        JsonNode cases = ConformanceVectors.read("commit_files.json").get("cases");
+        JsonNode doc = ConformanceVectors.read("commit_files.json");
+        JsonNode cases = doc.get("cases");
         assertFalse(cases.isEmpty());
         int k = 0;
         for (JsonNode c : cases) {
@@ -55,6 +56,18 @@ class CommitFileVectorsTest {
             Path file = CommitLogReader.file(CommitLogReader.dir(root, "t"), 0);
             Files.createDirectories(file.getParent());
             Files.write(file, c.get("text").asText().getBytes(StandardCharsets.UTF_8));
+            if (c.has("newer_version")) {
+                for (Executable read : new Executable[] {() -> CommitLogReader.latest(root, "t"),
+                        () -> CommitLogReader.committedEnds(root, "t"), () -> new CommitLogReader.Tail(root, "t").committedEnds()}) {
+                    UnsupportedFormatVersionException e = assertThrows(UnsupportedFormatVersionException.class, read, name);
+                    assertTrue(e.getMessage().contains(file.toString()), name + ": " + e.getMessage());
+                    assertTrue(e.getMessage().contains("format version " + c.get("newer_version").asLong() + ";"), e.getMessage());
+                    assertTrue(e.getMessage().contains("up to version " + doc.get("written_version").asInt() + ":"), e.getMessage());
+                    assertEquals(c.get("newer_version").asLong(), e.version(), name);
+                    assertEquals(doc.get("written_version").asInt(), e.supported(), name);
+                }
+                continue;
+            }
             if (c.path("error").asBoolean()) {
                 for (Executable read : new Executable[] {() -> CommitLogReader.latest(root, "t"),
                         () -> CommitLogReader.committedEnds(root, "t"), () -> new CommitLogReader.Tail(root, "t").committedEnds()}) {
@@ -70,5 +83,13 @@ class CommitFileVectorsTest {
             assertEquals(longs(c.get("ends")), keyed(CommitLogReader.committedEnds(root, "t")), name);
             assertEquals(longs(c.get("ends")), keyed(new CommitLogReader.Tail(root, "t").committedEnds()), name);
         }
+    }
+
+    @Test
+    void aCommitWritesTheVectorsVersion(@TempDir Path root) throws Exception {
+        CommitState state = new CommitLogWriter(root, "t").commit("w", 0, Map.of(0, 1L), false);
+        JsonNode written = new com.fasterxml.jackson.databind.ObjectMapper().readTree(
+                Files.readAllBytes(CommitLogReader.file(CommitLogReader.dir(root, "t"), state.seq())));
+        assertEquals(ConformanceVectors.read("commit_files.json").get("written_version").asInt(), written.path("version").asInt(-1));
     }
 }
