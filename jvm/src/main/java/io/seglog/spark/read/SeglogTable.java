@@ -71,6 +71,14 @@ final class SeglogTable implements SupportsRead, SupportsWrite {
 
     @Override
     public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-        return new SeglogWriteBuilder(info);
+        // a session catalog table's INSERT INTO passes no options: its root and topic are its properties
+        Map<String, String> options = new java.util.LinkedHashMap<>();
+        CaseInsensitiveStringMap own = new CaseInsensitiveStringMap(properties);
+        for (String key : new String[] {"path", "location", "topic"}) {
+            if (own.containsKey(key) && !info.options().containsKey(key)) options.put(key, own.get(key));
+        }
+        if (options.isEmpty()) return new SeglogWriteBuilder(info);
+        options.putAll(info.options().asCaseSensitiveMap());
+        return new SeglogWriteBuilder(io.seglog.spark.write.WriteInfo.withOptions(info, options));
     }
 }
