@@ -25,7 +25,6 @@ import io.seglog.spark.format.InvalidTopicException;
 import io.seglog.spark.format.RootPath;
 import io.seglog.spark.format.TopicAdmin;
 import io.seglog.spark.format.TopicCatalog;
-import io.seglog.spark.format.TopicConfigRules;
 import io.seglog.spark.format.TopicLayout;
 import io.seglog.spark.format.TopicMetadata;
 
@@ -134,12 +133,8 @@ public final class SeglogCatalog implements TableCatalog {
                 }
             } else if (lower.equals("partitions")) {
                 count = partitionCount(table, e.getValue());
-            } else if (TopicConfigRules.isKey(key)) {
-                config.put(key, e.getValue());
             } else {
-                throw new SeglogCatalogException("CREATE TABLE " + table + ": property '" + key + "' is not allowed; allowed: "
-                    + "partitions, and topic configuration by Kafka's names (" + String.join(", ", TopicConfigRules.keys())
-                    + "); nothing was created");
+                config.put(key, e.getValue());   // TopicCatalog.create names an unknown key, with the nearest known one
             }
         }
         if (exists(topic)) throw new TableAlreadyExistsException(ident);

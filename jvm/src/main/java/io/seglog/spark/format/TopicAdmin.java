@@ -41,39 +41,48 @@ public final class TopicAdmin {
     public static TopicMetadata alter(Path root, String topic, Map<String, String> set, Collection<String> unset,
                                       Integer partitions) {
         TopicCatalog.checkTopic(topic);
+        altered(root, topic, set, unset, partitions);   // a bad request is refused before the lock file is touched
         try (FileLock lock = FileLock.topicWriter(root, topic).acquire(LOCK_TIMEOUT_MS)) {
             TopicMetadata meta = TopicCatalog.load(root, topic).orElseThrow(() ->
                 new InvalidTopicException("topic '" + topic + "' is not recorded under '" + root + "'"));
-            int count = meta.partitions();
-            if (partitions != null) {
-                TopicCatalog.checkPartitions(topic, partitions);
-                if (partitions < count) {
-                    throw new InvalidTopicException("topic '" + topic + "': partitions = " + partitions + " is below its "
-                        + count + " partitions: partitions can be added, never removed (as Kafka's CreatePartitions); "
-                        + "nothing was changed");
-                }
-                count = partitions;
-            }
-            Map<String, Object> config = new TreeMap<>(meta.config());
-            for (String key : unset) {
-                if (!TopicConfigRules.isKey(key)) TopicConfigRules.check(key, null, "topic '" + topic + "'");  // names it
-                for (String target : TopicConfigRules.ALIASES.getOrDefault(key, List.of(key))) config.remove(target);
-            }
-            // each key checked alone (named), aliases first so that an explicit new name wins (as in Kafka), then
-            // the topic's whole configuration against the combination rules (as at creation)
-            List<String> keys = new ArrayList<>(set.keySet());
-            keys.sort((a, b) -> Boolean.compare(!TopicConfigRules.ALIASES.containsKey(a), !TopicConfigRules.ALIASES.containsKey(b)));
-            for (String key : keys) {
-                for (String target : TopicConfigRules.ALIASES.getOrDefault(key, List.of(key))) {
-                    config.put(target, TopicConfigRules.check(target, set.get(key), "topic '" + topic + "'"));
-                }
-            }
-            TopicConfigRules.validate(config, null, "topic '" + topic + "'");
-            TopicMetadata next = new TopicMetadata(topic, count, config, meta.createdMs());
+            TopicMetadata next = altered(root, topic, set, unset, partitions);
             if (next.toJson().equals(meta.toJson())) return meta;
             TopicCatalog.replace(root, next);
             return next;
         }
+    }
+
+    /** The metadata the request makes of the recorded one, every rule checked; nothing written. */
+    private static TopicMetadata altered(Path root, String topic, Map<String, String> set, Collection<String> unset,
+                                         Integer partitions) {
+        TopicMetadata meta = TopicCatalog.load(root, topic).orElseThrow(() ->
+            new InvalidTopicException("topic '" + topic + "' is not recorded under '" + root + "'"));
+        int count = meta.partitions();
+        if (partitions != null) {
+            TopicCatalog.checkPartitions(topic, partitions);
+            if (partitions < count) {
+                throw new InvalidTopicException("topic '" + topic + "': partitions = " + partitions + " is below its "
+                    + count + " partitions: partitions can be added, never removed (as Kafka's CreatePartitions); "
+                    + "nothing was changed");
+            }
+            count = partitions;
+        }
+        Map<String, Object> config = new TreeMap<>(meta.config());
+        for (String key : unset) {
+            if (!TopicConfigRules.isKey(key)) TopicConfigRules.check(key, null, "topic '" + topic + "'");  // names it
+            for (String target : TopicConfigRules.ALIASES.getOrDefault(key, List.of(key))) config.remove(target);
+        }
+        // each key checked alone (named), aliases first so that an explicit new name wins (as in Kafka), then
+        // the topic's whole configuration against the combination rules (as at creation)
+        List<String> keys = new ArrayList<>(set.keySet());
+        keys.sort((a, b) -> Boolean.compare(!TopicConfigRules.ALIASES.containsKey(a), !TopicConfigRules.ALIASES.containsKey(b)));
+        for (String key : keys) {
+            for (String target : TopicConfigRules.ALIASES.getOrDefault(key, List.of(key))) {
+                config.put(target, TopicConfigRules.check(target, set.get(key), "topic '" + topic + "'"));
+            }
+        }
+        TopicConfigRules.validate(config, null, "topic '" + topic + "'");
+        return new TopicMetadata(topic, count, config, meta.createdMs());
     }
 
     /**
