@@ -31,7 +31,7 @@ import io.seglog.spark.format.TopicMetadata;
 /**
  * A log root as a Spark catalog ({@code spark.sql.catalog.logs = io.seglog.spark.SeglogCatalog},
  * {@code spark.sql.catalog.logs.root = /data/log}): each topic is a table {@code logs.<topic>} (no namespaces), and
- * the DDL statements are Kafka's admin operations, with Kafka's rules (docs/spec.md, "SQL"): CREATE TABLE is
+ * the DDL statements are Kafka's admin operations, with Kafka's rules (docs/spec.md §8.1): CREATE TABLE is
  * CreateTopics, ALTER TABLE SET/UNSET TBLPROPERTIES IncrementalAlterConfigs (and CreatePartitions for
  * {@code partitions}), DROP TABLE ... PURGE DeleteTopics. Every request is checked whole before anything changes.
  */

@@ -16,8 +16,8 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * Kafka's admin operations on a topic that exists (the SQL catalog's ALTER and DROP, docs/spec.md's
- * "SQL" table): IncrementalAlterConfigs, CreatePartitions and DeleteTopics. Each runs under the topic's
+ * Kafka's admin operations on a topic that exists (the SQL catalog's ALTER and DROP, docs/spec.md §8.1):
+ * IncrementalAlterConfigs, CreatePartitions and DeleteTopics. Each runs under the topic's
  * writer lock ({@link FileLock#topicWriter}), so it never interleaves with a write's commit, and is refused
  * before anything changes when the request is bad (a key or value named by TopicConfigRules, a shrink).
  *
