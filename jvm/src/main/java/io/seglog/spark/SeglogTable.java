@@ -1,4 +1,4 @@
-package io.seglog.spark.read;
+package io.seglog.spark;
 
 import java.util.EnumSet;
 import java.util.Map;
@@ -13,6 +13,10 @@ import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
+import io.seglog.spark.read.ReadOptions;
+import io.seglog.spark.read.SeglogConfigException;
+import io.seglog.spark.read.SeglogScanBuilder;
+import io.seglog.spark.read.SeglogSchema;
 import io.seglog.spark.write.SeglogWriteBuilder;
 
 /**

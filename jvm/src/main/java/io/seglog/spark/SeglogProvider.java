@@ -1,4 +1,4 @@
-package io.seglog.spark.read;
+package io.seglog.spark;
 
 import java.util.Map;
 
@@ -8,6 +8,10 @@ import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+import io.seglog.spark.read.Planner;
+import io.seglog.spark.read.ReadOptions;
+import io.seglog.spark.read.SeglogSchema;
 
 /**
  * {@code format("seglog")}: registered with Spark through {@code META-INF/services} (a
