@@ -55,6 +55,7 @@ def refused(spark, root, statement, *needles):
     return info.value
 
 
+@pytest.mark.smoke
 def test_show_tables_and_describe_say_what_kafka_describes(spark, cat):
     name, root = cat
     write(spark, root, "events", 10, partitions=2, retention_ms=86_400_000)
@@ -85,6 +86,7 @@ def test_show_tables_and_describe_say_what_kafka_describes(spark, cat):
         spark.sql(f"SELECT * FROM {name}.nothing").collect()
 
 
+@pytest.mark.smoke
 def test_create_table_is_create_topics_with_the_same_rules(spark, cat):
     name, root = cat
     spark.sql(f"CREATE TABLE {name}.events TBLPROPERTIES ('partitions' = '3', 'retention.ms' = '3600000', "
@@ -109,6 +111,7 @@ def test_create_table_is_create_topics_with_the_same_rules(spark, cat):
     assert load_topic(root, "bad") is None
 
 
+@pytest.mark.smoke
 def test_alter_table_is_incremental_alter_configs_and_create_partitions(spark, cat):
     name, root = cat
     write(spark, root, "events", 4, partitions=2, retention_ms=1000, segment_bytes=1048576)
@@ -136,6 +139,7 @@ def test_alter_table_is_incremental_alter_configs_and_create_partitions(spark, c
     assert len(committed_keys(root, "events")) == 44
 
 
+@pytest.mark.smoke
 def test_drop_table_needs_purge_and_deletes_through_deleted(spark, cat):
     name, root = cat
     write(spark, root, "events", 6, partitions=2, retention_ms=1000)
@@ -155,6 +159,7 @@ def test_drop_table_needs_purge_and_deletes_through_deleted(spark, cat):
     assert spark.sql(f"SELECT offset FROM {name}.events").collect()[0].offset == 0
 
 
+@pytest.mark.smoke
 def test_insert_into_appends_once_and_changes_in_place_are_refused(spark, cat):
     name, root = cat
     spark.sql(f"CREATE TABLE {name}.events TBLPROPERTIES ('partitions' = '2')")

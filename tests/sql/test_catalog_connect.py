@@ -34,6 +34,7 @@ def refused(remote, root, statement, needle):
     assert files(root) == before, statement
 
 
+@pytest.mark.smoke
 def test_catalog_statements_from_a_connect_client(remote, cat, tmp_path):
     name, root = cat
     t = f"{name}.events"
@@ -64,6 +65,7 @@ def test_catalog_statements_from_a_connect_client(remote, cat, tmp_path):
     assert [r.tableName for r in remote.sql(f"SHOW TABLES IN {name}").collect()] == ["copy"]
 
 
+@pytest.mark.smoke
 def test_session_catalog_table_reads_and_takes_insert_into(remote, tmp_path):
     """`CREATE TABLE ... USING seglog LOCATION` in Spark's session catalog: the catalog hands the source the table's
     location (and owner, provider), which the source took as unknown options before (issue 40)."""
