@@ -102,6 +102,24 @@ public final class SeglogCatalog implements TableCatalog {
     }
 
     /**
+     * Spark 4's load of a table a statement writes ({@code TableCatalog.loadTable(Identifier, Set<TableWritePrivilege>)},
+     * overridden here by its erasure: TableWritePrivilege is not on Spark 3.5, where this is an unused overload). A
+     * statement that updates or deletes (UPDATE, DELETE, MERGE with such a clause, INSERT OVERWRITE) is refused now,
+     * before Spark resolves it: a log is append-only.
+     */
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    public Table loadTable(Identifier ident, Set privileges) throws NoSuchTableException {
+        for (Object p : privileges) {
+            String privilege = String.valueOf(p);
+            if (privilege.equals("UPDATE") || privilege.equals("DELETE")) {
+                throw new AppendOnlyException("A statement that updates or deletes records (UPDATE, DELETE, MERGE, INSERT "
+                    + "OVERWRITE) of", name + "." + ident.name());
+            }
+        }
+        return loadTable(ident);
+    }
+
+    /**
      * CreateTopics: {@code partitions} (default 1, as Kafka's num.partitions) and Kafka's topic configuration by
      * name, validated by TopicConfigRules; any other property, columns or PARTITIONED BY are refused by name.
      * The schema is the source's, fixed.
