@@ -1,11 +1,13 @@
-"""Topic metadata: a topic's partition count and configuration overrides, recorded once.
+"""Topic metadata: a topic's partition count and configuration overrides, recorded at creation.
 
 Stored as JSON at <root>/_seglog/topics/<topic>.json. Creation is first-writer-wins across
 processes: the file is written under a temporary name, fsynced, then `os.link`ed to its final name,
 which fails if it already exists (no rename-over: a second creator never replaces the first's file).
 Every later creator reads the recorded metadata and must ask for the same thing.
 
-Invariant: once <topic>.json exists it never changes (partition count and overrides are fixed).
+Invariant: once <topic>.json exists only Kafka's admin operations change it (the SQL catalog's ALTER TABLE, the
+JVM's format/TopicAdmin.java: the overrides, and a partition count that only grows), by a whole new file renamed
+over it under the topic's writer lock; every reader reads it afresh (the sidecar on each pass).
 """
 from __future__ import annotations
 

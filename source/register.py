@@ -1,6 +1,6 @@
 """Registering the `seglog` data source with a Spark session (docs/spec.md §8).
 
-`format("seglog")` is the JVM reader in the connector jar (`io.seglog.spark.read.SeglogProvider`, found
+`format("seglog")` is the JVM reader in the connector jar (`io.seglog.spark.SeglogProvider`, found
 by Spark through the jar's `META-INF/services`). Spark 4.1 refuses a name registered both as a JVM
 `DataSourceRegister` and as a Python data source (FOUND_MULTIPLE_DATA_SOURCES, in
 `DataSource.lookupDataSource`; DATA_SOURCE_ALREADY_EXISTS at registration), so the Python reader is

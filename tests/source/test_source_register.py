@@ -56,4 +56,4 @@ def test_with_the_jar(spark):
     from seglog.source import register
 
     assert register(spark) == "jvm"
-    assert spark._jvm.io.seglog.spark.read.SeglogProvider().shortName() == "seglog"
+    assert spark._jvm.io.seglog.spark.SeglogProvider().shortName() == "seglog"

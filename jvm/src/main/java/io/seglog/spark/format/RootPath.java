@@ -17,6 +17,23 @@ public final class RootPath {
 
     private RootPath() {}
 
+    /**
+     * The root of a source's or a write's options: {@code path} ({@code load(root)}, {@code save(root)}), or
+     * {@code location}, which the session catalog passes for {@code CREATE TABLE ... USING seglog LOCATION '...'};
+     * both may be given when they name one folder. Null when neither is given.
+     */
+    public static String fromOptions(String path, String location, String who) {
+        boolean hasPath = path != null && !path.isBlank(), hasLocation = location != null && !location.isBlank();
+        String fromPath = hasPath ? local(path, who + ": option 'path'") : null;
+        String fromLocation = hasLocation ? local(location, who + ": option 'location'") : null;
+        if (fromPath != null && fromLocation != null && !java.nio.file.Paths.get(fromPath).normalize()
+                .equals(java.nio.file.Paths.get(fromLocation).normalize())) {
+            throw new IllegalArgumentException(who + ": option 'path' = '" + path + "' and option 'location' = '" + location
+                + "' name two folders; give the log root once");
+        }
+        return fromPath != null ? fromPath : fromLocation;
+    }
+
     /** The local path {@code raw} names; an {@link IllegalArgumentException} naming {@code where} when it names none. */
     public static String local(String raw, String where) {
         if (!SCHEME.matcher(raw).matches()) return raw;

@@ -21,7 +21,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * Topic metadata, created and checked as indexer/topics.py does: {@code <root>/_seglog/topics/<topic>.json}
  * is written whole under a temporary name, forced, then hard-linked to its name, which fails when another
  * creator got there first (first writer wins, never a rename over); every later creator reads the recorded
- * metadata and must ask for the same thing. Invariant: once the file exists it never changes.
+ * metadata and must ask for the same thing. Invariant: once the file exists only Kafka's admin operations change it
+ * (TopicAdmin: configuration and a partition count that only grows, a whole new file renamed over it).
  */
 public final class TopicCatalog {
     public static final int MAX_PARTITIONS = 1 << 20;   // indexer/topics.py's sanity bound
@@ -147,6 +148,17 @@ public final class TopicCatalog {
         }
         checkSame(existing.get(), partitions, overrides);
         return existing.get();
+    }
+
+    /** A topic's metadata replaced whole (TopicAdmin, under the topic's writer lock): written under a temporary
+     *  name, forced, renamed over the old file; a reader sees the old metadata or the new. */
+    static void replace(Path root, TopicMetadata meta) {
+        Path path = topicFile(root, meta.name());
+        try {
+            AtomicFile.write(path, meta.toJson().getBytes(StandardCharsets.US_ASCII));
+        } catch (IOException e) {
+            throw new StorageException("topic metadata " + path + ": cannot write it: " + e, e);
+        }
     }
 
     /**

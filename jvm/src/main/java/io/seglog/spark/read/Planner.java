@@ -52,7 +52,7 @@ public final class Planner {
      * waits for it, unless a per-partition JSON names it: offsets for partitions that do not exist are refused
      * either way, as Spark's Kafka source refuses offsets that do not match the partitions assigned.
      */
-    static Map<String, List<Integer>> layout(ReadOptions o, boolean missingIsError) {
+    public static Map<String, List<Integer>> layout(ReadOptions o, boolean missingIsError) {
         Path root = Paths.get(o.root);
         Map<String, List<Integer>> layout = o.selection.resolve(root, o.root, missingIsError);
         for (Bound bound : new Bound[] {o.starting, o.ending}) {

@@ -86,6 +86,12 @@ final class PushedAggregate implements Serializable {
         return new PushedAggregate(groupBy, kinds, a.toString());
     }
 
+    /** Per partition: its record count, offsets' and timestamps' bounds (the SQL catalog's DESCRIBE, TopicStats). */
+    static PushedAggregate perPartition() {
+        return new PushedAggregate(List.of("partition"), List.of(Kind.COUNT, Kind.MIN_OFFSET, Kind.MAX_OFFSET,
+            Kind.MIN_TIMESTAMP, Kind.MAX_TIMESTAMP), "per partition");
+    }
+
     private static String column(Expression e) {
         if (!(e instanceof NamedReference)) return null;
         String[] names = ((NamedReference) e).fieldNames();

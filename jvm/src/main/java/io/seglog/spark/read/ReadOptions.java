@@ -39,7 +39,7 @@ public final class ReadOptions implements Serializable {
     /** Lower-cased key -> the spelling users write (messages name the latter). */
     static final Map<String, String> KNOWN = new LinkedHashMap<>();
     static {
-        for (String k : new String[] {"path", "topic", "subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets",
+        for (String k : new String[] {"path", "location", "topic", "subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets",
             "startingTimestamp", "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
             "startingOffsetsByTimestampStrategy", "failOnDataLoss", "includeHeaders", "minPartitions",
             "maxBytesPerTask", "maxRowsPerBatch", "filterPushdown", "isolation.level", "kafka.isolation.level",
@@ -117,15 +117,14 @@ public final class ReadOptions implements Serializable {
                     + " (known options: " + String.join(", ", new java.util.TreeSet<>(KNOWN.values())) + ")");
             }
         }
-        String path = o.get("path");
-        if (path == null || path.isBlank()) {
-            throw new SeglogConfigException("seglog source: no path given: pass the log root as .load('/data/log') "
-                + "or OPTIONS (path '/data/log')");
-        }
         try {
-            root = io.seglog.spark.format.RootPath.local(path, "seglog source: option 'path'");   // file:///data/log is /data/log
+            root = io.seglog.spark.format.RootPath.fromOptions(o.get("path"), o.get("location"), "seglog source");
         } catch (IllegalArgumentException e) {
             throw new SeglogConfigException(e.getMessage());
+        }
+        if (root == null) {
+            throw new SeglogConfigException("seglog source: no path given: pass the log root as .load('/data/log') "
+                + "or OPTIONS (path '/data/log')");
         }
         selection = TopicSelection.parse(o);
 

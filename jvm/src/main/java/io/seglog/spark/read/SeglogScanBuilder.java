@@ -19,7 +19,7 @@ import org.apache.spark.sql.types.StructType;
  * only when every filter was pushed; {@link PushedAggregate} says which aggregates are answered exactly). A new builder per query,
  * so no query's pushdown leaks into another's (unlike the Python Data Source API's reader).
  */
-final class SeglogScanBuilder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns,
+public final class SeglogScanBuilder implements ScanBuilder, SupportsPushDownFilters, SupportsPushDownRequiredColumns,
         SupportsPushDownAggregates {
     private final ReadOptions opts;
     private StructType schema;
@@ -27,7 +27,7 @@ final class SeglogScanBuilder implements ScanBuilder, SupportsPushDownFilters, S
     private Filter[] pushed = new Filter[0];
     private PushedAggregate aggregate;   // null: Spark aggregates the rows
 
-    SeglogScanBuilder(ReadOptions opts, StructType schema) {
+    public SeglogScanBuilder(ReadOptions opts, StructType schema) {
         this.opts = opts;
         this.schema = schema;
     }

@@ -39,7 +39,7 @@ import io.seglog.spark.format.TopicLayout;
 public final class WriteOptions implements Serializable {
     private static final long serialVersionUID = 1L;
     // conf/options.yaml declares these (WriteOptionTableTest)
-    static final List<String> OWN = List.of("path", "topic", "partitions", "writerid", "txnappid", "txnversion",
+    static final List<String> OWN = List.of("path", "location", "topic", "partitions", "writerid", "txnappid", "txnversion",
             "foreachbatchid", "locktimeoutms", "renameminbytes");
     // Spark's own, passed to every streaming sink with the sink's options: the query's, not ours
     private static final List<String> SPARKS = List.of("checkpointlocation");
@@ -99,14 +99,14 @@ public final class WriteOptions implements Serializable {
                         + String.join(", ", new java.util.TreeSet<>(TopicConfigRules.keys())) + ")");
             }
         }
-        String root = o.get("path");
-        if (root == null || root.isBlank()) {
-            throw new SeglogWriteException("seglog write: no log root; give it as save(root) (option 'path')");
-        }
+        String root;
         try {
-            root = io.seglog.spark.format.RootPath.local(root, "seglog write: option 'path'");   // file:///data/log is /data/log
+            root = io.seglog.spark.format.RootPath.fromOptions(o.get("path"), o.get("location"), "seglog write");
         } catch (IllegalArgumentException e) {
             throw new SeglogWriteException(e.getMessage(), e);
+        }
+        if (root == null) {
+            throw new SeglogWriteException("seglog write: no log root; give it as save(root) (option 'path')");
         }
         String topic = o.get("topic");
         if (topic != null && !TopicLayout.validTopic(topic)) {

@@ -35,4 +35,19 @@ class RootPathTest {
             }
         }
     }
+
+    /** The session catalog passes a table's root as {@code location} (CREATE TABLE ... USING seglog LOCATION). */
+    @Test
+    void takesLocationAsTheRootAndRefusesTwoFolders() {
+        assertEquals("/data/log", RootPath.fromOptions(null, "file:/data/log", "seglog source"));
+        assertEquals("/data/log", RootPath.fromOptions("/data/log", "file:///data/log/", "seglog source"));
+        assertEquals("/data/log", RootPath.fromOptions("/data/log", null, "seglog source"));
+        assertEquals(null, RootPath.fromOptions(" ", null, "seglog source"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+            () -> RootPath.fromOptions("/data/log", "/data/other", "seglog write"));
+        assertTrue(e.getMessage().contains("option 'location' = '/data/other'") && e.getMessage().contains("two folders"),
+            e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> RootPath.fromOptions(null, "s3://b/log", "seglog source"));
+        assertTrue(e.getMessage().contains("seglog source: option 'location'"), e.getMessage());
+    }
 }

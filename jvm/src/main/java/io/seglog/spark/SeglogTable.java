@@ -1,4 +1,4 @@
-package io.seglog.spark.read;
+package io.seglog.spark;
 
 import java.util.EnumSet;
 import java.util.Map;
@@ -13,6 +13,10 @@ import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
+import io.seglog.spark.read.ReadOptions;
+import io.seglog.spark.read.SeglogConfigException;
+import io.seglog.spark.read.SeglogScanBuilder;
+import io.seglog.spark.read.SeglogSchema;
 import io.seglog.spark.write.SeglogWriteBuilder;
 
 /**
@@ -71,6 +75,14 @@ final class SeglogTable implements SupportsRead, SupportsWrite {
 
     @Override
     public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-        return new SeglogWriteBuilder(info);
+        // a session catalog table's INSERT INTO passes no options: its root and topic are its properties
+        Map<String, String> options = new java.util.LinkedHashMap<>();
+        CaseInsensitiveStringMap own = new CaseInsensitiveStringMap(properties);
+        for (String key : new String[] {"path", "location", "topic"}) {
+            if (own.containsKey(key) && !info.options().containsKey(key)) options.put(key, own.get(key));
+        }
+        if (options.isEmpty()) return new SeglogWriteBuilder(info);
+        options.putAll(info.options().asCaseSensitiveMap());
+        return new SeglogWriteBuilder(io.seglog.spark.write.WriteInfo.withOptions(info, options));
     }
 }

@@ -1,4 +1,4 @@
-package io.seglog.spark.read;
+package io.seglog.spark;
 
 import java.util.Map;
 
@@ -8,6 +8,10 @@ import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+import io.seglog.spark.read.Planner;
+import io.seglog.spark.read.ReadOptions;
+import io.seglog.spark.read.SeglogSchema;
 
 /**
  * {@code format("seglog")}: registered with Spark through {@code META-INF/services} (a
@@ -37,7 +41,7 @@ public final class SeglogProvider implements TableProvider, DataSourceRegister {
 
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
-        ReadOptions o = options(options.asCaseSensitiveMap());
+        ReadOptions o = options(withoutCatalogAdds(options.asCaseSensitiveMap()));
         // An incomplete offsets JSON, a missing root: refused at load(). A topic not created yet is not: a stream
         // waits for it (as subscribe on a broker); a batch read refuses it when planned (SeglogScan.toBatch).
         Planner.layout(o, false);
@@ -51,8 +55,22 @@ public final class SeglogProvider implements TableProvider, DataSourceRegister {
         return true;
     }
 
+    /** What the session catalog adds to a table's options ({@code CREATE TABLE ... USING seglog}: Spark's reserved
+     *  table properties, CatalogV2Util.TABLE_RESERVED_PROPERTIES), none of them an option of the source or the write;
+     *  its {@code location} is the root (ReadOptions, WriteOptions). */
+    static final java.util.Set<String> CATALOG_ADDS = java.util.Set.of("owner", "provider", "comment", "external",
+        "is_managed_location");
+
+    static Map<String, String> withoutCatalogAdds(Map<String, String> properties) {
+        Map<String, String> options = new java.util.LinkedHashMap<>();
+        for (Map.Entry<String, String> e : properties.entrySet()) {
+            if (!CATALOG_ADDS.contains(e.getKey().toLowerCase(java.util.Locale.ROOT))) options.put(e.getKey(), e.getValue());
+        }
+        return options;
+    }
+
     @Override
     public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-        return new SeglogTable(properties, this);
+        return new SeglogTable(withoutCatalogAdds(properties), this);
     }
 }

@@ -1,0 +1,204 @@
+"""Topics as SQL tables (issue 40): `io.seglog.spark.SeglogCatalog` over a real root, driven through SQL on the
+session's real local Spark. Each statement's effect is checked in the root's files (topic metadata, commit log,
+records read back by the Python core), and each refused statement leaves every file as it was."""
+from __future__ import annotations
+
+import itertools
+import json
+from datetime import datetime, timezone
+
+import pyspark
+import pytest
+
+from seglog.indexer.root import LogRoot
+from seglog.indexer.topics import load_topic
+from tests.committed import committed_keys
+from tests.sql.roots import files
+
+pytestmark = pytest.mark.spark
+
+_NAMES = itertools.count()
+T0 = 1_700_000_000_000   # ms: the records' timestamps start here
+
+
+@pytest.fixture
+def cat(spark, tmp_path):
+    """A catalog of its own over a fresh root (catalogs are cached by name once loaded, so one name per root)."""
+    name = f"logs{next(_NAMES)}"
+    root = tmp_path / "log"
+    root.mkdir()
+    spark.conf.set(f"spark.sql.catalog.{name}", "io.seglog.spark.SeglogCatalog")
+    spark.conf.set(f"spark.sql.catalog.{name}.root", str(root))
+    return name, root
+
+
+def write(spark, root, topic, n, partitions=2, start=0, **config):
+    df = spark.range(start, start + n).selectExpr(
+        "CAST(CAST(id AS STRING) AS BINARY) AS key", "CAST('v' AS BINARY) AS value",
+        f"timestamp_millis({T0} + id * 1000) AS timestamp")
+    w = df.write.format("seglog").mode("append").option("topic", topic).option("partitions", str(partitions))
+    for k, v in config.items():
+        w = w.option(k.replace("_", "."), str(v))
+    w.save(str(root))
+
+
+def props(spark, table) -> dict[str, str]:
+    return {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+
+
+def refused(spark, root, statement, *needles):
+    before = files(root)
+    with pytest.raises(Exception) as info:
+        spark.sql(statement).collect()
+    for needle in needles:
+        assert needle in str(info.value), (statement, str(info.value)[:2000])
+    assert files(root) == before, statement
+    return info.value
+
+
+@pytest.mark.smoke
+def test_show_tables_and_describe_say_what_kafka_describes(spark, cat):
+    name, root = cat
+    write(spark, root, "events", 10, partitions=2, retention_ms=86_400_000)
+    write(spark, root, "other", 1, partitions=1)
+    assert sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN {name}").collect()) == ["events", "other"]
+    p = props(spark, f"{name}.events")
+    assert p["partitions"] == "2"
+    ends = json.loads(p["endOffsets"])["events"]
+    assert json.loads(p["startOffsets"]) == {"events": {"0": 0, "1": 0}}
+    assert sum(ends.values()) == 10 and set(ends) == {"0", "1"}
+    assert p["records"] == "10"
+    sizes = sum(f.stat().st_size for f in root.glob("events-*/*.log"))
+    assert int(p["sizeBytes"]) == sizes > 0
+    iso = lambda ms: datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+    assert p["oldestTimestamp"] == iso(T0) and p["newestTimestamp"] == iso(T0 + 9000)
+    assert (p["retention.ms"], p["retention.ms.source"]) == ("86400000", "set")
+    assert (p["segment.bytes"], p["segment.bytes.source"]) == ("1073741824", "default")
+    # every key of the Python core's rules, with its source
+    from seglog.conf.topic_config import RULES
+    assert {k for k in p if k.endswith(".source")} == {f"{k}.source" for k in RULES}
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}.events").collect()
+    assert [r.col_name for r in rows[:8]] == ["key", "value", "topic", "partition", "offset", "timestamp",
+                                              "timestampType", "headers"]
+    table_props = next(r.data_type for r in rows if r.col_name == "Table Properties")
+    assert "retention.ms.source=set" in table_props and "partitions=2" in table_props
+    # no such table, and a name that is no topic name
+    with pytest.raises(Exception, match="TABLE_OR_VIEW_NOT_FOUND"):
+        spark.sql(f"SELECT * FROM {name}.nothing").collect()
+
+
+@pytest.mark.smoke
+def test_create_table_is_create_topics_with_the_same_rules(spark, cat):
+    name, root = cat
+    spark.sql(f"CREATE TABLE {name}.events TBLPROPERTIES ('partitions' = '3', 'retention.ms' = '3600000', "
+              f"'cleanup.policy' = 'compact,delete')")
+    meta = load_topic(root, "events")
+    assert meta.partitions == 3
+    assert meta.config == {"retention.ms": 3_600_000, "cleanup.policy": "compact,delete"}
+    spark.sql(f"CREATE TABLE {name}.plain")
+    assert load_topic(root, "plain").partitions == 1 and load_topic(root, "plain").config == {}
+    # refused, naming what is wrong, with nothing created
+    refused(spark, root, f"CREATE TABLE {name}.bad TBLPROPERTIES ('retention.mss' = '1')",
+            "unknown configuration key 'retention.mss'", "did you mean 'retention.ms'?")
+    refused(spark, root, f"CREATE TABLE {name}.bad TBLPROPERTIES ('retention.ms' = 'soon')",
+            "'retention.ms' = 'soon' is not an integer")
+    refused(spark, root, f"CREATE TABLE {name}.bad TBLPROPERTIES ('partitions' = '0')", "'partitions' = '0'")
+    refused(spark, root, f"CREATE TABLE {name}.bad TBLPROPERTIES ('colour' = 'blue')", "unknown configuration key 'colour'")
+    refused(spark, root, f"CREATE TABLE {name}.bad TBLPROPERTIES ('local.retention.ms' = '10', 'retention.ms' = '5', "
+            f"'remote.storage.enable' = 'true')", "'local.retention.ms' = 10 is above 'retention.ms' = 5")
+    refused(spark, root, f"CREATE TABLE {name}.bad (x INT)", "give none")
+    refused(spark, root, f"CREATE TABLE {name}.`bad/../x`", "not a topic name")
+    refused(spark, root, f"CREATE TABLE {name}.events", "already exists")
+    assert load_topic(root, "bad") is None
+
+
+@pytest.mark.smoke
+def test_alter_table_is_incremental_alter_configs_and_create_partitions(spark, cat):
+    name, root = cat
+    write(spark, root, "events", 4, partitions=2, retention_ms=1000, segment_bytes=1048576)
+    table = f"{name}.events"
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('retention.ms' = '5000', 'retention.bytes' = '1048576')")
+    meta = load_topic(root, "events")
+    assert meta.config == {"retention.ms": 5000, "retention.bytes": 1048576, "segment.bytes": 1048576}  # others kept
+    # the sidecar's view (it reads the metadata on each pass)
+    assert LogRoot(root).topic_config("events")["retention.ms"] == 5000
+    spark.sql(f"ALTER TABLE {table} UNSET TBLPROPERTIES ('retention.ms')")
+    assert load_topic(root, "events").config == {"retention.bytes": 1048576, "segment.bytes": 1048576}
+    assert props(spark, table)["retention.ms.source"] == "default"
+    spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('partitions' = '4')")
+    assert load_topic(root, "events").partitions == 4
+    assert load_topic(root, "events").created_ms == meta.created_ms
+    refused(spark, root, f"ALTER TABLE {table} SET TBLPROPERTIES ('partitions' = '3')", "never removed")
+    refused(spark, root, f"ALTER TABLE {table} UNSET TBLPROPERTIES ('partitions')", "can only grow")
+    refused(spark, root, f"ALTER TABLE {table} SET TBLPROPERTIES ('retention.ms' = '-7')", "'retention.ms' = -7 is out of range")
+    refused(spark, root, f"ALTER TABLE {table} SET TBLPROPERTIES ('segmnt.bytes' = '1')", "unknown configuration key 'segmnt.bytes'")
+    refused(spark, root, f"ALTER TABLE {table} SET TBLPROPERTIES ('message.timestamp.out.of.range.policy' = 'quarantine')",
+            "needs 'quarantine.topic'")
+    refused(spark, root, f"ALTER TABLE {table} ADD COLUMNS (x INT)", "columns are fixed")
+    # the records written before are all there, and a write after the growth reaches the new partitions
+    write(spark, root, "events", 40, partitions=4, start=100)
+    assert len(committed_keys(root, "events")) == 44
+
+
+@pytest.mark.smoke
+def test_drop_table_needs_purge_and_deletes_through_deleted(spark, cat):
+    name, root = cat
+    write(spark, root, "events", 6, partitions=2, retention_ms=1000)
+    write(spark, root, "kept", 3, partitions=1)
+    refused(spark, root, f"DROP TABLE {name}.events", "PURGE")
+    spark.sql(f"DROP TABLE {name}.events PURGE")
+    assert not list(root.glob("events-*"))
+    assert load_topic(root, "events") is None
+    assert not (root / "_seglog" / "commits" / "events").exists()
+    assert not list((root / "_seglog" / "deleted").iterdir())
+    assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {name}").collect()] == ["kept"]
+    assert committed_keys(root, "kept") == [b"0", b"1", b"2"]
+    # the name is free again, with nothing of the old topic (commit log, log starts) left to it
+    spark.sql(f"CREATE TABLE {name}.events TBLPROPERTIES ('partitions' = '1')")
+    spark.sql(f"INSERT INTO {name}.events SELECT CAST('k' AS BINARY) AS key, CAST('v' AS BINARY) AS value")
+    assert committed_keys(root, "events") == [b"k"]
+    assert spark.sql(f"SELECT offset FROM {name}.events").collect()[0].offset == 0
+
+
+@pytest.mark.smoke
+def test_insert_into_appends_once_and_changes_in_place_are_refused(spark, cat):
+    name, root = cat
+    spark.sql(f"CREATE TABLE {name}.events TBLPROPERTIES ('partitions' = '2')")
+    insert = (f"INSERT INTO {name}.events SELECT CAST(CAST(id AS STRING) AS BINARY) AS key, "
+              f"CAST('v' AS BINARY) AS value FROM range(10)")
+    spark.sql(insert)
+    assert committed_keys(root, "events") == sorted(str(i).encode() for i in range(10))
+    spark.sql(insert)
+    assert len(committed_keys(root, "events")) == 20
+    assert spark.sql(f"SELECT count(*) AS n FROM {name}.events").collect()[0].n == 20
+    append_only = "a log is append-only"
+    refused(spark, root, f"INSERT OVERWRITE {name}.events SELECT CAST('v' AS BINARY) AS value", append_only)
+    refused(spark, root, f"DELETE FROM {name}.events WHERE offset < 3", append_only)
+    refused(spark, root, f"DELETE FROM {name}.events", append_only)
+    # Spark 4 says which rows a statement writes when it loads the table, so those are refused by the catalog; Spark
+    # 3.5 does not, and refuses UPDATE and MERGE itself (the table supports neither)
+    spark4 = int(pyspark.__version__.split(".")[0]) >= 4
+    refused(spark, root, f"UPDATE {name}.events SET value = CAST('x' AS BINARY) WHERE offset < 3",
+            append_only if spark4 else "UPDATE")
+    refused(spark, root, f"MERGE INTO {name}.events t USING (SELECT CAST('1' AS BINARY) AS k) s ON t.key = s.k "
+            f"WHEN MATCHED THEN DELETE", *([append_only] if spark4 else []))
+    assert len(committed_keys(root, "events")) == 20
+
+
+def test_reads_take_the_source_options_and_streams_use_the_table(spark, cat, tmp_path):
+    name, root = cat
+    write(spark, root, "events", 10, partitions=1)
+    table = f"{name}.events"
+    rows = spark.sql(f"SELECT offset FROM {table} WITH ('startingOffsets' = '{{\"events\":{{\"0\":7}}}}')").collect()
+    assert [r.offset for r in rows] == [7, 8, 9]
+    start = datetime.fromtimestamp((T0 + 5000) / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert spark.read.option("startingTimestamp", str(T0 + 5000)).table(table).count() == 5, start
+    with pytest.raises(Exception, match="option 'path' is the table's own"):
+        spark.read.option("path", "/elsewhere").table(table).collect()
+    # a stream from the table into another table of the catalog
+    spark.sql(f"CREATE TABLE {name}.copy TBLPROPERTIES ('partitions' = '1')")
+    q = (spark.readStream.option("startingOffsets", "earliest").table(table)
+         .selectExpr("key", "value").writeStream.option("checkpointLocation", str(tmp_path / "ckpt"))
+         .trigger(availableNow=True).toTable(f"{name}.copy"))
+    q.awaitTermination()
+    assert committed_keys(root, "copy") == committed_keys(root, "events")
