@@ -126,7 +126,30 @@ public final class CommitLogReader {
     }
 
     /** A commit file's seq and its end offsets; seq -1 before the first commit. */
-    private record Newest(long seq, Map<Integer, Long> ends) {}
+    private static final class Newest {
+        private final long seq;
+        private final Map<Integer, Long> ends;
+
+        private Newest(long seq, Map<Integer, Long> ends) {
+            this.seq = seq;
+            this.ends = ends;
+        }
+
+        public long seq() { return seq; }
+        public Map<Integer, Long> ends() { return ends; }
+
+        @Override public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof Newest)) return false;
+            Newest that = (Newest) o;
+            return seq == that.seq
+                    && java.util.Objects.equals(ends, that.ends);
+        }
+
+        @Override public int hashCode() { return java.util.Objects.hash(seq, ends); }
+
+        @Override public String toString() { return "Newest[seq=" + seq + ", ends=" + ends + "]"; }
+    }
 
     static Path file(Path dir, long seq) {
         return dir.resolve(String.format("%020d.json", seq));
