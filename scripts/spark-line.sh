@@ -6,10 +6,11 @@
 #    pyspark at all.
 # 2. That line's jars: hadoop-aws matching its Hadoop (scripts/s3a-jars.sh), and Spark Connect's server jar
 #    where pyspark ships none (3.5).
-# 3. The tests marked `smoke` (README's quick start, Connect writes and a Connect foreachBatch, a tiered read
-#    through s3a (its file:// twin is line-neutral: the primary line runs it), a kill-and-restart exactly-once
-#    stream) from a copy of tests/ outside the checkout, so
-#    `seglog` is the installed wheel, not the source tree.
+# 3. The tests marked `smoke` (README's quick start, Connect writes, a Connect foreachBatch(SegmentLogSink) and a
+#    foreachBatch of format("seglog"), a tiered read through s3a (its file:// twin is line-neutral: the primary
+#    line runs it), a kill-and-restart exactly-once stream, the JVM conformance runners on this line's jars) from
+#    a copy of tests/ (and jvm/'s test sources) outside the checkout, so `seglog` is the installed wheel, not the
+#    source tree.
 # The first run of a line downloads its pyspark (~400 MB); later runs reuse the venv. Exit status: pytest's.
 set -euo pipefail
 V=${1:?usage: spark-line.sh PYSPARK_VERSION [pytest args...]}; shift
@@ -67,13 +68,15 @@ if ! ls "$site"/jars/spark-connect_*.jar > /dev/null 2>&1; then
 fi
 
 cp -r "$repo/tests" "$work/tests"
+mkdir -p "$work/jvm/src"                                   # the JVM conformance runners (tests/smoke) and their pom
+cp "$repo/jvm/pom.xml" "$work/jvm/" && cp -r "$repo/jvm/src/test" "$work/jvm/src/"
 cp "$repo/pyproject.toml" "$work/"
 find "$work/tests" -name __pycache__ -prune -exec rm -rf {} +
 cd "$work"
 say "smoke profile: $("$venv/bin/python" -c 'import seglog.jvm as j; print(j.jar_path())')"
 SEGLOG_CONNECT_JARS="$connect_jars" PYSPARK_PYTHON="$venv/bin/python" PYSPARK_DRIVER_PYTHON="$venv/bin/python" \
   "$venv/bin/python" -m pytest -q -p no:cacheprovider -m smoke \
-  tests/smoke tests/sink/test_dsv2_write_connect.py tests/sink/test_dsv2_write_crash.py \
+  tests/smoke tests/sink/test_dsv2_write_connect.py tests/sink/test_sink_connect.py tests/sink/test_dsv2_write_crash.py \
   tests/remote/test_jvm_tiered_reads.py \
   --deselect "tests/remote/test_jvm_tiered_reads.py::test_a_replay_from_a_timestamp_crosses_the_tiers_as_before_tiering[file]" \
   "$@"

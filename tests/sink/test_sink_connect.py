@@ -41,6 +41,7 @@ def _stream(session, src):
             .selectExpr("CAST(k AS BINARY) AS key", "CAST('v' AS BINARY) AS value", "timestamp_millis(ts) AS timestamp"))
 
 
+@pytest.mark.smoke
 def test_foreach_batch_segment_log_sink_writes_each_micro_batch_once(remote, tmp_path):
     src, root = tmp_path / "src", tmp_path / "log"
     _json_files(src, 0, 3, 10)

@@ -15,8 +15,43 @@ import java.util.Map;
  * @param indexIntervalBytes index.interval.bytes
  * @param codec the topic's codec id (0: none), which every copied batch must already carry
  */
-public record AppendRules(long segmentBytes, long segmentMs, int indexBytes, long indexIntervalBytes, int codec)
-        implements Serializable {
+public final class AppendRules implements Serializable {
+    private static final long serialVersionUID = 1L;
+    private final long segmentBytes;
+    private final long segmentMs;
+    private final int indexBytes;
+    private final long indexIntervalBytes;
+    private final int codec;
+
+    public AppendRules(long segmentBytes, long segmentMs, int indexBytes, long indexIntervalBytes, int codec) {
+        this.segmentBytes = segmentBytes;
+        this.segmentMs = segmentMs;
+        this.indexBytes = indexBytes;
+        this.indexIntervalBytes = indexIntervalBytes;
+        this.codec = codec;
+    }
+
+    public long segmentBytes() { return segmentBytes; }
+    public long segmentMs() { return segmentMs; }
+    public int indexBytes() { return indexBytes; }
+    public long indexIntervalBytes() { return indexIntervalBytes; }
+    public int codec() { return codec; }
+
+    @Override public boolean equals(Object o) {
+        if (this == o) return true;
+        if (!(o instanceof AppendRules)) return false;
+        AppendRules that = (AppendRules) o;
+        return segmentBytes == that.segmentBytes
+                && segmentMs == that.segmentMs
+                && indexBytes == that.indexBytes
+                && indexIntervalBytes == that.indexIntervalBytes
+                && codec == that.codec;
+    }
+
+    @Override public int hashCode() { return java.util.Objects.hash(segmentBytes, segmentMs, indexBytes, indexIntervalBytes, codec); }
+
+    @Override public String toString() { return "AppendRules[segmentBytes=" + segmentBytes + ", segmentMs=" + segmentMs + ", indexBytes=" + indexBytes + ", indexIntervalBytes=" + indexIntervalBytes + ", codec=" + codec + "]"; }
+
     static final long INT32_MAX = Integer.MAX_VALUE;
 
     /** From a validated topic configuration (TopicConfigRules.validate) and its codec. */

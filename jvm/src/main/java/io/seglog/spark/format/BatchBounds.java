@@ -79,7 +79,9 @@ public final class BatchBounds {
                 at += n;
             }
         }
-        whole.get(0, out, 0, HEADER);
+        ByteBuffer head = whole.duplicate();   // an absolute bulk get is Java 13; the 3.5 jars are Java 11
+        head.position(0);
+        head.get(out, 0, HEADER);
         ByteBuffer result = ByteBuffer.wrap(out, 0, at).order(ByteOrder.BIG_ENDIAN);
         result.putShort(ATTRIBUTES_OFFSET, (short) (result.getShort(ATTRIBUTES_OFFSET) & ~0x07));
         result.putInt(LENGTH_OFFSET, at - 12);

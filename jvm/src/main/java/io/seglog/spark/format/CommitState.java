@@ -14,13 +14,47 @@ import java.util.TreeMap;
  * @param writers    every writer id's last committed batch id (the exactly-once skip rule reads it)
  * @param time       when, in ms since the epoch
  */
-public record CommitState(long seq, String writerId, long batchId, Map<Integer, Long> endOffsets,
-                          Map<String, Long> writers, long time) {
+public final class CommitState {
+    private final long seq;
+    private final String writerId;
+    private final long batchId;
+    private final Map<Integer, Long> endOffsets;
+    private final Map<String, Long> writers;
+    private final long time;
 
-    public CommitState {
+    public CommitState(long seq, String writerId, long batchId, Map<Integer, Long> endOffsets, Map<String, Long> writers, long time) {
         endOffsets = Map.copyOf(endOffsets);
         writers = Map.copyOf(writers);
+        this.seq = seq;
+        this.writerId = writerId;
+        this.batchId = batchId;
+        this.endOffsets = endOffsets;
+        this.writers = writers;
+        this.time = time;
     }
+
+    public long seq() { return seq; }
+    public String writerId() { return writerId; }
+    public long batchId() { return batchId; }
+    public Map<Integer, Long> endOffsets() { return endOffsets; }
+    public Map<String, Long> writers() { return writers; }
+    public long time() { return time; }
+
+    @Override public boolean equals(Object o) {
+        if (this == o) return true;
+        if (!(o instanceof CommitState)) return false;
+        CommitState that = (CommitState) o;
+        return seq == that.seq
+                && java.util.Objects.equals(writerId, that.writerId)
+                && batchId == that.batchId
+                && java.util.Objects.equals(endOffsets, that.endOffsets)
+                && java.util.Objects.equals(writers, that.writers)
+                && time == that.time;
+    }
+
+    @Override public int hashCode() { return java.util.Objects.hash(seq, writerId, batchId, endOffsets, writers, time); }
+
+    @Override public String toString() { return "CommitState[seq=" + seq + ", writerId=" + writerId + ", batchId=" + batchId + ", endOffsets=" + endOffsets + ", writers=" + writers + ", time=" + time + "]"; }
 
     /** The last batch id {@code writer} committed, or null. */
     public Long lastBatch(String writer) {

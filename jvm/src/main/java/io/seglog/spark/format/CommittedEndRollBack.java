@@ -49,7 +49,30 @@ public final class CommittedEndRollBack {
     private CommittedEndRollBack() {}
 
     /** What a roll back did: whether it cut, and the log end it left. */
-    public record Result(boolean cut, long logEnd) {}
+    public static final class Result {
+        private final boolean cut;
+        private final long logEnd;
+
+        public Result(boolean cut, long logEnd) {
+            this.cut = cut;
+            this.logEnd = logEnd;
+        }
+
+        public boolean cut() { return cut; }
+        public long logEnd() { return logEnd; }
+
+        @Override public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof Result)) return false;
+            Result that = (Result) o;
+            return cut == that.cut
+                    && logEnd == that.logEnd;
+        }
+
+        @Override public int hashCode() { return java.util.Objects.hash(cut, logEnd); }
+
+        @Override public String toString() { return "Result[cut=" + cut + ", logEnd=" + logEnd + "]"; }
+    }
 
     /**
      * Cut {@code <root>/<topic>-<partition>} back to {@code committed} if its log ends past it (or holds a

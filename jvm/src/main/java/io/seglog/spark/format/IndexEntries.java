@@ -40,11 +40,43 @@ final class IndexEntries {
     }
 
     /** The entries ({@code entries} of them, possibly none, in {@code buf}) and the file's size and slots when read. */
-    record Read(ByteBuffer buf, int entries, int slots, long fileSize) {
+    static final class Read {
+        private final ByteBuffer buf;
+        private final int entries;
+        private final int slots;
+        private final long fileSize;
+
+        Read(ByteBuffer buf, int entries, int slots, long fileSize) {
+            this.buf = buf;
+            this.entries = entries;
+            this.slots = slots;
+            this.fileSize = fileSize;
+        }
+
+        public ByteBuffer buf() { return buf; }
+        public int entries() { return entries; }
+        public int slots() { return slots; }
+        public long fileSize() { return fileSize; }
+
+        @Override public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof Read)) return false;
+            Read that = (Read) o;
+            return java.util.Objects.equals(buf, that.buf)
+                    && entries == that.entries
+                    && slots == that.slots
+                    && fileSize == that.fileSize;
+        }
+
+        @Override public int hashCode() { return java.util.Objects.hash(buf, entries, slots, fileSize); }
+
+        @Override public String toString() { return "Read[buf=" + buf + ", entries=" + entries + ", slots=" + slots + ", fileSize=" + fileSize + "]"; }
+
         /** The file holds its entries and nothing else (no zero tail): a sealed segment's index. */
         boolean trimmed(int entrySize) {
             return entries == slots && fileSize == (long) slots * entrySize;
         }
+    
     }
 
     /** Slots read at their position in the file; zeros past its end. */
@@ -60,8 +92,16 @@ final class IndexEntries {
         };
     }
 
+    /** {@code buf}'s bytes [index, index + length) as a new buffer (Java 13's slice(index, length); the 3.5 jars are Java 11). */
+    static ByteBuffer slice(ByteBuffer buf, int index, int length) {
+        ByteBuffer d = buf.duplicate();
+        d.limit(index + length);
+        d.position(index);
+        return d.slice();
+    }
+
     static Slots inBuffer(ByteBuffer buf, int entrySize) {
-        return i -> buf.slice(i * entrySize, entrySize);
+        return i -> slice(buf, i * entrySize, entrySize);
     }
 
     static Read read(FileChannel ch, int entrySize, Counter counter) throws IOException {
@@ -77,7 +117,7 @@ final class IndexEntries {
             int whole = buf.position() / entrySize;
             buf.clear();
             int entries = whole == 0 ? 0 : counter.count(inBuffer(buf, entrySize), whole);
-            return new Read(buf.slice(0, entries * entrySize), entries, slots, size);
+            return new Read(slice(buf, 0, entries * entrySize), entries, slots, size);
         }
     }
 

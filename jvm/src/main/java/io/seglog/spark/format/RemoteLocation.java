@@ -19,7 +19,34 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * {@code abfs(s)://container@account.../prefix} or {@code hdfs://namenode:port/prefix} URI, an optional http(s)
  * endpoint and region (applied to S3 locations only). Never credentials: those come from each process's Hadoop configuration and environment.
  */
-public record RemoteLocation(String uri, String endpoint, String region) {
+public final class RemoteLocation {
+    private final String uri;
+    private final String endpoint;
+    private final String region;
+
+    public RemoteLocation(String uri, String endpoint, String region) {
+        this.uri = uri;
+        this.endpoint = endpoint;
+        this.region = region;
+    }
+
+    public String uri() { return uri; }
+    public String endpoint() { return endpoint; }
+    public String region() { return region; }
+
+    @Override public boolean equals(Object o) {
+        if (this == o) return true;
+        if (!(o instanceof RemoteLocation)) return false;
+        RemoteLocation that = (RemoteLocation) o;
+        return java.util.Objects.equals(uri, that.uri)
+                && java.util.Objects.equals(endpoint, that.endpoint)
+                && java.util.Objects.equals(region, that.region);
+    }
+
+    @Override public int hashCode() { return java.util.Objects.hash(uri, endpoint, region); }
+
+    @Override public String toString() { return "RemoteLocation[uri=" + uri + ", endpoint=" + endpoint + ", region=" + region + "]"; }
+
     public static final String FILE = "remote.json";
     private static final Set<String> SCHEMES = Set.of("file", "s3", "s3a", "gs", "abfs", "abfss", "hdfs");
     private static final Set<String> KEYS = Set.of("version", "uri", "endpoint", "region");

@@ -18,7 +18,6 @@ import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.Comparator;
 import java.util.List;
-import java.util.HexFormat;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -85,7 +84,34 @@ public final class RemoteSegmentCache {
     }
 
     /** A local copy of an index object as written: its path, size and modification time. */
-    private record IndexCopy(Path file, long size, java.nio.file.attribute.FileTime written) {
+    private static final class IndexCopy {
+        private final Path file;
+        private final long size;
+        private final java.nio.file.attribute.FileTime written;
+
+        private IndexCopy(Path file, long size, java.nio.file.attribute.FileTime written) {
+            this.file = file;
+            this.size = size;
+            this.written = written;
+        }
+
+        public Path file() { return file; }
+        public long size() { return size; }
+        public java.nio.file.attribute.FileTime written() { return written; }
+
+        @Override public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof IndexCopy)) return false;
+            IndexCopy that = (IndexCopy) o;
+            return java.util.Objects.equals(file, that.file)
+                    && size == that.size
+                    && java.util.Objects.equals(written, that.written);
+        }
+
+        @Override public int hashCode() { return java.util.Objects.hash(file, size, written); }
+
+        @Override public String toString() { return "IndexCopy[file=" + file + ", size=" + size + ", written=" + written + "]"; }
+
         /** Whether the file is still the one written (not removed, truncated or rewritten since). */
         boolean intact() {
             try {
@@ -96,6 +122,7 @@ public final class RemoteSegmentCache {
                 return false;
             }
         }
+    
     }
 
     /** The local copy of an index object, fetched whole and checked against {@code facts} on first use, and fetched
@@ -174,7 +201,7 @@ public final class RemoteSegmentCache {
                 .build().get();
         } catch (java.util.concurrent.ExecutionException e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
-            if (cause instanceof IOException io) throw io;
+            if (cause instanceof IOException) throw (IOException) cause;
             throw new IOException(cause);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -204,7 +231,10 @@ public final class RemoteSegmentCache {
 
     static String sha256(byte[] bytes) {
         try {
-            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+            // lower-case hex, as Python's hexdigest() (java.util.HexFormat is Java 17; the 3.5 jars are Java 11)
+            StringBuilder hex = new StringBuilder(64);
+            for (byte b : MessageDigest.getInstance("SHA-256").digest(bytes)) hex.append(String.format("%02x", b & 0xff));
+            return hex.toString();
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }
@@ -254,7 +284,33 @@ public final class RemoteSegmentCache {
         }
     }
 
-    private record Held(CachedLog log, int chunk, long tick) {
+    private static final class Held {
+        private final CachedLog log;
+        private final int chunk;
+        private final long tick;
+
+        private Held(CachedLog log, int chunk, long tick) {
+            this.log = log;
+            this.chunk = chunk;
+            this.tick = tick;
+        }
+
+        public CachedLog log() { return log; }
+        public int chunk() { return chunk; }
+        public long tick() { return tick; }
+
+        @Override public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof Held)) return false;
+            Held that = (Held) o;
+            return java.util.Objects.equals(log, that.log)
+                    && chunk == that.chunk
+                    && tick == that.tick;
+        }
+
+        @Override public int hashCode() { return java.util.Objects.hash(log, chunk, tick); }
+
+        @Override public String toString() { return "Held[log=" + log + ", chunk=" + chunk + ", tick=" + tick + "]"; }
     }
 
     /** Drops the chunks used least recently until the bytes held are within the bound; forgets copies that no
@@ -555,7 +611,7 @@ public final class RemoteSegmentCache {
             try {
                 check.join();
             } catch (java.util.concurrent.CompletionException e) {
-                if (e.getCause() instanceof RuntimeException re) throw re;
+                if (e.getCause() instanceof RuntimeException) throw (RuntimeException) e.getCause();
                 throw new StorageException("cannot check the length of " + objectUri + ": " + e.getCause(), e.getCause());
             }
             lengthChecked = true;

@@ -35,12 +35,77 @@ public final class RemoteSegmentLog {
     }
 
     /** One object's facts as the manifest records them. */
-    public record FileFacts(long size, String sha256) implements java.io.Serializable {
+    public static final class FileFacts implements java.io.Serializable {
+        private static final long serialVersionUID = 1L;
+        private final long size;
+        private final String sha256;
+
+        public FileFacts(long size, String sha256) {
+            this.size = size;
+            this.sha256 = sha256;
+        }
+
+        public long size() { return size; }
+        public String sha256() { return sha256; }
+
+        @Override public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof FileFacts)) return false;
+            FileFacts that = (FileFacts) o;
+            return size == that.size
+                    && java.util.Objects.equals(sha256, that.sha256);
+        }
+
+        @Override public int hashCode() { return java.util.Objects.hash(size, sha256); }
+
+        @Override public String toString() { return "FileFacts[size=" + size + ", sha256=" + sha256 + "]"; }
     }
 
     /** A tiered segment as its {@code copied} record describes it. */
-    public record Entry(long base, long next, long last, long maxTs, FileFacts log, FileFacts index, FileFacts timeindex)
-        implements java.io.Serializable {
+    public static final class Entry implements java.io.Serializable {
+        private static final long serialVersionUID = 1L;
+        private final long base;
+        private final long next;
+        private final long last;
+        private final long maxTs;
+        private final FileFacts log;
+        private final FileFacts index;
+        private final FileFacts timeindex;
+
+        public Entry(long base, long next, long last, long maxTs, FileFacts log, FileFacts index, FileFacts timeindex) {
+            this.base = base;
+            this.next = next;
+            this.last = last;
+            this.maxTs = maxTs;
+            this.log = log;
+            this.index = index;
+            this.timeindex = timeindex;
+        }
+
+        public long base() { return base; }
+        public long next() { return next; }
+        public long last() { return last; }
+        public long maxTs() { return maxTs; }
+        public FileFacts log() { return log; }
+        public FileFacts index() { return index; }
+        public FileFacts timeindex() { return timeindex; }
+
+        @Override public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof Entry)) return false;
+            Entry that = (Entry) o;
+            return base == that.base
+                    && next == that.next
+                    && last == that.last
+                    && maxTs == that.maxTs
+                    && java.util.Objects.equals(log, that.log)
+                    && java.util.Objects.equals(index, that.index)
+                    && java.util.Objects.equals(timeindex, that.timeindex);
+        }
+
+        @Override public int hashCode() { return java.util.Objects.hash(base, next, last, maxTs, log, index, timeindex); }
+
+        @Override public String toString() { return "Entry[base=" + base + ", next=" + next + ", last=" + last + ", maxTs=" + maxTs + ", log=" + log + ", index=" + index + ", timeindex=" + timeindex + "]"; }
     }
 
     /** The metadata log read: each base's last state. */
@@ -149,25 +214,26 @@ public final class RemoteSegmentLog {
     private static void apply(State state, JsonNode rec, Path file, int n) {
         long base = rec.get("base").asLong();
         switch (rec.get("op").asText()) {
-            case "copying" -> {
+            case "copying":
                 // a copy started: not part of the log until recorded copied (its objects are the sweep's)
-            }
-            case "copied" -> {
+                break;
+            case "copied": {
                 Entry e = entry(rec, base, file, n);
                 state.live.put(base, e);
                 state.copiedEnd = Math.max(state.copiedEnd, e.next);
                 state.deleting.remove(base);
                 state.deleted.remove(base);
+                break;
             }
-            case "deleting" -> {
+            case "deleting": {
                 Entry e = state.live.remove(base);
                 if (e != null) state.deleting.put(base, e);
+                break;
             }
-            default -> {
+            default:
                 state.live.remove(base);
                 state.deleting.remove(base);
                 state.deleted.add(base);
-            }
         }
     }
 

@@ -162,7 +162,38 @@ public final class Segment implements Closeable {
     }
 
     /** A tiered segment's two indexes, each fetched (whole, checked against the manifest) on first need. */
-    private record RemoteIndexes(RemoteTier tier, String topic, int partition, RemoteSegmentLog.Entry e) {
+    private static final class RemoteIndexes {
+        private final RemoteTier tier;
+        private final String topic;
+        private final int partition;
+        private final RemoteSegmentLog.Entry e;
+
+        private RemoteIndexes(RemoteTier tier, String topic, int partition, RemoteSegmentLog.Entry e) {
+            this.tier = tier;
+            this.topic = topic;
+            this.partition = partition;
+            this.e = e;
+        }
+
+        public RemoteTier tier() { return tier; }
+        public String topic() { return topic; }
+        public int partition() { return partition; }
+        public RemoteSegmentLog.Entry e() { return e; }
+
+        @Override public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof RemoteIndexes)) return false;
+            RemoteIndexes that = (RemoteIndexes) o;
+            return java.util.Objects.equals(tier, that.tier)
+                    && java.util.Objects.equals(topic, that.topic)
+                    && partition == that.partition
+                    && java.util.Objects.equals(e, that.e);
+        }
+
+        @Override public int hashCode() { return java.util.Objects.hash(tier, topic, partition, e); }
+
+        @Override public String toString() { return "RemoteIndexes[tier=" + tier + ", topic=" + topic + ", partition=" + partition + ", e=" + e + "]"; }
+
         // openIndex fetches a local copy again when it went or changed (as Kafka's remote index cache does)
         OffsetIndexFile offsetIndex() {
             String uri = tier.location.objectUri(topic, partition, e.base(), ".index");
@@ -177,6 +208,7 @@ public final class Segment implements Closeable {
             return RemoteSegmentCache.openIndex(tier, tier.location.objectUri(topic, partition, e.base(), ".timeindex"),
                 e.timeindex(), ".timeindex");
         }
+    
     }
 
     /** A tiered segment: starts fetching its bytes from the start of the walk {@link #batchesHolding} would make

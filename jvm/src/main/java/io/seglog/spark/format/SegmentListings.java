@@ -34,7 +34,34 @@ public final class SegmentListings {
     /** No memory: every look lists (a batch read plans once). */
     public static final SegmentListings NONE = new SegmentListings(false);
 
-    private record Kept(FileTime mtime, long[] bases, int maxLeaderEpoch) {}
+    private static final class Kept {
+        private final FileTime mtime;
+        private final long[] bases;
+        private final int maxLeaderEpoch;
+
+        private Kept(FileTime mtime, long[] bases, int maxLeaderEpoch) {
+            this.mtime = mtime;
+            this.bases = bases;
+            this.maxLeaderEpoch = maxLeaderEpoch;
+        }
+
+        public FileTime mtime() { return mtime; }
+        public long[] bases() { return bases; }
+        public int maxLeaderEpoch() { return maxLeaderEpoch; }
+
+        @Override public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof Kept)) return false;
+            Kept that = (Kept) o;
+            return java.util.Objects.equals(mtime, that.mtime)
+                    && java.util.Objects.equals(bases, that.bases)
+                    && maxLeaderEpoch == that.maxLeaderEpoch;
+        }
+
+        @Override public int hashCode() { return java.util.Objects.hash(mtime, bases, maxLeaderEpoch); }
+
+        @Override public String toString() { return "Kept[mtime=" + mtime + ", bases=" + bases + ", maxLeaderEpoch=" + maxLeaderEpoch + "]"; }
+    }
 
     private final boolean keeps;
     private final Map<Path, Kept> kept = new ConcurrentHashMap<>();
@@ -50,7 +77,34 @@ public final class SegmentListings {
 
     /** What a look at a folder found: its segments' bases (sorted), the leader epoch bound of its batches, and
      *  whether it is a kept listing (not taken now). */
-    record Found(long[] bases, int maxLeaderEpoch, boolean kept) {}
+    static final class Found {
+        private final long[] bases;
+        private final int maxLeaderEpoch;
+        private final boolean kept;
+
+        Found(long[] bases, int maxLeaderEpoch, boolean kept) {
+            this.bases = bases;
+            this.maxLeaderEpoch = maxLeaderEpoch;
+            this.kept = kept;
+        }
+
+        public long[] bases() { return bases; }
+        public int maxLeaderEpoch() { return maxLeaderEpoch; }
+        public boolean kept() { return kept; }
+
+        @Override public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof Found)) return false;
+            Found that = (Found) o;
+            return java.util.Objects.equals(bases, that.bases)
+                    && maxLeaderEpoch == that.maxLeaderEpoch
+                    && kept == that.kept;
+        }
+
+        @Override public int hashCode() { return java.util.Objects.hash(bases, maxLeaderEpoch, kept); }
+
+        @Override public String toString() { return "Found[bases=" + bases + ", maxLeaderEpoch=" + maxLeaderEpoch + ", kept=" + kept + "]"; }
+    }
 
     /** The folder's segments as of now: the kept listing when the folder did not change since, else a new one. */
     Found look(Path dir) {

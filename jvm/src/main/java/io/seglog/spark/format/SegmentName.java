@@ -20,7 +20,30 @@ public final class SegmentName {
     private static final String MAX = String.format("%020d", Long.MAX_VALUE);
 
     /** A segment file's base offset and tail ({@code ".log"}, {@code ".log.swap"}, ...). */
-    public record Parsed(long base, String tail) { }
+    public static final class Parsed {
+        private final long base;
+        private final String tail;
+
+        public Parsed(long base, String tail) {
+            this.base = base;
+            this.tail = tail;
+        }
+
+        public long base() { return base; }
+        public String tail() { return tail; }
+
+        @Override public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof Parsed)) return false;
+            Parsed that = (Parsed) o;
+            return base == that.base
+                    && java.util.Objects.equals(tail, that.tail);
+        }
+
+        @Override public int hashCode() { return java.util.Objects.hash(base, tail); }
+
+        @Override public String toString() { return "Parsed[base=" + base + ", tail=" + tail + "]"; }
+    }
 
     private SegmentName() {}
 

@@ -62,7 +62,38 @@ public final class StagedPublisher {
 
     /** What a publish did: the log end before and after, the base offsets of the segments renamed in, and how
      *  many staged segments were copied. */
-    public record Result(long start, long end, List<Long> bases, int copied) {}
+    public static final class Result {
+        private final long start;
+        private final long end;
+        private final List<Long> bases;
+        private final int copied;
+
+        public Result(long start, long end, List<Long> bases, int copied) {
+            this.start = start;
+            this.end = end;
+            this.bases = bases;
+            this.copied = copied;
+        }
+
+        public long start() { return start; }
+        public long end() { return end; }
+        public List<Long> bases() { return bases; }
+        public int copied() { return copied; }
+
+        @Override public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof Result)) return false;
+            Result that = (Result) o;
+            return start == that.start
+                    && end == that.end
+                    && java.util.Objects.equals(bases, that.bases)
+                    && copied == that.copied;
+        }
+
+        @Override public int hashCode() { return java.util.Objects.hash(start, end, bases, copied); }
+
+        @Override public String toString() { return "Result[start=" + start + ", end=" + end + ", bases=" + bases + ", copied=" + copied + "]"; }
+    }
 
     /**
      * Put {@code staged} (in order) at the end of {@code <root>/<topic>-<partition>} under the topic's

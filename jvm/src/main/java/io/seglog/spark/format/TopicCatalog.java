@@ -197,7 +197,7 @@ public final class TopicCatalog {
     }
 
     private static boolean sameValue(Object a, Object b) {
-        if (a instanceof Number x && b instanceof Number y) return x.doubleValue() == y.doubleValue();
+        if (a instanceof Number && b instanceof Number) return ((Number) a).doubleValue() == ((Number) b).doubleValue();
         return Objects.equals(a, b);
     }
 

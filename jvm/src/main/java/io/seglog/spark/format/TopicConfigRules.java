@@ -30,7 +30,46 @@ import java.util.regex.Pattern;
 public final class TopicConfigRules {
     enum Kind { INT, FLOAT, BOOL, STR }
 
-    record Rule(Kind kind, Number low, Number high, List<String> choices, boolean nullable, boolean policyList) {
+    static final class Rule {
+        private final Kind kind;
+        private final Number low;
+        private final Number high;
+        private final List<String> choices;
+        private final boolean nullable;
+        private final boolean policyList;
+
+        Rule(Kind kind, Number low, Number high, List<String> choices, boolean nullable, boolean policyList) {
+            this.kind = kind;
+            this.low = low;
+            this.high = high;
+            this.choices = choices;
+            this.nullable = nullable;
+            this.policyList = policyList;
+        }
+
+        public Kind kind() { return kind; }
+        public Number low() { return low; }
+        public Number high() { return high; }
+        public List<String> choices() { return choices; }
+        public boolean nullable() { return nullable; }
+        public boolean policyList() { return policyList; }
+
+        @Override public boolean equals(Object o) {
+            if (this == o) return true;
+            if (!(o instanceof Rule)) return false;
+            Rule that = (Rule) o;
+            return java.util.Objects.equals(kind, that.kind)
+                    && java.util.Objects.equals(low, that.low)
+                    && java.util.Objects.equals(high, that.high)
+                    && java.util.Objects.equals(choices, that.choices)
+                    && nullable == that.nullable
+                    && policyList == that.policyList;
+        }
+
+        @Override public int hashCode() { return java.util.Objects.hash(kind, low, high, choices, nullable, policyList); }
+
+        @Override public String toString() { return "Rule[kind=" + kind + ", low=" + low + ", high=" + high + ", choices=" + choices + ", nullable=" + nullable + ", policyList=" + policyList + "]"; }
+
         String describe() {
             if (!choices.isEmpty()) return "one of " + String.join(", ", choices);
             if (kind == Kind.INT) return "an integer from " + low + " to " + high;
@@ -38,6 +77,7 @@ public final class TopicConfigRules {
             if (kind == Kind.BOOL) return "true or false";
             return "a string" + (nullable ? " or null" : "");
         }
+    
     }
 
     // Number text as the Python core takes it ("--4096" or "4e3" is no integer), and conf/topic.yaml's
@@ -180,7 +220,7 @@ public final class TopicConfigRules {
     }
 
     private static boolean isEmpty(Object v) {
-        return v == null || (v instanceof String s && s.isEmpty());
+        return v == null || (v instanceof String && ((String) v).isEmpty());
     }
 
 
@@ -221,9 +261,10 @@ public final class TopicConfigRules {
                 return i.longValue();
             }
             default: {
-                if (!(value instanceof String s)) {
+                if (!(value instanceof String)) {
                     throw new TopicConfigException(where + ": '" + key + "' = " + show(value) + " is not a string; allowed: " + rule.describe());
                 }
+                String s = (String) value;
                 if (!rule.choices.isEmpty() && !rule.choices.contains(s)) {
                     String hint = key.equals("compression.type") && s.equals("none")
                             ? " ('none' is the producer's name; a topic says 'uncompressed')" : "";
@@ -237,10 +278,10 @@ public final class TopicConfigRules {
     /** Kafka's cleanup.policy is a list; canonical form: deduplicated, Kafka's order, comma-joined. */
     private static Object policyList(Object value) {
         List<String> items = new ArrayList<>();
-        if (value instanceof List<?> list) {
-            for (Object o : list) items.add(String.valueOf(o));
-        } else if (value instanceof String s) {
-            items.addAll(List.of(s.split(",", -1)));
+        if (value instanceof List<?>) {
+            for (Object o : (List<?>) value) items.add(String.valueOf(o));
+        } else if (value instanceof String) {
+            items.addAll(List.of(((String) value).split(",", -1)));
         } else {
             return value;
         }
@@ -260,9 +301,9 @@ public final class TopicConfigRules {
 
     /** true/false in any case, spaces around (as Kafka's ConfigDef parses booleans); else null. */
     private static Boolean asBoolean(Object value) {
-        if (value instanceof Boolean b) return b;
-        if (value instanceof String s) {
-            String t = s.strip().toLowerCase(java.util.Locale.ROOT);
+        if (value instanceof Boolean) return (Boolean) value;
+        if (value instanceof String) {
+            String t = ((String) value).strip().toLowerCase(java.util.Locale.ROOT);
             if (t.equals("true")) return Boolean.TRUE;
             if (t.equals("false")) return Boolean.FALSE;
         }
@@ -271,8 +312,8 @@ public final class TopicConfigRules {
 
     private static BigInteger asInteger(Object value) {
         if (value instanceof Long || value instanceof Integer) return BigInteger.valueOf(((Number) value).longValue());
-        if (value instanceof BigInteger b) return b;
-        if (value instanceof String s && INT_TEXT.matcher(s.strip()).matches()) return new BigInteger(s.strip());
+        if (value instanceof BigInteger) return (BigInteger) value;
+        if (value instanceof String && INT_TEXT.matcher(((String) value).strip()).matches()) return new BigInteger(((String) value).strip());
         return null;   // booleans and floats would hide a mistake
     }
 
@@ -280,8 +321,8 @@ public final class TopicConfigRules {
         if (value instanceof Double || value instanceof Float || value instanceof Long || value instanceof Integer) {
             return ((Number) value).doubleValue();
         }
-        if (value instanceof String s) {
-            String t = s.strip();
+        if (value instanceof String) {
+            String t = ((String) value).strip();
             if (FLOAT_TEXT.matcher(t).matches()) return Double.parseDouble(t);
             String l = t.toLowerCase(java.util.Locale.ROOT).replaceFirst("^[-+]", "");
             if (l.equals("inf") || l.equals("infinity")) return t.startsWith("-") ? Double.NEGATIVE_INFINITY : Double.POSITIVE_INFINITY;
@@ -291,7 +332,7 @@ public final class TopicConfigRules {
     }
 
     private static String show(Object v) {
-        return v instanceof String s ? PythonJson.string(s).replace('"', '\'') : String.valueOf(v);
+        return v instanceof String ? PythonJson.string((String) v).replace('"', '\'') : String.valueOf(v);
     }
 
     /** " (did you mean 'k'?)" for a key within a few edits of a known one. */

@@ -9,10 +9,38 @@ import java.util.TreeMap;
  *
  * @param config the recorded overrides by Kafka's names (Long, Double, String or null values)
  */
-public record TopicMetadata(String name, int partitions, Map<String, Object> config, long createdMs) {
-    public TopicMetadata {
+public final class TopicMetadata {
+    private final String name;
+    private final int partitions;
+    private final Map<String, Object> config;
+    private final long createdMs;
+
+    public TopicMetadata(String name, int partitions, Map<String, Object> config, long createdMs) {
         config = java.util.Collections.unmodifiableMap(new TreeMap<>(config));
+        this.name = name;
+        this.partitions = partitions;
+        this.config = config;
+        this.createdMs = createdMs;
     }
+
+    public String name() { return name; }
+    public int partitions() { return partitions; }
+    public Map<String, Object> config() { return config; }
+    public long createdMs() { return createdMs; }
+
+    @Override public boolean equals(Object o) {
+        if (this == o) return true;
+        if (!(o instanceof TopicMetadata)) return false;
+        TopicMetadata that = (TopicMetadata) o;
+        return java.util.Objects.equals(name, that.name)
+                && partitions == that.partitions
+                && java.util.Objects.equals(config, that.config)
+                && createdMs == that.createdMs;
+    }
+
+    @Override public int hashCode() { return java.util.Objects.hash(name, partitions, config, createdMs); }
+
+    @Override public String toString() { return "TopicMetadata[name=" + name + ", partitions=" + partitions + ", config=" + config + ", createdMs=" + createdMs + "]"; }
 
     /** The defaults with this topic's overrides applied, validated. */
     public Map<String, Object> topicConfig() {
@@ -44,8 +72,8 @@ public record TopicMetadata(String name, int partitions, Map<String, Object> con
 
     private static String jsonValue(Object v) {
         if (v == null) return "null";
-        if (v instanceof String s) return PythonJson.string(s);
-        if (v instanceof Double d) return PythonJson.number(d);
+        if (v instanceof String) return PythonJson.string((String) v);
+        if (v instanceof Double) return PythonJson.number((Double) v);
         return v.toString();
     }
 }

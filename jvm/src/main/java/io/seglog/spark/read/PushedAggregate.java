@@ -211,8 +211,8 @@ final class PushedAggregate implements Serializable {
             return f.get();
         } catch (java.util.concurrent.ExecutionException e) {
             Throwable c = e.getCause();
-            if (c instanceof RuntimeException re) throw re;
-            if (c instanceof Error err) throw err;
+            if (c instanceof RuntimeException) throw (RuntimeException) c;
+            if (c instanceof Error) throw (Error) c;
             throw new IllegalStateException(c);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

@@ -135,7 +135,7 @@ public final class FormatTool {
                 String line;
                 while ((line = in.readLine()) != null) {
                     Map<String, Object> config = json.readValue(line, new com.fasterxml.jackson.core.type.TypeReference<java.util.LinkedHashMap<String, Object>>() {});
-                    config.replaceAll((k, v) -> v instanceof Integer i ? (Object) i.longValue() : v);
+                    config.replaceAll((k, v) -> v instanceof Integer ? (Object) ((Integer) v).longValue() : v);
                     if (out.length() > 1) out.append(", ");
                     try {
                         String ok = json.writeValueAsString(TopicConfigRules.requested(config, "config"));

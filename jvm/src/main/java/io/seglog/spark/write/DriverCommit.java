@@ -283,7 +283,7 @@ final class DriverCommit {
     static void deleteTree(Path dir) {
         if (!Files.exists(dir)) return;
         try (Stream<Path> walk = Files.walk(dir)) {
-            for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) Files.deleteIfExists(p);
+            for (Path p : walk.sorted(Comparator.reverseOrder()).collect(java.util.stream.Collectors.toList())) Files.deleteIfExists(p);
         } catch (IOException | java.io.UncheckedIOException e) {
             // leftovers cost only space; the next write of this writer removes them
         }

@@ -61,14 +61,7 @@ final class InputColumns implements Serializable {
         }
         for (StructField f : schema.fields()) {
             DataType t = f.dataType();
-            String expected = switch (f.name()) {
-                case "value", "key" -> t instanceof BinaryType || t instanceof StringType ? null : "binary or string";
-                case "topic" -> t instanceof StringType ? null : "string";
-                case "partition" -> t instanceof IntegerType || t instanceof ShortType || t instanceof ByteType ? null : "int";
-                case "timestamp" -> t instanceof TimestampType || t instanceof TimestampNTZType ? null : "timestamp";
-                case "headers" -> isHeaders(t) ? null : "array<struct<key: string, value: binary>>";
-                default -> null;   // any other column is ignored
-            };
+            String expected = expectedType(f.name(), t);
             if (expected != null) {
                 throw new InputColumnsException("seglog write: column '" + f.name() + "' is " + t.simpleString() + "; expected " + expected);
             }
@@ -76,9 +69,21 @@ final class InputColumns implements Serializable {
         return new InputColumns(schema);
     }
 
+    /** What column {@code name} must be when its type {@code t} is wrong, or null when it is right. */
+    private static String expectedType(String name, DataType t) {
+        switch (name) {
+            case "value": case "key": return t instanceof BinaryType || t instanceof StringType ? null : "binary or string";
+            case "topic": return t instanceof StringType ? null : "string";
+            case "partition": return t instanceof IntegerType || t instanceof ShortType || t instanceof ByteType ? null : "int";
+            case "timestamp": return t instanceof TimestampType || t instanceof TimestampNTZType ? null : "timestamp";
+            case "headers": return isHeaders(t) ? null : "array<struct<key: string, value: binary>>";
+            default: return null;   // any other column is ignored
+        }
+    }
+
     private static boolean isHeaders(DataType t) {
-        if (!(t instanceof ArrayType a) || !(a.elementType() instanceof StructType s)) return false;
-        StructField[] f = s.fields();
+        if (!(t instanceof ArrayType) || !(((ArrayType) t).elementType() instanceof StructType)) return false;
+        StructField[] f = ((StructType) ((ArrayType) t).elementType()).fields();
         return f.length == 2 && f[0].name().equals("key") && f[0].dataType() instanceof StringType
                 && f[1].name().equals("value") && f[1].dataType() instanceof BinaryType;
     }

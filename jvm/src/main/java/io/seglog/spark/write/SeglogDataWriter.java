@@ -205,7 +205,7 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
     private static BytesView bytes(InternalRow row, int ordinal, BytesView view) {
         if (row.isNullAt(ordinal) || row instanceof UnsafeRow) return view.at(row, ordinal);
         Object v = row.get(ordinal, null);
-        return view.at(v instanceof byte[] b ? b : row.getUTF8String(ordinal).getBytes());
+        return view.at(v instanceof byte[] ? (byte[]) v : row.getUTF8String(ordinal).getBytes());
     }
 
     private long ntzToUtcMicros(long micros) {

@@ -48,14 +48,14 @@ public final class TopicTarget implements Serializable {
     /** The codec seglog writes for a compression.type (indexer/codec/compression.py's topic_codec):
      *  {@code producer} and {@code uncompressed} write uncompressed batches; Kafka's codec ids otherwise. */
     static int codec(String compressionType) {
-        return switch (compressionType) {
-            case "producer", "uncompressed" -> 0;
-            case "gzip" -> 1;
-            case "snappy" -> 2;
-            case "lz4" -> 3;
-            case "zstd" -> 4;
-            default -> throw new IllegalArgumentException("compression.type " + compressionType);
-        };
+        switch (compressionType) {
+            case "producer": case "uncompressed": return 0;
+            case "gzip": return 1;
+            case "snappy": return 2;
+            case "lz4": return 3;
+            case "zstd": return 4;
+            default: throw new IllegalArgumentException("compression.type " + compressionType);
+        }
     }
 
     /**
