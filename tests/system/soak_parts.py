@@ -82,12 +82,17 @@ def writer_main(src: str, root: str, ckpt: str, stop: str) -> None:
               .selectExpr("t AS topic", "CAST(k AS BINARY) AS key", "CAST(v AS BINARY) AS value",
                           "timestamp_millis(ts) AS timestamp",
                           "array(named_struct('key', 'id', 'value', CAST(CAST(id AS STRING) AS BINARY))) AS headers"))
-    sink = SegmentLogSink(root, lock_timeout=300)
-
+    # events by the rows' topic column, compacted by the sink's topic: two staging folders. (Two concurrent
+    # calls of one writer that both write by the topic column share one, and each removes the other's run
+    # folder when it lands between its creation and its lock: the JVM's DriverCommit.removeCrashedRuns; see
+    # docs/reliability.md, the soak's row.)
+    by_column = SegmentLogSink(root, lock_timeout=300)
+    compacted = SegmentLogSink(root, topic="compacted", lock_timeout=300)
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="soak-sink")
 
     def each(df, batch_id):
-        calls = [pool.submit(sink, df.where(cond), batch_id) for cond in ("topic = 'compacted'", "topic != 'compacted'")]
+        calls = [pool.submit(compacted, df.where("topic = 'compacted'").drop("topic"), batch_id),
+                 pool.submit(by_column, df.where("topic != 'compacted'"), batch_id)]
         for call in calls:
             call.result()           # re-raises a call's error here, failing the query
         print(f"batch {batch_id}", flush=True)
@@ -282,16 +287,18 @@ def connect_main(url: str, root: str, stop: str, *folders: str) -> None:
                               "array(named_struct('key', 'id', 'value', CAST(CAST(id AS STRING) AS BINARY))) AS headers")
                   .writeStream.foreachBatch(SegmentLogSink(root, topic=CONNECT_TOPIC, lock_timeout=300))
                   .option("checkpointLocation", ckpt).queryName(f"soak_connect_{n}").trigger(processingTime="1 second"))
-        for attempt in range(1, 9):
+        until, attempt = time.monotonic() + 600, 0
+        while True:
             try:
                 q = writer.start()
                 break
-            except Exception as exc:  # noqa: BLE001 (only the worker's start timeout is retried, bounded)
+            except Exception as exc:  # noqa: BLE001 (only the worker's start timeout is retried, for 10 min)
                 # Spark gives the server's foreachBatch worker a fixed 10 s to connect back (PythonWorkerFactory,
                 # no setting): on a loaded machine its imports alone may take longer. The query did not start
                 # (its checkpoint is as it was); a user starts it again, and so does this client.
-                if "failed to connect back" not in str(exc) or attempt == 8:
+                if "failed to connect back" not in str(exc) or time.monotonic() > until:
                     raise
+                attempt += 1
                 print(f"start retry {n} {attempt}", flush=True)
         print(f"query {n} {q.id}", flush=True)
         queries.append(q)
@@ -506,7 +513,7 @@ class Generator:
         with self.ledger.lock:
             index, first = len(self.ledger.connect_ids[q]), self.next_id
             rows = [self._record("cC", "cC", f"q{q}k{rng.randrange(20)}" if j % 2 == 0 else None,
-                                 f"c{self.next_id}:" + "z" * rng.randrange(600, 700), now_ms()) for j in range(6)]
+                                 f"c{self.next_id}:" + "z" * rng.randrange(600, 700), now_ms()) for j in range(4)]
             self.ledger.connect_ids[q][index] = list(range(first, self.next_id))
         tmp = folder / f".part-{index:06d}.tmp"
         tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
