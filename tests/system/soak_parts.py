@@ -236,14 +236,25 @@ def connect_spark_home(folder: Path) -> Path:
     return folder
 
 
-def connect_server_argv(port: int) -> list[str]:
+# The Connect server's log: errors only, to stderr, each line "HH:mm:ss LEVEL logger: message" (the parent
+# looks for " ERROR " in every Spark child's stderr).
+SERVER_LOG4J2 = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def connect_server_argv(port: int, log4j: Path) -> list[str]:
     """A Spark Connect server as tests/connect_server.py starts one (seglog's jar on --jars, loopback
-    only), its port given: the parent picks a new one per run (a killed server's port may linger). Run
-    it with SPARK_HOME=connect_spark_home(...)."""
+    only), its port given: the parent picks a new one per run (a killed server's port may linger); `log4j`
+    a file holding SERVER_LOG4J2. Run it with SPARK_HOME=connect_spark_home(...)."""
     import pyspark
 
     from seglog.jvm import jar_path
-    from seglog.sink.session import _LOG4J2, _cached_file
 
     sys.path.insert(0, str(REPO))
     from tests.connect_server import SERVER_CLASS, ConnectServer
@@ -253,8 +264,8 @@ def connect_server_argv(port: int) -> list[str]:
             "--jars", ",".join([str(jar_path()), *ConnectServer._server_jars(home)]), "--driver-memory", "1g",
             "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
             "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=2",
-            "--conf", f"spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=file:"
-                      f"{_cached_file('log4j2.properties', _LOG4J2)} -XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+            "--conf", f"spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=file:{log4j} "
+                      f"-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
             "--conf", "spark.sql.streaming.minBatchesToRetain=1000000",
             "--conf", "spark.sql.streaming.fileSource.log.deletion=false", "spark-internal"]
 

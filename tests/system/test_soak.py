@@ -75,9 +75,9 @@ from seglog.indexer.topics import create_topic
 from seglog.sink.partitioner import partition_for_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from soak_parts import (CONNECT_QUERIES, CONNECT_TOPIC, REMOTE_ROWS, REPO, SOURCE_TOPICS, Child,  # noqa: E402
-                        Generator, Ledger, WriterBatches, connect_server_argv, connect_spark_home, header, log_start, now_ms,
-                        partition_state, read_partition, sidecar_events, tier_counts)
+from soak_parts import (CONNECT_QUERIES, CONNECT_TOPIC, REMOTE_ROWS, REPO, SERVER_LOG4J2, SOURCE_TOPICS,  # noqa: E402
+                        Child, Generator, Ledger, WriterBatches, connect_server_argv, connect_spark_home, header,
+                        log_start, now_ms, partition_state, read_partition, sidecar_events, tier_counts)
 from tests.connect_server import _free_port  # noqa: E402
 
 SOAK_MIN = float(os.environ.get("SEGLOG_SOAK_MINUTES", "2.5"))
@@ -549,6 +549,8 @@ def test_system_soak(tmp_path, s3_server):
     t_lo = now_ms()
     cons_a = Child("consumer-available-now", [sys.executable, PARTS, "available-now", str(root), str(ckpt["cA"]), "cA",
                                               str(flags["cA"]), str(replays), str(t_lo), "3", str(seed)], logs)
+    server_log4j = tmp_path / "connect-log4j2.properties"
+    server_log4j.write_text(SERVER_LOG4J2)
     server = Child("connect-server", [], logs, cwd=tmp_path,
                    env={"SPARK_HOME": str(connect_spark_home(tmp_path / "spark-home"))})
     client = Child("connect-client", [], logs)
@@ -556,7 +558,7 @@ def test_system_soak(tmp_path, s3_server):
     def start_connect() -> None:
         """The Connect server on a new port, and its client (which waits for it)."""
         port = _free_port()
-        server.argv = connect_server_argv(port)
+        server.argv = connect_server_argv(port, server_log4j)
         client.argv = [sys.executable, PARTS, "connect", f"sc://127.0.0.1:{port}", str(root), str(flags["connect"]),
                        *[str(x) for q in range(CONNECT_QUERIES) for x in (c_src[q], c_ckpt[q])]]
         server.start()
