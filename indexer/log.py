@@ -760,6 +760,8 @@ class Log:
         cap = locally_deletable(self.path, self._segments.bases)
         if cap is not None and todo.count > cap:
             todo = dataclasses.replace(todo, count=cap, roll_active=False)
+        if self.below_committed_end(todo.count) < todo.count:
+            todo = dataclasses.replace(todo, count=self.below_committed_end(todo.count), roll_active=False)
         if todo.count == 0:
             return retention.RetentionResult([], self._log_start, todo.blocked_by)
         if not todo.roll_active:
@@ -794,6 +796,23 @@ class Log:
                     os.unlink(entry.path)
                     purged.append(Path(entry.path))
         return purged
+
+    def below_committed_end(self, count: int) -> int:
+        """`count` lowered to the oldest segments wholly below the sink's committed end (its high watermark)
+        where the topic has a commit log. Invariant: retention never deletes what the sink may still take
+        back, as Kafka's deletes only below the high watermark (UnifiedLog.deletableSegments): a log start
+        past the committed end, moved back again by the writer's roll back, made readers skip committed
+        records as deleted (issue 36, found by the system soak)."""
+        from seglog.indexer.compaction.cleaner import committed_end
+
+        end = committed_end(self)
+        if end is None:
+            return count
+        bases = self._segments.bases
+        k = 0
+        while k < min(count, len(bases)) and (bases[k + 1] if k + 1 < len(bases) else self.log_end_offset) <= end:
+            k += 1
+        return k
 
     def delete_oldest_segments(self, count: int) -> list[int]:
         """Delete the `count` oldest segments (never the active one) as retention does: renamed to

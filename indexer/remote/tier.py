@@ -239,6 +239,7 @@ def tier_partition(root: str | os.PathLike, topic: str, partition: int, cfg, sto
                 by_total += 1
             # Local retention judges what total retention leaves.
             count = by_total + local_expired(state, log.retention_facts()[by_total:], bases[by_total:], cfg, now)
+            count = log.below_committed_end(count)          # never past the committed end (Log.below_committed_end)
             if count:
                 result.local_deleted = log.delete_oldest_segments(count)
     return result

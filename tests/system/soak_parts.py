@@ -3,7 +3,10 @@
 generator and its ledger, and the readers and bookkeeping the checks use.
 
 The children start their own light local Spark (local[1], 1 GB, no UI) and print one line per
-micro-batch (``batch N``) or per AvailableNow run (``run N``): the parent's measure of progress."""
+micro-batch (``batch N``) or per AvailableNow run (``run N``): the parent's measure of progress. The
+Connect client (``connect``) holds no JVM: its two queries run on a Spark Connect server child
+(``connect_server_argv``), the foreachBatch function in that server's Python worker; it prints
+``batch q:N`` from each query's progress."""
 from __future__ import annotations
 
 import json
@@ -20,7 +23,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE_TOPICS = ("events", "quarantine")            # what the consumers read (delete policy, retention)
+CONNECT_TOPIC = "cC"                                # the two Connect queries' one topic
+CONNECT_QUERIES = 2
 FILE_RE = re.compile(r"part-(\d{6})\.json$")
+REMOTE_ROWS: dict[str, int] = defaultdict(int)      # rows read_partition read from the remote tier, by topic
 INPUT_SCHEMA = "id long, t string, k string, v string, ts long"
 DAY_MS = 86_400_000
 
@@ -30,15 +36,20 @@ def now_ms() -> int:
 
 
 # ------------------------------------------------------------------------------------------------ children
-def _session(name: str):
+def _session(name: str, *, s3a: bool = False):
+    """`s3a`: S3A's jars and the credentials of the environment (the loopback S3 server's), for a
+    reader of `events`, whose older segments are on the remote tier (s3a://, read by the JVM reader)."""
     from seglog.sink.session import local_session
 
-    spark = local_session(name, cores=1, driver_memory="1g",
-                          jvm_options="-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
-                          extra_conf={"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
-                                      # keep every checkpoint file: the parent maps batches to input files
-                                      "spark.sql.streaming.minBatchesToRetain": "1000000",
-                                      "spark.sql.streaming.fileSource.log.deletion": "false"})
+    extra = {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
+             # keep every checkpoint file: the parent maps batches to input files
+             "spark.sql.streaming.minBatchesToRetain": "1000000",
+             "spark.sql.streaming.fileSource.log.deletion": "false"}
+    if s3a:
+        extra.update({"spark.hadoop.fs.s3a.access.key": os.environ["AWS_ACCESS_KEY_ID"],
+                      "spark.hadoop.fs.s3a.secret.key": os.environ["AWS_SECRET_ACCESS_KEY"]})
+    spark = local_session(name, cores=1, driver_memory="1g", with_s3a=s3a,
+                          jvm_options="-XX:+UseSerialGC -XX:TieredStopAtLevel=1", extra_conf=extra)
     jvm = spark.sparkContext._jvm
     # the reader's data-loss warnings (failOnDataLoss=false) reach stderr, where the parent counts them
     jvm.org.apache.logging.log4j.core.config.Configurator.setLevel("io.seglog", jvm.org.apache.logging.log4j.Level.WARN)
@@ -57,7 +68,13 @@ def _wait(q, stop: Path) -> None:
 def writer_main(src: str, root: str, ckpt: str, stop: str) -> None:
     """The writing query: JSON files (maxFilesPerTrigger=1) -> one sink, each row picking its topic
     (events keyed and keyless, out-of-range timestamps quarantined, compacted keyed with tombstones);
-    the record id rides in a header."""
+    the record id rides in a header. Each micro-batch fans out on a thread pool: one sink call per
+    topic group (events with its quarantine; compacted), each on a worker thread, where no local
+    property of the query's thread is set: the sink finds the query from the DataFrame (issue 36 item
+    13). The two groups commit to their own topics' commit logs, so a kill between the two commits
+    leaves one topic a batch ahead: the restarted batch must skip that one and write the other."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from seglog.sink import SegmentLogSink
 
     spark = _session("soak-writer")
@@ -65,10 +82,19 @@ def writer_main(src: str, root: str, ckpt: str, stop: str) -> None:
               .selectExpr("t AS topic", "CAST(k AS BINARY) AS key", "CAST(v AS BINARY) AS value",
                           "timestamp_millis(ts) AS timestamp",
                           "array(named_struct('key', 'id', 'value', CAST(CAST(id AS STRING) AS BINARY))) AS headers"))
-    sink = SegmentLogSink(root, lock_timeout=300)
+    # events by the rows' topic column, compacted by the sink's topic: two staging folders. (Two concurrent
+    # calls of one writer that both write by the topic column share one, and each removes the other's run
+    # folder when it lands between its creation and its lock: the JVM's DriverCommit.removeCrashedRuns; see
+    # docs/reliability.md, the soak's row.)
+    by_column = SegmentLogSink(root, lock_timeout=300)
+    compacted = SegmentLogSink(root, topic="compacted", lock_timeout=300)
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="soak-sink")
 
     def each(df, batch_id):
-        sink(df, batch_id)
+        calls = [pool.submit(compacted, df.where("topic = 'compacted'").drop("topic"), batch_id),
+                 pool.submit(by_column, df.where("topic != 'compacted'"), batch_id)]
+        for call in calls:
+            call.result()           # re-raises a call's error here, failing the query
         print(f"batch {batch_id}", flush=True)
 
     q = (stream.writeStream.foreachBatch(each).option("checkpointLocation", ckpt).queryName("soak_writer")
@@ -98,14 +124,17 @@ def _consumer_stream(spark, root: str, **options):
 
 
 def stream_main(root: str, ckpt: str, out_topic: str, stop: str, max_offsets: str) -> None:
-    """Consumer B: processing-time trigger, maxOffsetsPerTrigger."""
+    """Consumer B: processing-time trigger, maxOffsetsPerTrigger; its sink called on a pool's thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from seglog.sink import SegmentLogSink
 
-    spark = _session("soak-stream-consumer")
+    spark = _session("soak-stream-consumer", s3a=True)
     sink = SegmentLogSink(root, topic=out_topic, lock_timeout=300)
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="soak-sink")
 
     def each(df, batch_id):
-        sink(df, batch_id)
+        pool.submit(sink, df, batch_id).result()
         print(f"batch {batch_id}", flush=True)
 
     q = (_consumer_stream(spark, root, maxOffsetsPerTrigger=max_offsets).writeStream.foreachBatch(each)
@@ -117,16 +146,25 @@ def stream_main(root: str, ckpt: str, out_topic: str, stop: str, max_offsets: st
 
 
 def _log_starts(root: str, topic: str, partitions: int) -> dict[int, int]:
+    return {p: log_start(Path(root), topic, p) for p in range(partitions)}
+
+
+def _local_starts(root: str, topic: str, partitions: int) -> dict[int, int]:
+    """The local tier's start per partition (below it, a read goes to the remote tier)."""
     from seglog.indexer.log import Log
 
     out = {}
     for p in range(partitions):
-        path = Path(root) / f"{topic}-{p}"
-        if path.is_dir():
-            with Log.open(path, readonly=True) as log:
-                out[p] = log.log_start_offset
-        else:
-            out[p] = 0
+        path, out[p] = Path(root) / f"{topic}-{p}", 0
+        for _ in range(8):
+            if not path.is_dir():
+                break
+            try:
+                with Log.open(path, readonly=True) as log:
+                    out[p] = log.log_start_offset
+                break
+            except _retried():
+                continue
     return out
 
 
@@ -138,7 +176,7 @@ def available_now_main(root: str, ckpt: str, out_topic: str, final: str, replays
     from seglog.indexer.commit_log import CommitLog
     from seglog.sink import SegmentLogSink
 
-    spark = _session("soak-available-now")
+    spark = _session("soak-available-now", s3a=True)
     sink = SegmentLogSink(root, topic=out_topic, lock_timeout=300)
     rng = random.Random(int(seed))
     stream = _consumer_stream(spark, root)
@@ -158,13 +196,14 @@ def available_now_main(root: str, ckpt: str, out_topic: str, final: str, replays
         ts = rng.randint(max(int(t_lo), now_ms() - 25_000), now_ms())
         ends = CommitLog(root, "events").end_offsets()
         before = _log_starts(root, "events", 3)
+        local = _local_starts(root, "events", 3)
         rows = (spark.read.format("seglog").option("topic", "events").option("startingTimestamp", ts)
                 .option("startingOffsetsByTimestampStrategy", "latest").option("failOnDataLoss", "false")
                 .option("includeHeaders", "true").load(root)
                 .selectExpr("partition", "offset", "unix_millis(timestamp) AS ts",
                             "CAST(filter(headers, h -> h.key = 'id')[0].value AS STRING) AS id").collect())
         after = _log_starts(root, "events", 3)
-        doc = {"ts": ts, "ends": ends, "starts_before": before, "starts_after": after,
+        doc = {"ts": ts, "ends": ends, "starts_before": before, "starts_after": after, "local_before": local,
                "rows": [[r["partition"], r["offset"], r["ts"], int(r["id"])] for r in rows]}
         tmp = Path(replays) / f".{os.getpid()}-{run}.tmp"
         tmp.write_text(json.dumps(doc))
@@ -179,6 +218,121 @@ def available_now_main(root: str, ckpt: str, out_topic: str, final: str, replays
     print("DONE", flush=True)
 
 
+def connect_spark_home(folder: Path) -> Path:
+    """A SPARK_HOME for the Connect server: the installed pyspark's `bin` and `jars`, and no
+    `python/lib/pyspark.zip`. Spark puts that zip first on its Python workers' path, and a zip's modules
+    are compiled on every import (no .pyc): the server's foreachBatch worker then spends its fixed 10 s
+    to connect back (PythonWorkerFactory, no setting) compiling pyspark when the machine is loaded (11 s
+    measured at load 27 on 2 cores, 4.5 s from the installed package). Without the zip the worker
+    imports the same installed pyspark, compiled once."""
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    lib = folder / "python" / "lib"
+    lib.mkdir(parents=True, exist_ok=True)
+    for name in ("bin", "jars"):
+        if not (folder / name).exists():
+            (folder / name).symlink_to(home / name)
+    return folder
+
+
+# The Connect server's log: errors only, to stderr, each line "HH:mm:ss LEVEL logger: message" (the parent
+# looks for " ERROR " in every Spark child's stderr).
+SERVER_LOG4J2 = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def connect_server_argv(port: int, log4j: Path) -> list[str]:
+    """A Spark Connect server as tests/connect_server.py starts one (seglog's jar on --jars, loopback
+    only), its port given: the parent picks a new one per run (a killed server's port may linger); `log4j`
+    a file holding SERVER_LOG4J2. Run it with SPARK_HOME=connect_spark_home(...)."""
+    import pyspark
+
+    from seglog.jvm import jar_path
+
+    sys.path.insert(0, str(REPO))
+    from tests.connect_server import SERVER_CLASS, ConnectServer
+
+    home = Path(pyspark.__file__).parent
+    return [str(home / "bin" / "spark-submit"), "--master", "local[2]", "--class", SERVER_CLASS,
+            "--jars", ",".join([str(jar_path()), *ConnectServer._server_jars(home)]), "--driver-memory", "1g",
+            "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+            "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=2",
+            "--conf", f"spark.driver.extraJavaOptions=-Dlog4j2.configurationFile=file:{log4j} "
+                      f"-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+            "--conf", "spark.sql.streaming.minBatchesToRetain=1000000",
+            "--conf", "spark.sql.streaming.fileSource.log.deletion=false", "spark-internal"]
+
+
+def connect_main(url: str, root: str, stop: str, *folders: str) -> None:
+    """The Connect client: one query per (input folder, checkpoint) pair, every one into the topic cC
+    through foreachBatch(SegmentLogSink), which the server's Python worker runs. Started one after the
+    other: each start launches a worker on the server, which Spark gives a fixed time to connect back
+    (slow on a loaded machine). The server may still be starting: the first session is retried."""
+    from pyspark.sql.connect.session import SparkSession
+
+    from seglog.sink import SegmentLogSink
+
+    deadline = time.monotonic() + 240
+    while True:
+        try:
+            spark = SparkSession.builder.remote(url).create()
+            spark.range(1).collect()
+            break
+        except Exception:  # noqa: BLE001 (the server is not up yet; bounded)
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+    pairs = list(zip(folders[::2], folders[1::2]))
+    queries = []
+    for n, (src, ckpt) in enumerate(pairs):
+        writer = (spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", 1).json(src)
+                  .selectExpr("CAST(k AS BINARY) AS key", "CAST(v AS BINARY) AS value",
+                              "timestamp_millis(ts) AS timestamp",
+                              "array(named_struct('key', 'id', 'value', CAST(CAST(id AS STRING) AS BINARY))) AS headers")
+                  .writeStream.foreachBatch(SegmentLogSink(root, topic=CONNECT_TOPIC, lock_timeout=300))
+                  .option("checkpointLocation", ckpt).queryName(f"soak_connect_{n}").trigger(processingTime="1 second"))
+        until, attempt = time.monotonic() + 600, 0
+        while True:
+            try:
+                q = writer.start()
+                break
+            except Exception as exc:  # noqa: BLE001 (only the worker's start timeout is retried, for 10 min)
+                # Spark gives the server's foreachBatch worker a fixed 10 s to connect back (PythonWorkerFactory,
+                # no setting): on a loaded machine its imports alone may take longer. The query did not start
+                # (its checkpoint is as it was); a user starts it again, and so does this client.
+                if "failed to connect back" not in str(exc) or time.monotonic() > until:
+                    raise
+                attempt += 1
+                print(f"start retry {n} {attempt}", flush=True)
+        print(f"query {n} {q.id}", flush=True)
+        queries.append(q)
+        until = time.monotonic() + 120
+        while q.lastProgress is None and q.isActive and time.monotonic() < until:   # its worker is up
+            time.sleep(0.5)
+    last: dict[int, int] = {}
+    while not Path(stop).exists():
+        for n, q in enumerate(queries):
+            if not q.isActive:
+                q.awaitTermination()        # raises the query's exception, if any
+                raise RuntimeError(f"query {q.name} stopped on its own")
+            for prog in q.recentProgress:
+                if prog.numInputRows > 0 and prog.batchId > last.get(n, -1):
+                    last[n] = prog.batchId
+                    print(f"batch {n}:{prog.batchId}", flush=True)
+        time.sleep(0.5)
+    for q in queries:
+        q.processAllAvailable()
+        q.stop()
+    print("DONE", flush=True)
+
+
 # ------------------------------------------------------------------------------------------------ parent side
 class Child:
     """A child process in its own process group (Spark's JVM and workers with it), restartable: stdout
@@ -186,8 +340,8 @@ class Child:
     goes to one file per run. `kill()` SIGKILLs the group; any other exit before `stopping` is set is
     a failure, reported by `check()` with the stderr tail."""
 
-    def __init__(self, name: str, argv: list[str], logs: Path, env: dict | None = None):
-        self.name, self.argv, self.logs, self.env = name, argv, logs, env
+    def __init__(self, name: str, argv: list[str], logs: Path, env: dict | None = None, cwd: Path = REPO):
+        self.name, self.argv, self.logs, self.env, self.cwd = name, argv, logs, env, cwd
         self.proc: subprocess.Popen | None = None
         self.runs: list[Path] = []
         self.lines: list[str] = []
@@ -196,6 +350,7 @@ class Child:
         self.batches = 0
         self.started_at = 0.0
         self.stopping = False
+        self.retired = False
         self._pump: threading.Thread | None = None
         self._lock = threading.Lock()
 
@@ -204,7 +359,7 @@ class Child:
         self.runs.append(err)
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONUNBUFFERED="1", **(self.env or {}))
         with open(err, "wb") as errf:
-            self.proc = subprocess.Popen(self.argv, cwd=REPO, stdout=subprocess.PIPE, stderr=errf,
+            self.proc = subprocess.Popen(self.argv, cwd=self.cwd, stdout=subprocess.PIPE, stderr=errf,
                                          stdin=subprocess.DEVNULL, start_new_session=True, env=env, text=True)
         self.progress = 0
         self.started_at = time.monotonic()
@@ -246,7 +401,7 @@ class Child:
         if self.proc is None or self.proc.poll() is None:
             return
         rc = self.proc.returncode
-        if self.stopping and rc == 0:
+        if self.retired or (self.stopping and rc == 0):
             return
         raise AssertionError(f"{self.name} exited {rc} without being killed (run {len(self.runs) - 1}); "
                              f"stdout tail: {self.lines[-5:]}\nstderr tail:\n{self.stderr_tail()}")
@@ -262,6 +417,11 @@ class Child:
         if self._pump is not None:
             self._pump.join(10)
         assert self.lines and self.lines[-1] == "DONE", f"{self.name}: {self.lines[-5:]}"
+
+    def retire(self) -> None:
+        """Ends a child that has no clean stop of its own (the Connect server): SIGKILL, not a failure."""
+        self.retired = True
+        self.cleanup()
 
     def cleanup(self) -> None:
         """finally: no process left behind."""
@@ -287,6 +447,7 @@ class Ledger:
         self.records: dict[int, tuple[str, bytes | None, bytes | None, int]] = {}
         self.file_ids: dict[int, list[int]] = {}
         self._file_of: dict[int, int] = {}
+        self.connect_ids: list[dict[int, list[int]]] = [{} for _ in range(CONNECT_QUERIES)]   # query -> file -> ids
 
     def files(self) -> int:
         with self.lock:
@@ -308,8 +469,11 @@ class Generator:
     (time retention's)."""
 
     def __init__(self, src: Path, ledger: Ledger, committed_files, seed: int, backlog: int = 2, gap: float = 0.8,
-                 phase: float = 15.0):
+                 phase: float = 15.0, connect: tuple = ()):
+        """`connect`: (folder, committed files) per Connect query; each gets a file of `cC` records
+        when it has fewer than `backlog` to do, at most one per writer file."""
         self.src, self.ledger, self.committed_files = src, ledger, committed_files
+        self.connect = connect
         self.rng = random.Random(seed)
         self.backlog, self.gap, self.phase = backlog, gap, phase
         self.t0 = time.monotonic()
@@ -353,9 +517,26 @@ class Generator:
         os.utime(tmp, (1_700_000_000 + index, 1_700_000_000 + index))   # the file source orders by mtime
         tmp.rename(self.src / f"part-{index:06d}.json")
 
+    def write_connect_file(self, q: int) -> None:
+        """Records for the topic cC, keyed and keyless, each value over half of cC's segment.bytes (1024):
+        every append to cC rolls a new segment (the parent checks one micro-batch per segment)."""
+        rng, folder = self.rng, self.connect[q][0]
+        with self.ledger.lock:
+            index, first = len(self.ledger.connect_ids[q]), self.next_id
+            rows = [self._record("cC", "cC", f"q{q}k{rng.randrange(20)}" if j % 2 == 0 else None,
+                                 f"c{self.next_id}:" + "z" * rng.randrange(600, 700), now_ms()) for j in range(4)]
+            self.ledger.connect_ids[q][index] = list(range(first, self.next_id))
+        tmp = folder / f".part-{index:06d}.tmp"
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        os.utime(tmp, (1_700_000_000 + index, 1_700_000_000 + index))
+        tmp.rename(folder / f"part-{index:06d}.json")
+
     def _run(self) -> None:
         try:
             while not self.stop.is_set():
+                for q, (_, committed) in enumerate(self.connect):
+                    if len(self.ledger.connect_ids[q]) - committed() < self.backlog:
+                        self.write_connect_file(q)
                 if self.ledger.files() - self.committed_files() >= self.backlog:
                     self.stop.wait(0.1)
                     continue
@@ -422,12 +603,20 @@ class WriterBatches:
         return len(files)
 
 
-def read_partition(root: Path, topic: str, p: int, start: int, end: int, retries: int = 8):
-    """Readonly `Log.read` of [start, end) as (offset, Record); records retention deleted under the
-    reader (OffsetOutOfRangeError) are skipped: it reopens from the new log start. Returns (rows, log
-    start seen last)."""
+# What a reader may meet while retention deletes under it: a local segment gone, or on a tiered topic a remote
+# object the tier job deleted after the open read the metadata (both SegmentDeletedError, an
+# OffsetOutOfRangeError). Retried from a new open (a bounded number of times); nothing else is.
+def _retried():
     from seglog.errors import OffsetOutOfRangeError
-    from seglog.indexer.log import Log
+
+    return OffsetOutOfRangeError
+
+
+def read_partition(root: Path, topic: str, p: int, start: int, end: int, retries: int = 8):
+    """`TieredLog.read` of [start, end) (both tiers: below the local start from the remote tier) as
+    Records; records retention deleted under the reader are skipped: it reopens from the new log start.
+    Returns (rows, log start seen last)."""
+    from seglog.indexer.remote.tiered_log import TieredLog
 
     path = root / f"{topic}-{p}"
     rows = []
@@ -436,41 +625,49 @@ def read_partition(root: Path, topic: str, p: int, start: int, end: int, retries
     pos = start
     for _ in range(retries):
         try:
-            with Log.open(path, readonly=True) as log:
-                ls = log.log_start_offset
+            with TieredLog(root, topic, p) as log:
+                ls, local = log.log_start_offset, log.local_log_start_offset
                 for r in log.read(max(pos, ls), end):
                     rows.append(r)
                     pos = r.offset + 1
+                    REMOTE_ROWS[topic] += r.offset < local
             return rows, ls
-        except OffsetOutOfRangeError:
+        except _retried():
             continue
     raise AssertionError(f"{topic}-{p}: {retries} reads in a row lost a segment under the reader")
 
 
-def log_start(root: Path, topic: str, p: int) -> int:
-    from seglog.indexer.log import Log
-
-    path = root / f"{topic}-{p}"
-    if not path.is_dir():
-        return 0
-    with Log.open(path, readonly=True) as log:
-        return log.log_start_offset
-
-
 def partition_state(root: Path, topic: str, p: int) -> tuple[int, int]:
-    """(log start offset, bytes in its segments) of one partition, from a readonly open; opened again
-    when retention deletes a segment under it (SegmentDeletedError, an OffsetOutOfRangeError)."""
-    from seglog.errors import OffsetOutOfRangeError
-    from seglog.indexer.log import Log
+    """(log start offset, bytes in its segments) of one partition across both tiers (a segment on
+    both counted once), from a readonly open; opened again when retention deletes under it."""
+    from seglog.indexer.remote.tiered_log import TieredLog
 
-    path = root / f"{topic}-{p}"
-    if not path.is_dir():
+    if not (root / f"{topic}-{p}").is_dir():
         return 0, 0
     for _ in range(8):
         try:
-            with Log.open(path, readonly=True) as log:
-                return log.log_start_offset, log.size_bytes()
-        except OffsetOutOfRangeError:
+            with TieredLog(root, topic, p) as log:
+                return log.log_start_offset, sum(s.size_bytes for s in log.segments())
+        except _retried():
+            continue
+    raise AssertionError(f"{topic}-{p}: eight opens in a row lost a segment under the reader")
+
+
+def log_start(root: Path, topic: str, p: int) -> int:
+    """The log start across both tiers (the remote tier's start on a tiered topic)."""
+    return partition_state(root, topic, p)[0]
+
+
+def tier_counts(root: Path, topic: str, p: int) -> tuple[int, int]:
+    """(segments on the remote tier now, of which no local copy is left) of one partition."""
+    from seglog.indexer.remote.tiered_log import TieredLog
+
+    for _ in range(8):
+        try:
+            with TieredLog(root, topic, p) as log:
+                segs = log.segments()
+                return sum(s.tier != "local" for s in segs), sum(s.tier == "remote" for s in segs)
+        except _retried():
             continue
     raise AssertionError(f"{topic}-{p}: eight opens in a row lost a segment under the reader")
 
@@ -502,4 +699,5 @@ def sidecar_events(logs: list[Path], killed: list[bool]) -> list[dict]:
 
 if __name__ == "__main__":
     mode, args = sys.argv[1], sys.argv[2:]
-    {"writer": writer_main, "stream": stream_main, "available-now": available_now_main}[mode](*args)
+    {"writer": writer_main, "stream": stream_main, "available-now": available_now_main,
+     "connect": connect_main}[mode](*args)

@@ -13,7 +13,18 @@ restarted from its checkpoint:
   after each run replays `events` with `spark.read...startingTimestamp` from a random timestamp; B runs a
   processing-time trigger with `maxOffsetsPerTrigger`;
 - the real sidecar (`seglog compactor run`) with every job at short intervals: seal, idle roll, time and
-  size retention far shorter than the run, merge, clean, purge (`file.delete.delay.ms` 1 s).
+  size retention far shorter than the run, merge, clean, purge (`file.delete.delay.ms` 1 s), and tiering:
+  `events` has `remote.storage.enable` with small `local.retention.bytes/ms`, its remote tier a loopback
+  S3 server (moto, s3a://): the tier job copies sealed segments and local retention deletes them, so the
+  readers read below the local start from the remote tier (Python: `TieredLog`; the JVM consumers and
+  replays: through s3a);
+- thread pools: the writer fans each micro-batch out to one sink call per topic group (events with its
+  quarantine; compacted) on a `ThreadPoolExecutor`, and consumer B calls its sink on a pool's thread;
+- Spark Connect: a Connect server child (seglog's jar) and a client child with two queries, each with
+  its own checkpoint and its own JSON folder, both into ONE topic `cC` through `foreachBatch(
+  SegmentLogSink)` (the server's Python worker runs it); the server is SIGKILLed with its client at
+  random and both restarted (a new port), the queries from their checkpoints. `cC` rolls at every
+  trigger (`segment.bytes` 1024, every record over half of it; merges off).
 
 Checked throughout and at the end (tests/system/soak_parts.py holds the children and the helpers):
 - every record anyone read (a reader thread here, both consumers, the replays) is the generated record
@@ -31,7 +42,16 @@ Checked throughout and at the end (tests/system/soak_parts.py holds the children
   committed batches; a tombstone or nothing for a deleted key);
 - at the end: every committed offset of `events`/`quarantine` was read by someone or lies below the log
   start; the offsets count the records generated, exactly; no child exited unless killed or asked; no
-  ERROR in any child's log; no failed sidecar job; SIGTERM stops the sidecar with 0; `seglog verify` clean.
+  ERROR in any child's log; no failed sidecar job; SIGTERM stops the sidecar with 0; `seglog verify
+  --remote` clean;
+- `cC`: dense, every record of both Connect queries' inputs exactly once (ids), each query's every batch
+  (its checkpoint's batches -> input files) landed, both queries recorded as their own writers in the
+  commit log with their last batch; no segment holds records of two micro-batches and each partition has
+  at least one segment per micro-batch that wrote to it (a roll at every trigger);
+- tiering: segments were copied and local copies deleted, rows were read from the remote tier by the
+  Python re-reads and the JVM replays.
+
+At the end the soak prints its counts as one JSON line (`soak summary: {...}`).
 """
 from __future__ import annotations
 
@@ -55,8 +75,10 @@ from seglog.indexer.topics import create_topic
 from tests.oracles.partitioner import partition_for_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from soak_parts import (REPO, SOURCE_TOPICS, Child, Generator, Ledger, WriterBatches, header,  # noqa: E402
-                        log_start, now_ms, partition_state, read_partition, sidecar_events)
+from soak_parts import (CONNECT_QUERIES, CONNECT_TOPIC, REMOTE_ROWS, REPO, SERVER_LOG4J2, SOURCE_TOPICS,  # noqa: E402
+                        Child, Generator, Ledger, WriterBatches, connect_server_argv, connect_spark_home, header,
+                        log_start, now_ms, partition_state, read_partition, sidecar_events, tier_counts)
+from tests.connect_server import _free_port  # noqa: E402
 
 SOAK_MIN = float(os.environ.get("SEGLOG_SOAK_MINUTES", "2.5"))
 SOAK_S = SOAK_MIN * 60
@@ -67,12 +89,14 @@ PARTS = str(Path(__file__).resolve().parent / "soak_parts.py")
 _SCRIPT = Path(sys.executable).with_name("seglog")
 SEGLOG = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "seglog"]
 DAY = 86_400_000
-PARTITIONS = {"events": 3, "quarantine": 3, "compacted": 2, "cA": 3, "cB": 3}
+PARTITIONS = {"events": 3, "quarantine": 3, "compacted": 2, "cA": 3, "cB": 3, "cC": 2}
 TOPICS = {
     "events": {"segment.bytes": 8192, "segment.ms": 3000, "index.interval.bytes": 512,
                "retention.ms": 15_000, "retention.bytes": 32 << 10, "file.delete.delay.ms": 1000,
                "message.timestamp.before.max.ms": DAY, "message.timestamp.after.max.ms": 3_600_000,
-               "message.timestamp.out.of.range.policy": "quarantine", "quarantine.topic": "quarantine"},
+               "message.timestamp.out.of.range.policy": "quarantine", "quarantine.topic": "quarantine",
+               # tiered: the local tier keeps about a segment, the remote one the rest of retention's 15 s
+               "remote.storage.enable": True, "local.retention.bytes": 8192, "local.retention.ms": 4000},
     "quarantine": {"segment.bytes": 4096, "segment.ms": 3000, "retention.ms": 15_000, "retention.bytes": 8192,
                    "file.delete.delay.ms": 1000},
     "compacted": {"cleanup.policy": "compact", "segment.bytes": 4096, "segment.ms": 3000,
@@ -83,10 +107,15 @@ TOPICS = {
            "file.delete.delay.ms": 1000},
     "cB": {"segment.bytes": 16384, "segment.ms": 3000, "retention.ms": -1, "retention.bytes": -1,
            "file.delete.delay.ms": 1000},
+    # the Connect queries' topic: every record is over half of segment.bytes, so every append rolls a new
+    # segment (a roll at every trigger); never merged, so the segments stay as the triggers made them
+    "cC": {"segment.bytes": 1024, "retention.ms": -1, "retention.bytes": -1, "segment.merge.small.bytes": 0,
+           "file.delete.delay.ms": 1000},
 }
 SCHEDULE = {"seal.interval.ms": 1000, "roll.interval.ms": 1000, "retention.check.interval.ms": 1000,
             "delete.check.interval.ms": 700, "clean.interval.ms": 1500, "merge.interval.ms": 2000,
-            "merge.max.groups.per.pass": 4, "partition.lock.timeout.ms": 100, "leader.retry.interval.ms": 200}
+            "merge.max.groups.per.pass": 4, "partition.lock.timeout.ms": 100, "leader.retry.interval.ms": 200,
+            "tier.interval.ms": 1500}
 # a record deleted while younger than retention.ms (minus this margin: clocks, a pass in flight) must have
 # gone by size: what is left then holds at least retention.bytes (Kafka's rule), less at most an uncommitted
 # batch the sidecar counted and the writer's restart cut away again
@@ -120,6 +149,10 @@ class Checker:
         self.observer_passes = 0
         self.read_by: dict[str, list[int]] = defaultdict(list)   # topic -> per writer batch: when a pass read it
         self.observer_max_s = 0.0
+        self.connect_pos: dict[int, int] = defaultdict(int)
+        self.connect_history: dict[str, set[int]] = defaultdict(set)  # cC's commit log: writer -> batches seen
+        self.tier_rereads = 0
+        self.replay_remote_rows = 0             # replay rows below the local start (read through s3a)
 
     # -- one record, wherever it was read ------------------------------------------------------
     def observe(self, what: str, t: str, p: int, o: int, rid: int, key=MISSING, value=MISSING, ts=MISSING) -> None:
@@ -234,6 +267,35 @@ class Checker:
                     self.skipped[topic] += end - 1 - last
                     self.gaps[topic].append((t, p, last + 1, end - 1))
 
+    # -- the Connect queries' topic ---------------------------------------------------------------
+    def connect_pass(self) -> None:
+        """cC read on from where the last pass stopped (it keeps everything: dense from 0); its commit
+        log's recent history noted (each commit names its writer and batch)."""
+        log = CommitLog(self.root, CONNECT_TOPIC)
+        for state in log.history():
+            self.connect_history[state.writer_id].add(state.batch_id)
+        ends = log.end_offsets()
+        for p in range(PARTITIONS[CONNECT_TOPIC]):
+            start, end = self.connect_pos[p], ends.get(p, 0)
+            rows, ls = read_partition(self.root, CONNECT_TOPIC, p, start, end)
+            got = [r.offset for r in rows]
+            assert got == list(range(start, max(start, end))), (
+                f"cC-{p}: offsets {got[:5]}...{got[-5:]} in [{start}, {end}) are not dense (log start {ls})")
+            for r in rows:
+                self.observe("connect cC", CONNECT_TOPIC, p, r.offset, int(header(r, "id")), r.key, r.value, r.timestamp)
+            self.connect_pos[p] = max(start, end)
+
+    # -- the tiered topic, read again across both tiers ------------------------------------------------
+    def tier_pass(self) -> None:
+        """Every committed record of `events` from its log start (the remote tier's) through TieredLog:
+        the same record at each offset as the reader saw when it was new."""
+        ends = CommitLog(self.root, "events").end_offsets()
+        for p in range(PARTITIONS["events"]):
+            rows, _ = read_partition(self.root, "events", p, log_start(self.root, "events", p), ends.get(p, 0))
+            for r in rows:
+                self.observe("tiered re-read", "events", p, r.offset, int(header(r, "id")), r.key, r.value, r.timestamp)
+        self.tier_rereads += 1
+
     # -- the replays from a timestamp ------------------------------------------------------------
     def replay_pass(self, folder: Path, done: set) -> None:
         for path in sorted(folder.glob("replay-*.json")):
@@ -253,6 +315,7 @@ class Checker:
                     assert o2 == o1 + 1 or o2 - 1 < after, f"{what}: skipped [{o1 + 1}, {o2 - 1}], log start {after}"
                 for o, ts, rid in rows:
                     self.observe("replay", "events", p, o, rid, ts=ts)
+                    self.replay_remote_rows += o < doc["local_before"][str(p)]
                 with self.lock:
                     slot_id = dict(self.slot_id)
                 if rows:
@@ -318,6 +381,11 @@ class Checker:
         return batch
 
 
+def segment_bases(root: Path, topic: str, p: int) -> list[int]:
+    """The base offsets of a partition's local segments, from its `.log` files."""
+    return sorted(int(n[:-4]) for n in os.listdir(root / f"{topic}-{p}") if n.endswith(".log") and n[:-4].isdigit())
+
+
 def rewriting(root: Path) -> bool:
     """A clean's or a merge's rewrite is in progress in some partition (`.cleaned` or `.swap` files)."""
     with os.scandir(root) as parts:
@@ -352,18 +420,71 @@ def unannounced(gaps: list, child: Child) -> list:
     return out
 
 
+def check_connect(root: Path, checker: Checker, ledger: Ledger, batches: list[WriterBatches], qids: list,
+                  lasts: list) -> dict:
+    """cC at the end: every record of both Connect queries' inputs once; each query its own writer with its
+    last batch, every batch of each landed; a roll at every trigger (no segment holds two micro-batches'
+    records, at least one segment per micro-batch and partition). Returns the counts."""
+    state = CommitLog(root, CONNECT_TOPIC).latest()
+    assert all(qids) and len(set(qids)) == CONNECT_QUERIES, qids
+    # each query is its own writer (never a shared or `default` one), at the last batch its checkpoint committed
+    ckpt_lasts = [max(int(n.name) for n in (b.ckpt / "commits").iterdir() if n.name.isdigit()) for b in batches]
+    assert state.writers == dict(zip(qids, ckpt_lasts)) and lasts == ckpt_lasts, (state.writers, qids, ckpt_lasts)
+    ids = {i for i, r in ledger.records.items() if r[0] == CONNECT_TOPIC}
+    assert sum(state.end_offsets.values()) == len(ids), (
+        f"cC: {sum(state.end_offsets.values())} offsets committed for {len(ids)} records")
+    with checker.lock:
+        slot = {i: checker.id_slot.get(i) for i in ids}
+    missing = sorted(i for i, s in slot.items() if s is None)
+    assert not missing, f"cC: {len(missing)} records never landed, e.g. {missing[:5]}"
+    owner: dict[int, tuple[int, int]] = {}       # record id -> (query, batch)
+    for q, (b_of, last) in enumerate(zip(batches, lasts)):
+        assert b_of.files_through(last) == len(ledger.connect_ids[q]), (q, last)
+        for b in range(last + 1):
+            for f in b_of.files(b):
+                for i in ledger.connect_ids[q][f]:
+                    owner[i] = (q, b)
+    segments = 0
+    per_partition_batches = 0
+    for p in range(PARTITIONS[CONNECT_TOPIC]):
+        bases = segment_bases(root, CONNECT_TOPIC, p)
+        end = state.end_offsets.get(p, 0)
+        by_offset = {s[2]: owner[i] for i, s in slot.items() if s[1] == p}
+        assert sorted(by_offset) == list(range(end)), f"cC-{p}: offsets are not dense"
+        for base, nxt in zip(bases, [*bases[1:], end]):
+            held = {by_offset[o] for o in range(base, min(nxt, end))}
+            assert len(held) <= 1, f"cC-{p}: the segment at {base} holds records of micro-batches {sorted(held)}"
+        wrote = len(set(by_offset.values()))
+        assert len([b for b in bases if b < end]) >= wrote, (
+            f"cC-{p}: {len(bases)} segments for {wrote} micro-batches that wrote to it: not a roll at every trigger")
+        segments += len([b for b in bases if b < end])
+        per_partition_batches += wrote
+    seen = {qid: len(checker.connect_history.get(qid, ())) for qid in qids}
+    return {"records": len(ids), "batches per query": [last + 1 for last in lasts],
+            "batches seen in the commit log per query": list(seen.values()), "segments": segments,
+            "micro-batch appends (batch x partition)": per_partition_batches}
+
+
+# Spark's limit the Connect client retries (soak_parts.connect_main): the server's foreachBatch worker did not
+# connect back within Spark's fixed 10 s; the query did not start, and its start is retried
+WORKER_START_TIMEOUT = "connect back"
+
+
 def _spark_children_errors(children: list[Child]) -> list[str]:
-    """ERROR lines (log4j) and Python tracebacks in any Spark child's stderr."""
+    """ERROR lines (log4j) and Python tracebacks in any Spark child's stderr, but for a Connect query's
+    start refused by the worker's start timeout, which the client retries (counted in the summary)."""
     bad = []
     for c in children:
         for path in c.runs:
             for line in path.read_text(errors="replace").splitlines():
+                if WORKER_START_TIMEOUT in line:
+                    continue
                 if " ERROR " in line or line.startswith("Traceback"):
                     bad.append(f"{path.name}: {line[:400]}")
     return bad
 
 
-def test_system_soak(tmp_path):
+def test_system_soak(tmp_path, s3_server):
     seed = int(os.environ.get("SEGLOG_SOAK_SEED", time.time()))
     rng = random.Random(seed)
     print(f"\nsoak: seed {seed}, {SOAK_MIN} min")
@@ -371,11 +492,17 @@ def test_system_soak(tmp_path):
     for d in (root, src, logs, replays):
         d.mkdir()
     ckpt = {name: tmp_path / f"ckpt-{name}" for name in ("writer", "cA", "cB")}
-    flags = {name: tmp_path / f"stop-{name}" for name in ("writer", "cA", "cB")}
+    flags = {name: tmp_path / f"stop-{name}" for name in ("writer", "cA", "cB", "connect")}
+    c_src = [tmp_path / f"in-c{q}" for q in range(CONNECT_QUERIES)]
+    c_ckpt = [tmp_path / f"ckpt-c{q}" for q in range(CONNECT_QUERIES)]
+    for d in c_src:
+        d.mkdir()
     for topic, cfg in TOPICS.items():
         create_topic(root, topic, PARTITIONS[topic], cfg)
+    bucket = s3_server.make_bucket(f"soak-{seed}")
+    remote = {"uri": bucket.replace("s3://", "s3a://") + "/tier", "endpoint": s3_server.endpoint, "region": "us-east-1"}
     config = tmp_path / "compactor.yaml"
-    config.write_text(yaml.safe_dump({"root": str(root), "log": {"file.delete.delay.ms": 1000},
+    config.write_text(yaml.safe_dump({"root": str(root), "log": {"file.delete.delay.ms": 1000}, "remote": remote,
                                       "schedule": SCHEDULE, "http": {"host": "127.0.0.1", "port": 0}}))
 
     ledger = Ledger()
@@ -396,7 +523,24 @@ def test_system_soak(tmp_path):
     def committed_files() -> int:
         return checker.batches.files_through(committed_batch())
 
-    gen = Generator(src, ledger, committed_files, seed)
+    c_batches = [WriterBatches(c) for c in c_ckpt]
+
+    def connect_query(q: int) -> str | None:
+        """Query q's id (its writer in cC's commit log), from its checkpoint's metadata."""
+        try:
+            return json.loads((c_ckpt[q] / "metadata").read_text())["id"]
+        except (OSError, ValueError):
+            return None
+
+    def connect_batch(q: int) -> int | None:
+        qid = connect_query(q)
+        return None if qid is None else CommitLog(root, CONNECT_TOPIC).last_batch(qid)
+
+    def connect_files(q: int) -> int:
+        return c_batches[q].files_through(connect_batch(q))
+
+    gen = Generator(src, ledger, committed_files, seed,
+                    connect=tuple((c_src[q], lambda q=q: connect_files(q)) for q in range(CONNECT_QUERIES)))
     sidecar = Child("sidecar", [*SEGLOG, "compactor", "run", "--config", str(config)], logs)
     writer = Child("writer", [sys.executable, PARTS, "writer", str(src), str(root), str(ckpt["writer"]),
                               str(flags["writer"])], logs)
@@ -405,10 +549,26 @@ def test_system_soak(tmp_path):
     t_lo = now_ms()
     cons_a = Child("consumer-available-now", [sys.executable, PARTS, "available-now", str(root), str(ckpt["cA"]), "cA",
                                               str(flags["cA"]), str(replays), str(t_lo), "3", str(seed)], logs)
-    children = [sidecar, writer, cons_a, cons_b]
-    spark_children = [writer, cons_a, cons_b]
+    server_log4j = tmp_path / "connect-log4j2.properties"
+    server_log4j.write_text(SERVER_LOG4J2)
+    server = Child("connect-server", [], logs, cwd=tmp_path,
+                   env={"SPARK_HOME": str(connect_spark_home(tmp_path / "spark-home"))})
+    client = Child("connect-client", [], logs)
+
+    def start_connect() -> None:
+        """The Connect server on a new port, and its client (which waits for it)."""
+        port = _free_port()
+        server.argv = connect_server_argv(port, server_log4j)
+        client.argv = [sys.executable, PARTS, "connect", f"sc://127.0.0.1:{port}", str(root), str(flags["connect"]),
+                       *[str(x) for q in range(CONNECT_QUERIES) for x in (c_src[q], c_ckpt[q])]]
+        server.start()
+        client.start()
+
+    children = [sidecar, writer, cons_a, cons_b, server, client]
+    spark_children = [writer, cons_a, cons_b, server, client]
     wanted = {writer: max(2, round(SOAK_MIN)), cons_a: max(1, round(SOAK_MIN / 2)),
-              cons_b: max(1, round(SOAK_MIN / 2)), sidecar: max(4, round(2 * SOAK_MIN))}
+              cons_b: max(1, round(SOAK_MIN / 2)), sidecar: max(4, round(2 * SOAK_MIN)),
+              client: max(1, round(SOAK_MIN / 4))}    # a Connect server takes a minute to start again
     ckpt_of = {writer: ckpt["writer"], cons_a: ckpt["cA"], cons_b: ckpt["cB"]}
     kills_mid_work: Counter = Counter()       # kills mid-batch (Spark children) or mid-rewrite (the sidecar)
 
@@ -424,8 +584,9 @@ def test_system_soak(tmp_path):
     timings = {}
     try:
         sidecar.start()
+        start_connect()
         gen.write_file()
-        for c in spark_children:
+        for c in (writer, cons_a, cons_b):
             c.start()
         observer.start()
 
@@ -464,7 +625,7 @@ def test_system_soak(tmp_path):
                     armed[c] = now + rng.uniform(0.0, 1.5 if c is sidecar else 2.5)
                 # a Spark child preferably while a micro-batch is in flight (planned, not committed); the
                 # sidecar preferably while it rewrites segments (a clean's or a merge's file exists)
-                inflight = c in ckpt_of and mid_batch(ckpt_of[c])
+                inflight = (c in ckpt_of and mid_batch(ckpt_of[c])) or (c is client and any(map(mid_batch, c_ckpt)))
                 if c in armed and now >= armed[c] and (inflight or c is sidecar or now >= armed[c] + 5):
                     del armed[c]
                     times.pop(0)
@@ -473,13 +634,20 @@ def test_system_soak(tmp_path):
                         while not (inflight := rewriting(root)) and time.monotonic() < until:
                             time.sleep(0.002)
                     kills_mid_work[c.name] += inflight
-                    c.restart_after_kill()
+                    if c is client:         # the client, then its server (the queries run there); both anew
+                        c.kill()
+                        server.kill()
+                        start_connect()
+                    else:
+                        c.restart_after_kill()
                     print(f"soak: t={now - soak_start:.0f}s killed {c.name} (kill {c.kills})", flush=True)
             if now >= next_check:
                 for topic in ("cA", "cB"):
                     checker.consumer_pass(topic)
                 checker.replay_pass(replays, replays_done)
                 checker.compacted_pass()
+                checker.connect_pass()
+                checker.tier_pass()
                 events = sidecar_events(sidecar.runs, [True] * len(sidecar.runs))
                 failed = [e for e in events if e.get("event") in FAILURE_EVENTS]
                 assert not failed, failed[:3]
@@ -503,6 +671,15 @@ def test_system_soak(tmp_path):
             assert time.monotonic() < deadline, f"the writer did not commit all {files} files: {done}"
             time.sleep(0.25)
         last_batch = done[0]
+        deadline = time.monotonic() + 240
+        while not all(connect_files(q) == len(ledger.connect_ids[q]) for q in range(CONNECT_QUERIES)):
+            healthy()
+            assert time.monotonic() < deadline, (
+                f"the Connect queries did not commit all their files: "
+                f"{[(connect_files(q), len(ledger.connect_ids[q])) for q in range(CONNECT_QUERIES)]}")
+            time.sleep(0.25)
+        client.stopping = True
+        flags["connect"].touch()
         writer.stopping = True
         flags["writer"].touch()
         writer.wait_stopped(120)
@@ -510,12 +687,13 @@ def test_system_soak(tmp_path):
             c.stopping = True
         flags["cA"].touch()
         flags["cB"].touch()
-        for c in (cons_b, cons_a):
+        for c in (cons_b, cons_a, client):
             deadline = time.monotonic() + 240
             while c.alive() and time.monotonic() < deadline:
                 healthy()
                 time.sleep(0.25)
             c.wait_stopped(1)
+        server.retire()
         timings["drain_s"] = time.monotonic() - t_drain
         stop_observer.set()
         observer.join(60)
@@ -528,6 +706,10 @@ def test_system_soak(tmp_path):
             checker.consumer_caught_up(topic)
         checker.replay_pass(replays, replays_done)
         assert checker.compacted_pass() == last_batch
+        checker.connect_pass()
+        checker.tier_pass()
+        connect = check_connect(root, checker, ledger, c_batches, [connect_query(q) for q in range(CONNECT_QUERIES)],
+                                [connect_batch(q) for q in range(CONNECT_QUERIES)])
 
         # every committed offset of the writer's delete topics: read by someone, or deleted by retention;
         # as many offsets as records generated for the topic
@@ -563,6 +745,8 @@ def test_system_soak(tmp_path):
                     f"before {checker.read_by[t][b]}, when it was {checker.read_by[t][b] - ledger.records[rid][3]} "
                     f"ms old (retention.ms {TOPICS[t]['retention.ms']}): an unexpired record lost")
         state = CommitLog(root, "compacted").latest()
+        # written by the other thread of the writer's pool: the same query, the same writer
+        assert state.writers == {checker.writer_id: last_batch}, state.writers
         assert sum(state.end_offsets.values()) == sum(1 for r in ledger.records.values() if r[0] == "compacted")
 
         bad = _spark_children_errors(spark_children)
@@ -595,11 +779,25 @@ def test_system_soak(tmp_path):
             "seals": names["segments.sealed"],
             "recoveries": names["partition.recovered"],
         }
-        for key in ("segments deleted", "merges", "cleans", "files purged"):
+        tier = {"segments copied": sum(len(e.get("copied", ())) for e in events if e["event"] == "partition.tiered"),
+                "local copies deleted": sum(len(e.get("local_deleted", ())) for e in events
+                                            if e["event"] == "partition.tiered"),
+                "remote segments deleted": sum(len(e.get("remote_deleted", ())) for e in events
+                                               if e["event"] == "partition.tiered"),
+                "remote segments at the end": sum(tier_counts(root, "events", p)[0] for p in range(PARTITIONS["events"])),
+                "python rows read from the remote tier": dict(REMOTE_ROWS),
+                "jvm replay rows read from the remote tier": checker.replay_remote_rows,
+                "tiered re-reads": checker.tier_rereads}
+        assert tier["segments copied"] > 0 and tier["local copies deleted"] > 0 and tier["remote segments deleted"] > 0, tier
+        assert REMOTE_ROWS["events"] > 0, f"no read went below the local start of events: {tier}"
+        # `events` is tiered: its retention is the tier job's (remote deletes), the others' the retention job's
+        assert stats["segments deleted"] + tier["remote segments deleted"] > 0, f"no retention: {dict(names)}"
+        for key in ("merges", "cleans", "files purged"):
             assert stats[key] > 0, f"the sidecar did no {key}: {dict(names)}"
         assert deleted_records["events"] > 0
 
-        proc = subprocess.run([*SEGLOG, "verify", str(root)], cwd=REPO, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run([*SEGLOG, "verify", "--remote", str(root)], cwd=REPO, capture_output=True, text=True,
+                              timeout=600)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
         data_loss = {c.name: len(c.stderr_lines("Some data may have been lost")) for c in (cons_a, cons_b)}
@@ -619,8 +817,25 @@ def test_system_soak(tmp_path):
         print(f"soak: retention deleted records below log start {dict(deleted_records)}, of which never read by "
               f"anyone {dict(unread)}; log starts checked {dict(checker.retention_checks)}; reader passes "
               f"{checker.observer_passes} (longest {checker.observer_max_s:.2f} s); sidecar {stats}")
+        print(f"soak: Connect {connect}; tiering {tier}")
         timings["total_s"] = time.monotonic() - t_start
         print(f"soak: timings {({k: round(v) for k, v in timings.items()})}")
+        summary = {
+            "seed": seed, "minutes": SOAK_MIN, "input files": files, "records written": n_records,
+            "records by topic": dict(by_topic), "records read (checked), by reader": dict(checker.reads),
+            "writer batches": last_batch + 1, "kills": {c.name: c.kills for c in children},
+            "kills mid-batch or mid-rewrite": dict(kills_mid_work),
+            "consumer batches": {"cA": cons_a.batches, "cB": cons_b.batches},
+            "available-now runs": sum(1 for line in cons_a.lines if line.startswith("run ")),
+            "replays": checker.replays_checked, "replay rows": checker.replay_rows,
+            "offsets skipped by consumers": dict(checker.skipped), "retention deleted": dict(deleted_records),
+            "never read (expired first)": dict(unread), "log starts checked": dict(checker.retention_checks),
+            "compacted model checks": checker.compacted_checks, "sidecar": stats, "tiering": tier,
+            "connect": connect, "timings_s": {k: round(v) for k, v in timings.items()},
+            "connect query starts retried (worker start timeout)": sum(1 for line in client.lines
+                                                                       if line.startswith("start retry")),
+        }
+        print("soak summary: " + json.dumps(summary, sort_keys=True), flush=True)
     finally:
         stop_observer.set()
         gen.stop.set()
