@@ -21,8 +21,9 @@ import org.apache.kafka.common.record.Record;
  * caller opens the log again (docs/spec.md §3.7). The Python core's equivalent is indexer/log.py.
  */
 public final class PartitionLog implements Closeable {
-    /** Milliseconds a listing waits for a clean's or merge's swap to finish (docs/spec.md §3.10). */
-    private static final long[] SETTLE_WAITS_MS = {1, 2, 10, 50, 100, 200};
+    /** Milliseconds before each listing while a clean's or merge's swap finishes (docs/spec.md §3.10), as the
+     *  core's log._SETTLE_WAITS and the planner's (tests/conformance/settle_waits.json). */
+    private static final long[] SETTLE_WAITS_MS = {0, 2, 10, 50, 100, 200};
 
     public final Path dir;
     public final String topic;
@@ -127,19 +128,18 @@ public final class PartitionLog implements Closeable {
     static long[] settledBases(Path dir) {
         List<Long> swaps = new ArrayList<>();
         for (long wait : SETTLE_WAITS_MS) {
+            if (wait > 0) {
+                try {
+                    Thread.sleep(wait);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
             swaps.clear();
             long[] bases = listBases(dir, swaps);
             if (swaps.isEmpty()) return bases;
-            try {
-                Thread.sleep(wait);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                break;
-            }
         }
-        swaps.clear();
-        long[] bases = listBases(dir, swaps);
-        if (swaps.isEmpty()) return bases;
         throw new SegmentGoneException(dir + ": segment " + swaps.get(0) + " is being swapped in (a .log.swap): the "
             + "listing may lack its group; open the log again");
     }
