@@ -18,6 +18,7 @@ from typing import Mapping
 
 from seglog.conf.files import default_file, load_yaml
 from seglog.errors import ConfigError
+from seglog.conf.generated_text import between, rewrite_between
 
 BEGIN, END = "<!-- option-reference:begin -->", "<!-- option-reference:end -->"
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -80,14 +81,11 @@ def render() -> str:
 
 
 def readme_section(text: str) -> str:
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    return text[start:end].strip("\n")
+    return between(text, BEGIN, END)
 
 
 def write_readme(path: Path = README) -> None:
-    text = path.read_text(encoding="utf-8")
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    path.write_text(text[:start] + "\n" + render() + "\n" + text[end:], encoding="utf-8")
+    rewrite_between(path, BEGIN, END, render())
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from seglog.conf.files import default_file
 from seglog.conf.topic_config import ALIASES, RULES, TOPIC_DEFAULTS
+from seglog.conf.generated_text import between, rewrite_between
 
 BEGIN, END = "<!-- config-reference:begin -->", "<!-- config-reference:end -->"
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -51,14 +52,11 @@ def render() -> str:
 
 
 def readme_section(text: str) -> str:
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    return text[start:end].strip("\n")
+    return between(text, BEGIN, END)
 
 
 def write_readme(path: Path = README) -> None:
-    text = path.read_text(encoding="utf-8")
-    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
-    path.write_text(text[:start] + "\n" + render() + "\n" + text[end:], encoding="utf-8")
+    rewrite_between(path, BEGIN, END, render())
 
 
 if __name__ == "__main__":
