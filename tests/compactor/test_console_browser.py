@@ -1,6 +1,7 @@
 """The console in a real browser (issue 42): Debian's headless chromium, driven through its chromedriver by
 selenium, against the real sidecar process over a root with several topics (one compacted, one holding
-hostile bytes, one tiered to the loopback S3 server). Every page is opened and its figures are checked
+hostile bytes, one tiered to the loopback S3 server) and a running consumer (a real readStream query over one
+of them, beside two position files written as the connector writes them). Every page is opened and its figures are checked
 against the files (offsets, record counts, sizes, segment bases, index sizes, remote objects' sizes,
 commit states), and a screenshot of each is saved: under tmp_path, or under $SEGLOG_CONSOLE_SCREENSHOTS
 (README's pictures: `SEGLOG_CONSOLE_SCREENSHOTS=docs/console pytest tests/compactor/test_console_browser.py`).
@@ -20,6 +21,7 @@ import pytest
 
 from seglog.indexer import Log
 from seglog.indexer.commit_log import CommitLog
+from seglog.indexer.consumer_positions import read_consumer_positions
 from seglog.indexer.remote import metadata
 from tests.compactor.console_root import QUERIES, T0, TOPICS, Sidecar, build_root, free_port, write_config
 
@@ -103,11 +105,25 @@ def shoot(driver, shots: Path, name: str) -> None:
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
 
 
-def test_every_console_page_against_the_files(tmp_path, s3_server, browser):
+def run_live_consumer(spark, root: Path, tmp_path: Path):
+    """A real `readStream.format("seglog")` query over `orders` (AvailableNow, a few micro-batches): its
+    position file, written by the connector when Spark commits, beside build_root's two."""
+    q = (spark.readStream.format("seglog").option("topic", "orders").option("startingOffsets", "earliest")
+         .option("maxOffsetsPerTrigger", "40").load(str(root)).select("partition", "offset")
+         .writeStream.queryName("orders_live").format("parquet").option("path", str(tmp_path / "live-out"))
+         .option("checkpointLocation", str(tmp_path / "live-cp")).trigger(availableNow=True).start())
+    q.awaitTermination(300)
+    assert q.exception() is None, str(q.exception())
+    return q
+
+
+@pytest.mark.spark
+def test_every_console_page_against_the_files(tmp_path, s3_server, browser, spark):
     from selenium.webdriver.common.by import By
 
     root = tmp_path / "root"
     build_root(root)
+    live = run_live_consumer(spark, root, tmp_path)
     uri = s3_server.make_bucket(f"console-{uuid.uuid4().hex[:10]}") + "/tier"
     port = free_port()
     config = write_config(tmp_path / "c.yaml", root, port,
@@ -193,15 +209,18 @@ def test_every_console_page_against_the_files(tmp_path, s3_server, browser):
 
         def consumers_files():
             out = {}
-            for query_id, (_, offsets) in QUERIES.items():
-                for topic, parts in offsets.items():
-                    ends = CommitLog(root, topic).end_offsets()
-                    for p, offset in parts.items():
-                        out[(query_id, topic, int(p))] = (offset, ends[int(p)], max(0, ends[int(p)] - offset))
+            for pos in read_consumer_positions(root):     # build_root's two and the live query's
+                for (topic, p), offset in pos.offsets.items():
+                    end = CommitLog(root, topic).end_offsets()[p]
+                    out[(pos.query_id, topic, p)] = (offset, end, max(0, end - offset))
             return out
         eventually(browser, url("/console/consumers"), consumers_shown, consumers_files, "consumers page")
         assert consumers_shown(browser)[(next(iter(QUERIES)), "orders", 0)] == (12, 40, 28)
+        ends = CommitLog(root, "orders").end_offsets()
+        assert {k[2]: v for k, v in consumers_shown(browser).items() if k[0] == live.id} == {
+            p: (end, end, 0) for p, end in ends.items()}             # the live query read everything committed
         assert "billing" in browser.find_element(By.ID, "consumers").text
+        assert "orders_live" in browser.find_element(By.ID, "consumers").text
         shoot(browser, shots, "consumers")
 
         # Writers: each writer's last committed batch, as the commit log holds it
