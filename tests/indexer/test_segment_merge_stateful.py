@@ -40,7 +40,7 @@ class MergingLog(LiveLog):
     def open_log(self):
         from seglog.indexer import Log
 
-        return Log.open(self.path, self.config)
+        return Log.open(self.path, self.config, outside_commit_log=True)
 
     @rule()
     def reopen(self):
