@@ -25,7 +25,7 @@ def fill(root: Path, topic: str, partitions: int = 2, segments: int = 8) -> dict
     now = time.time_ns() // 1_000_000
     rows = {}
     for p in range(partitions):
-        with Log.open(root / f"{topic}-{p}", CFG) as log:
+        with Log.open(root / f"{topic}-{p}", CFG, outside_commit_log=True) as log:
             for s in range(segments):
                 log.append([Record(key=b"k", value=b"%s-%d-%d-%d" % (topic.encode(), p, s, i) * 20, timestamp=now + i)
                             for i in range(30)])
@@ -64,7 +64,7 @@ def test_merge_job_skips_a_locked_partition_and_stops_at_the_committed_end(tmp_p
     CommitLog(tmp_path, "events").commit("sink", 0, {0: 90, 1: 0})
     jobs = Jobs(parse_config({"root": str(tmp_path), "schedule": {"partition.lock.timeout.ms": 0}}, source="test"),
                 Metrics())
-    with Log.open(tmp_path / "events-1", CFG):         # the sink writing partition 1
+    with Log.open(tmp_path / "events-1", CFG, outside_commit_log=True):         # the sink writing partition 1
         res = jobs.run("merge")
     assert res.skipped == ["events-1"]
     assert res.done["events-0"]["merged"] == [[0, 30, 60]]     # below the committed end 90 only

@@ -20,7 +20,7 @@ def fill(log: Log, batches: int = 40) -> None:
 
 
 def test_truncating_inside_a_cleaned_batch_keeps_offsets(tmp_path):
-    with Log.open(tmp_path / "state-0", CFG) as log:
+    with Log.open(tmp_path / "state-0", CFG, outside_commit_log=True) as log:
         fill(log)
         # one batch whose surviving records will have a gap between them: x, y, x, z, x keeps y, z, x
         log.append([Record(key=bytes([k]), value=b"last-%d" % i, timestamp=2_000_000) for i, k in enumerate(b"xyxzx")])
@@ -40,14 +40,14 @@ def test_truncating_inside_a_cleaned_batch_keeps_offsets(tmp_path):
         log.truncate_to(cut)
         assert [(r.offset, r.key, r.value) for r in log.read()] == [b for b in before if b[0] < cut]
         assert log.verify() == []
-    with Log.open(tmp_path / "state-0", CFG) as log:
+    with Log.open(tmp_path / "state-0", CFG, outside_commit_log=True) as log:
         assert log.recovery_report == []
         assert [(r.offset, r.key, r.value) for r in log.read()] == [b for b in before if b[0] < cut]
 
 
 def test_nothing_at_or_above_the_committed_end_is_cleaned(tmp_path):
     create_topic(tmp_path, "state", 1, CFG)
-    with Log.open(tmp_path / "state-0", CFG) as log:
+    with Log.open(tmp_path / "state-0", CFG, outside_commit_log=True) as log:
         fill(log)
         all_records = [(r.offset, r.key, r.value) for r in log.read()]
         bases = log.segment_bases()

@@ -30,7 +30,7 @@ CONFIG = {"cleanup.policy": "compact", "segment.bytes": 4096, "index.interval.by
 def write_and_clean(part) -> list[Record]:
     rng = random.Random(506)
     now = now_ms()
-    with Log.open(part, CONFIG) as log:
+    with Log.open(part, CONFIG, outside_commit_log=True) as log:
         for round_ in range(2):
             for _ in range(40):
                 recs = [Record(key=b"key-%d" % rng.randrange(25),
@@ -123,7 +123,7 @@ def test_cleaning_a_brokers_transactional_partition(kafka_broker, tmp_path):
 
     shutil.copytree(kafka_broker.partition_dir(topic), part)
     cfg = dict(CONFIG, **{"segment.bytes": 4096, "delete.retention.ms": 86_400_000})
-    with Log.open(part, cfg) as log:
+    with Log.open(part, cfg, outside_commit_log=True) as log:
         active = log.segment_bases()[-1]
         assert active > 0
         result = log.clean(now_ms(), force=True)

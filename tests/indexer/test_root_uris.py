@@ -44,7 +44,7 @@ def test_the_cli_reads_a_file_uri_root(tmp_path):
     from seglog.indexer import Log, Record
     from tests.cli.helpers import seglog
 
-    with Log.open(tmp_path / "log" / "t-0") as log:
+    with Log.open(tmp_path / "log" / "t-0", outside_commit_log=True) as log:
         log.append([Record(key=b"k", value=b"v", timestamp=1_700_000_000_000)])
     res = seglog("offsets-for-times", f"file://{tmp_path}/log", "--topic", "t", "--time", "latest")
     assert res.returncode == 0 and res.stdout.split() == ["t:0:1"], res.stdout + res.stderr

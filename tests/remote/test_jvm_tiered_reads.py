@@ -26,7 +26,7 @@ COLUMNS = ["offset", "unix_millis(timestamp) AS timestamp", "key", "value", "hea
 
 
 def append(root, lo, hi):
-    with Log.open(root / "t-0", CFG) as log:
+    with Log.open(root / "t-0", CFG, outside_commit_log=True) as log:
         for i in range(lo, hi, 3):         # batches of up to 3 records; timestamps with ties and steps back
             log.append([Record(key=b"k%d" % j, value=b"v%d" % j * 20, timestamp=T0 + (j // 2) * 1000 - (j % 5) * 300,
                                headers=[("h", b"%d" % j)]) for j in range(i, min(i + 3, hi))])

@@ -28,7 +28,7 @@ N, PER_SEGMENT = 400, 20                 # 20 segments of about 20 KB, 19 tiered
 
 def build_tiered(root: Path, location: RemoteLocation) -> int:
     create_topic(root, "t", 1, CFG)
-    with Log.open(root / "t-0", CFG) as log:
+    with Log.open(root / "t-0", CFG, outside_commit_log=True) as log:
         for i in range(N):
             log.append([Record(key=b"k%d" % i, value=(b"v%d" % i * 200)[:1000], timestamp=T0 + i * 1000)])
             if i % PER_SEGMENT == PER_SEGMENT - 1:

@@ -37,7 +37,7 @@ def fill(root: Path, n: int, config=None, topic="t", start=0, value=b"v" * 300, 
     cfg = dict(TIERED, **(config or {}))
     if not (root / "_seglog").exists() or start == 0:
         create_topic(root, topic, 1, cfg)
-    with Log.open(root / f"{topic}-0", cfg) as log:
+    with Log.open(root / f"{topic}-0", cfg, outside_commit_log=True) as log:
         for i in range(start, start + n):
             log.append([Record(key=b"k%d" % i, value=value, timestamp=T0 + i * 1000)])
             if roll_every and i % roll_every == roll_every - 1:
@@ -267,7 +267,7 @@ def test_truncation_below_the_remote_end_is_refused_and_changes_nothing(tmp_path
     cfg = validate_topic_config(fill(root, 30))
     tier_partition(root, "t", 0, cfg, store_at(tmp_path))
     remote_end = metadata.read_state(root, "t", 0).end
-    with Log.open(root / "t-0", cfg) as log:
+    with Log.open(root / "t-0", cfg, outside_commit_log=True) as log:
         end = log.log_end_offset
         with pytest.raises(OffsetOutOfRangeError, match="tiered"):
             log.truncate_to(remote_end - 1)

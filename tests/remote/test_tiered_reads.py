@@ -27,7 +27,7 @@ CFG = {"segment.bytes": 2048, "segment.ms": 1 << 62, "index.interval.bytes": 128
 
 def build(root, n=200):
     create_topic(root, "t", 1, CFG)
-    with Log.open(root / "t-0", CFG) as log:
+    with Log.open(root / "t-0", CFG, outside_commit_log=True) as log:
         for i in range(0, n, 3):           # batches of up to 3 records; timestamps with ties and steps back
             log.append([Record(key=b"k%d" % j, value=b"v%d" % j * 20, timestamp=T0 + (j // 2) * 1000 - (j % 5) * 300,
                                headers=[("h", b"%d" % j)]) for j in range(i, min(i + 3, n))])

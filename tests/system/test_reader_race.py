@@ -64,7 +64,7 @@ def test_a_reader_process_races_writer_and_sidecar_jobs(tmp_path):
     root = tmp_path / "root"
     config = {"segment.bytes": 2048, "index.interval.bytes": 256, "retention.bytes": 20_000,
               "file.delete.delay.ms": 0}
-    log = Log.open(root / "t-0", config)
+    log = Log.open(root / "t-0", config, outside_commit_log=True)
     commits = CommitLog(root, "t")
     reader = subprocess.Popen([sys.executable, "-c", READER, str(root), str(SECONDS)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -111,7 +111,7 @@ def test_readers_of_the_committed_range_never_judge_a_tail_being_cut_back(tmp_pa
     past its bound (it did, ~0.4% of reads, "batch at position N has length N, past the end")."""
     root = tmp_path / "root"
     config = {"segment.bytes": 1 << 20, "index.interval.bytes": 128}
-    log = Log.open(root / "t-0", config)
+    log = Log.open(root / "t-0", config, outside_commit_log=True)
     commits = CommitLog(root, "t")
     reader = subprocess.Popen([sys.executable, "-c", READER, str(root), str(SECONDS)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -152,7 +152,7 @@ def test_a_reader_opening_while_a_truncation_has_cut_the_log_below_its_index(tmp
     offset index entry past the file's end. It reads what the file holds, never a corruption report."""
     import os
 
-    with Log.open(tmp_path / "t-0", {"index.interval.bytes": 100}) as log:
+    with Log.open(tmp_path / "t-0", {"index.interval.bytes": 100}, outside_commit_log=True) as log:
         for k in range(20):
             log.append_columns(pa.array([b"%d" % (3 * k + i) for i in range(3)]),
                                timestamps=np.full(3, 1_000_000 + k, np.int64), max_batch_bytes=64)

@@ -40,7 +40,7 @@ def build(tmp_path, round_):
     remote.mkdir()
     create_topic(root, "t", 1, TOPIC_CFG)
     now = int(time.time() * 1000)
-    with Log.open(root / "t-0", TOPIC_CFG) as log:
+    with Log.open(root / "t-0", TOPIC_CFG, outside_commit_log=True) as log:
         for k in range(OLD + NEW):
             ts = now - 3_600_000 + k if k < OLD else now + k
             log.append([Record(value=b"%d-%d" % (k, i) + b"z" * 300, timestamp=ts) for i in range(20)])

@@ -53,7 +53,7 @@ def test_readers_and_a_stream_while_the_tier_job_moves_segments(spark, tmp_path)
             while not stop.is_set():
                 ends = {}
                 for p in range(2):
-                    with Log.open(root / f"t-{p}", CFG) as log:
+                    with Log.open(root / f"t-{p}", CFG, outside_commit_log=True) as log:
                         for _ in range(4):
                             start = log.log_end_offset
                             log.append_columns(pa.array([b"%d" % (start + i) for i in range(200)], pa.binary()),
