@@ -226,22 +226,15 @@ final class DriverCommit {
         return new FileLock(dir.resolve(".run.lock"), "staging run " + dir.getFileName());
     }
 
-    /** A run folder younger than this is never removed, locked or not: its driver makes the folder, then takes
-     *  its lock (FileLock creates the lock file's folder), and a concurrent write of the same writer (a thread
-     *  pool in one foreachBatch) that took the lock in between removed a live run (found by the system soak). */
-    static final long CRASHED_RUN_MIN_AGE_MS = 10 * 60_000L;
-
     /** A crashed run's staged files (never published past a commit): the run folders of this writer and topic
-     *  that no live driver holds and that are older than {@link #CRASHED_RUN_MIN_AGE_MS}. */
+     *  that no live driver holds. */
     private static void removeCrashedRuns(WriteOptions o, WritePlan plan) {
         Path mine = Path.of(plan.staging);
         Path parent = mine.getParent();
         if (!Files.isDirectory(parent)) return;
-        long youngest = System.currentTimeMillis() - CRASHED_RUN_MIN_AGE_MS;
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(parent)) {
             for (Path p : ds) {
                 if (p.equals(mine)) continue;
-                if (Files.getLastModifiedTime(p, java.nio.file.LinkOption.NOFOLLOW_LINKS).toMillis() > youngest) continue;
                 try (FileLock over = runLock(p.toString()).acquire(0L)) {
                     deleteTree(p);
                 } catch (io.seglog.spark.format.LockedException live) {
