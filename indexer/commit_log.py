@@ -28,7 +28,7 @@ from typing import Mapping
 
 from seglog.errors import SeglogError
 from seglog.indexer.format_version import COMMIT_FILE_VERSION, read_version
-from seglog.indexer.fsutil import make_dirs, meta_path, publish_by_link
+from seglog.indexer.fsutil import make_dirs, meta_path, publish_by_link, temp_suffix
 from seglog.indexer.names import validate_topic
 
 _SEQ_RE = re.compile(r"^(\d{20})\.json$")
@@ -195,7 +195,7 @@ class CommitLog:
     def _publish(self, state: CommitState) -> bool:
         """Link the fsynced state to its seq name; False if a concurrent committer took that seq."""
         target = self._path(state.seq)
-        tmp = self.dir / f".{state.seq:020d}.json.tmp-{os.getpid()}-{time.monotonic_ns()}"
+        tmp = self.dir / f".{state.seq:020d}.json.tmp-{temp_suffix()}"
         return publish_by_link(target, tmp, json.dumps(state.to_json(), sort_keys=True).encode(),
                                what=f"commit log {self.dir}: cannot publish commit {state.seq}")
 

@@ -21,10 +21,11 @@ and nothing becomes group-writable where the operator did not ask for it.
 from __future__ import annotations
 
 import errno
+import itertools
 import os
+import secrets
 import shutil
 import stat
-import time
 from pathlib import Path
 from typing import BinaryIO
 
@@ -33,11 +34,21 @@ _GROUP_RWX = stat.S_IRWXG
 LOCK_FILE_MODE = 0o600      # a lock file's mode in a private folder (open_lock_file); 0660 in a shared one
 
 
+_temp_seq = itertools.count(1)
+
+
+def temp_suffix() -> str:
+    """The unique part of a temporary name (`<pid>-<counter>-<random>`): unique among this process's
+    threads (a counter: two threads can read one clock tick), and among processes on a shared volume
+    (the pid, and a random part: two hosts can share a pid). AtomicFile.tempSuffix is the JVM's twin."""
+    return f"{os.getpid()}-{next(_temp_seq)}-{secrets.token_hex(6)}"
+
+
 def temp_path(path: str | os.PathLike) -> Path:
     """A unique temporary name beside `path`, short whatever `path`'s name is (a long topic's file
     name plus a suffix would pass NAME_MAX); a leading dot keeps it out of every listing."""
     path = Path(path)
-    return path.with_name(f".tmp-{os.getpid()}-{time.monotonic_ns()}")
+    return path.with_name(f".tmp-{temp_suffix()}")
 
 
 def fsync_dir(path: str | os.PathLike) -> None:

@@ -742,11 +742,22 @@ class Log:
 
     # ------------------------------------------------------------------ retention
     def retention_facts(self) -> list["retention.SegmentFacts"]:
-        """Each segment's size and judged timestamp, oldest first (a sealed one from its files alone)."""
+        """Each segment's size and judged timestamp, oldest first (a sealed one from its files alone).
+        Invariant: where the topic has a commit log, a size counts only the bytes below the sink's committed
+        end (for a segment that end cuts, from its offset index: never more than it holds). A killed writer's
+        uncommitted bytes are cut by its next run; counted, they made size retention delete committed records
+        younger than retention.ms and leave less than retention.bytes (issue 36, found by the system soak)."""
+        from seglog.indexer.compaction.cleaner import committed_end
+
+        end = committed_end(self)
+        bases = self._segments.bases
         facts = []
-        for i in range(len(self._segments.bases)):
+        for i in range(len(bases)):
             size, largest, mtime, _ = self._segments.facts(i)
-            facts.append(retention.SegmentFacts(size, retention.judged_timestamp(size, largest, mtime)))
+            judged = retention.judged_timestamp(size, largest, mtime)
+            if end is not None and (bases[i + 1] if i + 1 < len(bases) else self.log_end_offset) > end:
+                size = 0 if bases[i] >= end else self._position_in(i, end)
+            facts.append(retention.SegmentFacts(size, judged))
         return facts
 
     def apply_retention(self, now: int | None = None) -> "retention.RetentionResult":

@@ -67,8 +67,10 @@ def run(src, out, ckpt, kill_after: float | None):
     workers) that long after its first batch was written, unless it finished first. Returns (killed, lines)."""
     import threading
 
+    err = open(ckpt.parent / "stderr.log", "w")      # one run's: a run that ends without "done" says why
     proc = subprocess.Popen([sys.executable, "-c", PIPELINE, str(src), str(out), str(ckpt)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
+    err.close()
     lines: list[str] = []
     started = threading.Event()      # set at this run's first committed batch: a kill then lands mid-stream
 
@@ -97,6 +99,13 @@ def run(src, out, ckpt, kill_after: float | None):
             proc.wait()
 
 
+def stderr_tail(path, lines=60) -> str:
+    """The end of a run's stderr, its Python traceback and the JVM's error lines first."""
+    text = path.read_text(errors="replace").splitlines()
+    keep = [x for x in text if "Error" in x or "Exception" in x or x.startswith(("Traceback", "  File"))]
+    return "\n".join(keep[-lines:] or text[-lines:])
+
+
 def test_pipeline_killed_at_random_moments_writes_every_record_once(tmp_path):
     src, out, ckpt = tmp_path / "src", tmp_path / "out", tmp_path / "ckpt"
     write_input(src)
@@ -109,7 +118,7 @@ def test_pipeline_killed_at_random_moments_writes_every_record_once(tmp_path):
         state = CommitLog(out, "out").latest()
         batches_at_kill.append(-1 if state is None else state.batch_id)
     killed, lines = run(src, out, ckpt, kill_after=None)
-    assert not killed and lines[-1] == "done", lines
+    assert not killed and lines[-1] == "done", (lines, stderr_tail(tmp_path / "stderr.log"))
     state = CommitLog(out, "out").latest()
     assert state is not None
     values = []

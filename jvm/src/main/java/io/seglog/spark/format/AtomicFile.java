@@ -14,8 +14,24 @@ import java.nio.file.StandardCopyOption;
 public final class AtomicFile {
     private AtomicFile() {}
 
+    private static final java.util.concurrent.atomic.AtomicLong TEMP_SEQ = new java.util.concurrent.atomic.AtomicLong();
+
+    /** A temporary file's name beside {@code path}: fsutil.temp_path's rule. Unique among this JVM's threads (a
+     *  counter: two threads once read one nanoTime and the second create failed), and among processes on a shared
+     *  volume (the pid, and a random part: two hosts can share a pid). A leading dot keeps it out of every listing;
+     *  recovery removes a killed writer's leftovers by the {@code .tmp-} prefix. */
+    public static Path tempSibling(Path path) {
+        return path.resolveSibling(".tmp-" + tempSuffix());
+    }
+
+    /** The unique part of a temporary name ({@code <pid>-<counter>-<random>}), for names with their own prefix. */
+    public static String tempSuffix() {
+        return ProcessHandle.current().pid() + "-" + TEMP_SEQ.incrementAndGet() + "-"
+                + Long.toHexString(java.util.concurrent.ThreadLocalRandom.current().nextLong() & 0xffffffffffffL);
+    }
+
     public static void write(Path path, byte[] data) throws IOException {
-        Path tmp = path.resolveSibling(".tmp-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+        Path tmp = tempSibling(path);
         boolean shared = GroupShared.isShared(path.getParent());
         try (FileChannel ch = GroupShared.createNew(tmp, shared)) {
             ByteBuffer buf = ByteBuffer.wrap(data);

@@ -105,7 +105,7 @@ public final class CommitLogWriter {
     /** Link the forced state to its seq name; false when a concurrent committer took that seq. */
     private boolean publish(CommitState state, boolean shared) {
         Path target = CommitLogReader.file(dir, state.seq());
-        Path tmp = dir.resolve(String.format(".%020d.json.tmp-%d-%d", state.seq(), ProcessHandle.current().pid(), System.nanoTime()));
+        Path tmp = dir.resolve(String.format(".%020d.json.tmp-%s", state.seq(), AtomicFile.tempSuffix()));
         try {
             return AtomicFile.publishByLink(target, tmp, state.toJson().getBytes(StandardCharsets.US_ASCII), shared,
                     "commit log " + dir + ": cannot publish commit " + state.seq());

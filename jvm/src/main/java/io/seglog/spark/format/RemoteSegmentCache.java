@@ -493,15 +493,16 @@ public final class RemoteSegmentCache {
             evictPast(cacheMax);
         }
 
-        /** Starts fetching the chunks from byte {@code pos} on in the background (a walk about to reach them). */
-        public void prefetch(long pos) {
-            if (pos < size) readAhead((int) (pos / chunk));
+        /** Starts fetching the chunks from byte {@code pos} on, none from byte {@code limit} on, in the background (a
+         *  walk about to reach them). */
+        public void prefetch(long pos, long limit) {
+            if (pos < size && limit > pos) readAhead((int) (pos / chunk), (int) ((limit - 1) / chunk) + 1);
         }
 
-        /** Widens the read-ahead window to [from, from + READ_AHEAD) and starts its one fetcher if none runs:
-         *  one per log, so the object's stream is read in order. */
-        private void readAhead(int from) {
-            int to = (int) Math.min(chunks.length, (long) from + readAhead);
+        /** Widens the read-ahead window to [from, min(from + READ_AHEAD, until)) and starts its one fetcher if none
+         *  runs: one per log, so the object's stream is read in order. */
+        private void readAhead(int from, int until) {
+            int to = (int) Math.min(Math.min(chunks.length, until), (long) from + readAhead);
             synchronized (this) {
                 if (from >= to) return;
                 int c = from;
@@ -672,9 +673,12 @@ public final class RemoteSegmentCache {
 
             /** Starts fetching, in the background, the {@link #READ_AHEAD} chunks after the one holding byte {@code pos}
              *  (a walk there reads on; its own chunk is fetched by its read, if absent), but none this walk holds or
-             *  has read: a walk reads forward, so a chunk it left is not fetched again. */
-            synchronized void readAheadOf(long pos) {
-                if (pos < size) readAhead((int) Math.max(pos / chunk + 1, Math.max(pinned, before) + 1L));
+             *  has read (a walk reads forward, so a chunk it left is not fetched again), and none from byte
+             *  {@code limit} on (where the walk ends: another task's bytes). */
+            synchronized void readAheadOf(long pos, long limit) {
+                if (pos < size && limit > 0) {
+                    readAhead((int) Math.max(pos / chunk + 1, Math.max(pinned, before) + 1L), (int) ((limit - 1) / chunk) + 1);
+                }
             }
 
             private byte[] bytesOf(int c) {

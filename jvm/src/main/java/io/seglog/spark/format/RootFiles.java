@@ -76,7 +76,7 @@ public final class RootFiles {
 
     /** The caller holds the partition's lock: no writer races the copy; a reader of the old inode reads the same bytes. */
     static void breakHardLink(Path file) throws IOException {
-        Path tmp = file.resolveSibling(".tmp-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+        Path tmp = AtomicFile.tempSibling(file);
         try {
             Files.copy(file, tmp, StandardCopyOption.COPY_ATTRIBUTES, LinkOption.NOFOLLOW_LINKS);
             FileSync.file(tmp);

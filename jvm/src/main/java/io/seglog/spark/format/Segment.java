@@ -213,8 +213,19 @@ public final class Segment implements Closeable {
 
     /** A tiered segment: starts fetching its bytes from the start of the walk {@link #batchesHolding} would make
      *  for {@code offset} (a reader about to reach it); a local segment: nothing. */
-    public void prefetch(long offset) {
-        if (fill != null) fill.prefetch(offset <= base ? 0 : floorPosition(offset));
+    public void prefetch(long offset, long bound) {
+        if (fill != null) fill.prefetch(offset <= base ? 0 : floorPosition(offset), walkEnd(bound));
+    }
+
+    /** Where a walk up to {@code bound} ends in the file, for read-ahead: the start of the first batch indexed at
+     *  or past the bound (a task cut is one: the next task's first batch), else the size. Invariant: a walk never
+     *  fetches ahead past its end; those bytes are another task's, fetched twice when the cache bound drops them
+     *  in between (the tight cache bound test saw it). */
+    long walkEnd(long bound) {
+        if (knownNext >= 0 && bound >= knownNext) return size;      // to the end: no index needed (none fetched)
+        OffsetIndexFile index = offsetIndex();
+        int e = index.floorEntry(bound - 1) + 1;        // the first entry whose key (a batch's last offset) >= bound
+        return e < index.entries() ? index.positionAt(e) : size;
     }
 
     /** A tiered segment, read from the remote tier. */
@@ -470,6 +481,8 @@ public final class Segment implements Closeable {
         boolean tolerateTornTail;           // an estimate's walk: any fault ends it
         private BatchBuffer into;           // readInto: each batch is read into it and checked there
         private long metPastBound = -1;     // the first offset of the batch that ended the walk at the bound
+        private long aheadUntil = Long.MAX_VALUE;   // readingUntil's offset (else the bound)
+        private long aheadLimit = -1;       // aheadLimit(): computed at the first read-ahead of a tiered walk
         private RecordBatch inMemory;       // the last batch drawn, as read into `into` (null: not read so)
         private boolean checkCrcs = true;   // false: Kafka's check.crcs=false, structure only, bodies read on demand
         private FileChannelRecordBatch drawn;   // the last batch drawn (its body is read by inMemory() when asked)
@@ -480,6 +493,12 @@ public final class Segment implements Closeable {
             this.expectedLast = expectedLast;
             this.bound = bound;
             this.end = pos;
+        }
+
+        /** Where this walk's bytes end ({@link #walkEnd}), for its read-ahead. */
+        private long aheadLimit() {
+            if (aheadLimit < 0) aheadLimit = walkEnd(Math.min(aheadUntil, bound));
+            return aheadLimit;
         }
 
         /** The smallest offset the next batch may hold; MIN_VALUE when not known (the first batch found
@@ -508,6 +527,12 @@ public final class Segment implements Closeable {
          */
         public Batches checkingCrcs(boolean check) {
             this.checkCrcs = check;
+            return this;
+        }
+
+        /** A reader that stops at {@code end} (a task's slice end, below the bound): the read-ahead stops there too. */
+        public Batches readingUntil(long end) {
+            this.aheadUntil = Math.min(end, bound);
             return this;
         }
 
@@ -560,7 +585,7 @@ public final class Segment implements Closeable {
                 return false;
             }
             FileChannelRecordBatch b;
-            if (remoteBytes != null) remoteBytes.readAheadOf(end);   // tiered: the chunks after this one start arriving
+            if (remoteBytes != null) remoteBytes.readAheadOf(end, aheadLimit());   // tiered: the chunks after this one start arriving
             try {
                 if (!it.hasNext()) {
                     done = true;

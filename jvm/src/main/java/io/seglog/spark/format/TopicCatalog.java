@@ -130,7 +130,7 @@ public final class TopicCatalog {
             checkNoCollision(root, topic);
             Path path = topicFile(root, topic);
             TopicMetadata meta = new TopicMetadata(topic, partitions, overrides, System.currentTimeMillis());
-            Path tmp = path.resolveSibling(".tmp-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+            Path tmp = AtomicFile.tempSibling(path);
             try {
                 boolean shared = GroupShared.createDirectories(path.getParent());
                 // false when another creator got there first: read what the winner recorded, below

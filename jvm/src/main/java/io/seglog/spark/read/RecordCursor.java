@@ -318,7 +318,8 @@ final class RecordCursor implements AutoCloseable {
             throw new CorruptLogException(seg.where() + ": the .log is empty but offsets " + seg.base + " to "
                 + (log.base(segment + 1) - 1) + " belonged to it: those records are lost");
         }
-        batches = seg.batchesHolding(Math.max(position, seg.base), slice.bound).readInto(buffer).checkingCrcs(opts.checkCrcs);
+        batches = seg.batchesHolding(Math.max(position, seg.base), slice.bound).readInto(buffer).checkingCrcs(opts.checkCrcs)
+            .readingUntil(slice.end);
         prefetchNext();
         return true;
     }
@@ -329,7 +330,7 @@ final class RecordCursor implements AutoCloseable {
 
     private void prefetchNext() {
         for (int next = segment + 1; next <= segment + SEGMENTS_AHEAD && next < log.segmentCount() && log.base(next) < slice.end; next++) {
-            log.segment(next).prefetch(log.base(next));
+            log.segment(next).prefetch(log.base(next), slice.end);
         }
     }
 

@@ -226,15 +226,46 @@ final class DriverCommit {
         return new FileLock(dir.resolve(".run.lock"), "staging run " + dir.getFileName());
     }
 
+    /** A run folder's name before it is locked: {@link #removeCrashedRuns} lists no dot-name as a run. */
+    private static final String NASCENT = ".new-";
+    /** A nascent folder this old with its lock free is a driver killed between its mkdir and its rename: it holds
+     *  only its lock file (tasks stage after the rename), so the wait costs nothing but makes the race impossible. */
+    private static final long NASCENT_LEFTOVER_MS = 3_600_000L;
+
+    /**
+     * Creates the run folder {@code staging} with its run lock held ({@link #runLock}): made and locked under a
+     * dot-name, then renamed into place (the flock is on the lock file's inode, which the rename keeps). Invariant:
+     * no run folder is ever seen by its own name unlocked while its driver lives. Made by its name, another write's
+     * {@link #removeCrashedRuns} could take its free lock between the mkdir and the flock and remove a live run (two
+     * concurrent writes of one writer to one topic, issue 36).
+     */
+    static FileLock startRun(String staging) {
+        Path dir = Path.of(staging);
+        Path nascent = dir.resolveSibling(NASCENT + dir.getFileName());
+        FileLock lock = new FileLock(nascent.resolve(".run.lock"), "staging run " + dir.getFileName()).acquire(0L);
+        try {
+            Files.move(nascent, dir, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException | RuntimeException e) {
+            lock.release();
+            deleteTree(nascent);
+            throw new io.seglog.spark.format.StorageException("staging run " + dir + ": cannot create it: " + e, e);
+        }
+        return lock;
+    }
+
     /** A crashed run's staged files (never published past a commit): the run folders of this writer and topic
      *  that no live driver holds. */
     private static void removeCrashedRuns(WriteOptions o, WritePlan plan) {
-        Path mine = Path.of(plan.staging);
+        removeCrashedRuns(Path.of(plan.staging));
+    }
+
+    static void removeCrashedRuns(Path mine) {
         Path parent = mine.getParent();
         if (!Files.isDirectory(parent)) return;
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(parent)) {
             for (Path p : ds) {
                 if (p.equals(mine)) continue;
+                if (p.getFileName().toString().startsWith(NASCENT) && !nascentLeftover(p)) continue;
                 try (FileLock over = runLock(p.toString()).acquire(0L)) {
                     deleteTree(p);
                 } catch (io.seglog.spark.format.LockedException live) {
@@ -243,6 +274,14 @@ final class DriverCommit {
             }
         } catch (IOException | RuntimeException e) {
             // leftovers cost only space; the next write tries again
+        }
+    }
+
+    private static boolean nascentLeftover(Path p) {
+        try {
+            return System.currentTimeMillis() - Files.getLastModifiedTime(p).toMillis() > NASCENT_LEFTOVER_MS;
+        } catch (IOException e) {
+            return false;
         }
     }
 

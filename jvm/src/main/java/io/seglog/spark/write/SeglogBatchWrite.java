@@ -16,7 +16,7 @@ final class SeglogBatchWrite implements BatchWrite {
     SeglogBatchWrite(WriteOptions options, WritePlan plan) {
         this.options = options;
         this.plan = plan;
-        this.run = DriverCommit.runLock(plan.staging).acquire(0L);
+        this.run = DriverCommit.startRun(plan.staging);
     }
 
     @Override

@@ -47,7 +47,7 @@ final class SeglogStreamingWrite implements StreamingWrite {
                 o.renameMinBytes);
         if (run != null) run.release();   // a micro-batch neither committed nor aborted (the query stopped)
         current = plan;
-        run = DriverCommit.runLock(staging).acquire(0L);
+        run = DriverCommit.startRun(staging);
         return new Factory(plan);
     }
 
