@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import re
 
-from seglog.errors import (ConnectorJarError, InvalidRecordError, InvalidTopicError, MissingKeyError, OffsetOutOfRangeError,
-                           PartitionLockedError, RecordTooLargeError, SeglogError, TimestampOutOfRangeError)
+from seglog.errors import (ConfigError, ConnectorJarError, InvalidRecordError, InvalidTopicError, MissingKeyError,
+                           OffsetOutOfRangeError, PartitionLockedError, RecordTooLargeError, RemotePrefixOwnedError,
+                           SeglogError, SegmentNameError, StorageError, SymlinkInRootError, TimestampOutOfRangeError,
+                           UnsupportedFormatVersionError)
 from seglog.sink.input_schema import SinkInputError, SinkSchemaError
 
 _W = "io.seglog.spark.write."
+_F = "io.seglog.spark.format."
 # The connector's exception class -> the typed error. Subclasses first: the chain's classes are matched exactly.
 JAVA_CLASSES: dict[str, type[SeglogError]] = {
     _W + "RecordTooLargeException": RecordTooLargeError,
@@ -29,7 +32,15 @@ JAVA_CLASSES: dict[str, type[SeglogError]] = {
     _W + "OffsetOutOfRangeException": OffsetOutOfRangeError,   # a roll back below the remote end
     _W + "InputColumnsException": SinkSchemaError,
     _W + "SeglogWriteException": SinkInputError,               # any other refusal of a row or request
-    "io.seglog.spark.format.LockedException": PartitionLockedError,
+    _F + "LockedException": PartitionLockedError,
+    # what a write meets in the root itself (the storage core's errors under the same names)
+    _F + "UnsupportedFormatVersionException": UnsupportedFormatVersionError,   # a newer seglog's file
+    _F + "SymlinkInRootException": SymlinkInRootError,
+    _F + "SegmentNameException": SegmentNameError,
+    _F + "InvalidTopicException": InvalidTopicError,
+    _F + "TopicConfigException": ConfigError,
+    _F + "RemotePrefixOwnedException": RemotePrefixOwnedError,
+    _F + "StorageException": StorageError,      # the filesystem refused (no space, no locks, no hard links)
 }
 MAX_CAUSES = 32   # a cause chain is a few links; a cycle or a hostile depth stops here
 _CAUSED_BY = re.compile(r"^Caused by: ([\w.$]+)(?:: (.*))?$", re.M)

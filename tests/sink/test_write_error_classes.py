@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from seglog.errors import (InvalidRecordError, InvalidTopicError, MissingKeyError, PartitionLockedError,
-                           RecordTooLargeError, TimestampOutOfRangeError)
+                           RecordTooLargeError, SymlinkInRootError, TimestampOutOfRangeError,
+                           UnsupportedFormatVersionError)
 from seglog.indexer.locks import FileLock
 from seglog.sink import SegmentLogSink
 from seglog.sink.input_schema import SinkInputError, SinkSchemaError
@@ -120,3 +121,32 @@ def test_a_held_lock_is_partition_locked(spark, tmp_path):
     finally:
         lock.release()
     assert type(err) is PartitionLockedError and "locked by another writer" in str(err)
+
+
+def test_a_newer_seglogs_topic_file_is_unsupported_format_version(spark, tmp_path):
+    """A topic file a newer seglog wrote (format version 2) is refused by the write, typed, and left as it is."""
+    import json
+
+    df = spark.createDataFrame([(b"k", b"v")], "key binary, value binary")
+    SegmentLogSink(str(tmp_path), writer_id="w", topic="ev", partitions=1)(df, 0)
+    meta = tmp_path / "_seglog" / "topics" / "ev.json"
+    doc = json.loads(meta.read_text())
+    meta.write_text(json.dumps(doc | {"version": 2}))
+    before = meta.read_bytes()
+    err = _refused(SegmentLogSink(str(tmp_path), writer_id="w", topic="ev"), df)
+    assert type(err) is UnsupportedFormatVersionError and "version" in str(err), err
+    assert meta.read_bytes() == before
+
+
+def test_a_symlinked_partition_folder_is_symlink_in_root(spark, tmp_path):
+    """A partition folder that is a link (planted to reach another root) is refused by the write, typed; nothing is
+    written through it."""
+    df = spark.createDataFrame([(b"k", b"v")], "key binary, value binary")
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    SegmentLogSink(str(root), writer_id="w", topic="ev", partitions=1)(df, 0)
+    (root / "ev-0").rename(elsewhere)
+    (root / "ev-0").symlink_to(elsewhere)
+    before = sorted((p.name, p.stat().st_size) for p in elsewhere.iterdir())
+    err = _refused(SegmentLogSink(str(root), writer_id="w", topic="ev"), df)
+    assert type(err) is SymlinkInRootError and "ev-0" in str(err), err
+    assert sorted((p.name, p.stat().st_size) for p in elsewhere.iterdir()) == before
