@@ -82,16 +82,16 @@ def writer_main(src: str, root: str, ckpt: str, stop: str) -> None:
               .selectExpr("t AS topic", "CAST(k AS BINARY) AS key", "CAST(v AS BINARY) AS value",
                           "timestamp_millis(ts) AS timestamp",
                           "array(named_struct('key', 'id', 'value', CAST(CAST(id AS STRING) AS BINARY))) AS headers"))
-    # events by the rows' topic column, compacted by the sink's topic: two staging folders. (Two concurrent
-    # calls of one writer that both write by the topic column share one, and each removes the other's run
-    # folder when it lands between its creation and its lock: the JVM's DriverCommit.removeCrashedRuns; see
-    # docs/reliability.md, the soak's row.)
+    # Two concurrent calls of one writer, both by the rows' topic column: they share one staging folder, and
+    # each commit sweeps the other runs there whose lock is free (a killed driver's). A run folder is made and
+    # locked under a dot-name before it is renamed into place (DriverCommit.startRun): swept between its mkdir
+    # and its lock, a live run was once removed and its write failed.
     by_column = SegmentLogSink(root, lock_timeout=300)
-    compacted = SegmentLogSink(root, topic="compacted", lock_timeout=300)
+    compacted = SegmentLogSink(root, lock_timeout=300)
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="soak-sink")
 
     def each(df, batch_id):
-        calls = [pool.submit(compacted, df.where("topic = 'compacted'").drop("topic"), batch_id),
+        calls = [pool.submit(compacted, df.where("topic = 'compacted'"), batch_id),
                  pool.submit(by_column, df.where("topic != 'compacted'"), batch_id)]
         for call in calls:
             call.result()           # re-raises a call's error here, failing the query
