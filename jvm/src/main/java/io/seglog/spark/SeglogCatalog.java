@@ -102,8 +102,9 @@ public final class SeglogCatalog implements TableCatalog {
     }
 
     /**
-     * Spark 4's load of a table a statement writes ({@code TableCatalog.loadTable(Identifier, Set<TableWritePrivilege>)},
-     * overridden here by its erasure: TableWritePrivilege is not on Spark 3.5, where this is an unused overload). A
+     * The load of a table a statement writes ({@code TableCatalog.loadTable(Identifier, Set<TableWritePrivilege>)}, Spark
+     * 4 and 3.5.3+), overridden here by its erasure: the jar compiles against 3.5.0, which has no TableWritePrivilege
+     * (on 3.5.0 to 3.5.2 this is an unused overload, and UPDATE and MERGE get Spark's own errors: README). A
      * statement that updates or deletes (UPDATE, DELETE, MERGE with such a clause, INSERT OVERWRITE) is refused now,
      * before Spark resolves it: a log is append-only.
      */
