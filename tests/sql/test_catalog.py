@@ -270,3 +270,33 @@ def test_drop_purge_leaves_nothing_of_the_topic_and_the_name_starts_clean(spark,
     assert [(r.key, r.offset) for r in spark.sql(f"SELECT key, offset FROM {table}").collect()] == [(b"new", 0)]
     assert read_consumer_positions(root)[0].offsets == {("kept", 0): 3}
     assert not crashed.exists()
+
+
+def test_create_table_as_select_creates_and_appends_once_with_the_same_rules(spark, cat):
+    """CTAS is CreateTopics and one Produce: the request checked as CREATE TABLE's before the query runs (a bad one
+    refused by name, nothing created), then the write's commit makes the topic with its rows; a failed query leaves
+    no topic, and REPLACE is refused (it would delete records)."""
+    name, root = cat
+    rows = "SELECT CAST(CAST(id AS STRING) AS BINARY) AS key, CAST('v' AS BINARY) AS value FROM range(10)"
+    refused(spark, root, f"CREATE TABLE {name}.made TBLPROPERTIES ('partitions' = '2', 'retention.msx' = '1') AS {rows}",
+            "retention.msx")
+    refused(spark, root, f"CREATE TABLE {name}.made TBLPROPERTIES ('partitions' = '0') AS {rows}", "'partitions' = '0'")
+    with pytest.raises(Exception, match="boom"):     # the query fails as it runs: no topic left, no staged run
+        spark.sql(f"CREATE TABLE {name}.made AS SELECT CAST('k' AS BINARY) AS key, "
+                  f"CAST(IF(id = 5, raise_error('boom'), 'v') AS BINARY) AS value FROM range(10)")
+    assert load_topic(root, "made") is None
+    assert [p.relative_to(root) for p in root.rglob("*") if p.is_file()] == []
+    spark.sql(f"CREATE TABLE {name}.made TBLPROPERTIES ('partitions' = '2', 'retention.ms' = '60000') AS {rows}")
+    meta = load_topic(root, "made")
+    assert (meta.partitions, meta.config) == (2, {"retention.ms": 60000})
+    assert committed_keys(root, "made") == sorted(str(i).encode() for i in range(10))
+    assert spark.sql(f"SELECT count(*) AS n FROM {name}.made").collect()[0].n == 10
+    refused(spark, root, f"CREATE TABLE {name}.made AS {rows}", "made")            # exists: nothing appended
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {name}.made AS {rows}")                 # a no-op, as Spark's
+    assert len(committed_keys(root, "made")) == 10
+    refused(spark, root, f"CREATE OR REPLACE TABLE {name}.made AS {rows}", "append-only")
+    refused(spark, root, f"REPLACE TABLE {name}.made AS {rows}", "append-only")
+    # no rows: the topic is made all the same, empty
+    spark.sql(f"CREATE TABLE {name}.empty AS {rows} WHERE id < 0")
+    assert load_topic(root, "empty").partitions == 1
+    assert committed_keys(root, "empty") == []
