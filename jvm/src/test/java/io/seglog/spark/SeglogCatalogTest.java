@@ -41,4 +41,21 @@ class SeglogCatalogTest {
         assertFalse(Files.exists(root.resolve("events-0")));
         assertFalse(catalog.purgeTable(events));    // gone: nothing to delete
     }
+
+    /** A topic half deleted (a killed DROP ... PURGE took its metadata, not yet its folders) still holds its name:
+     *  CREATE TABLE is refused until a second PURGE finishes the delete. */
+    @Test
+    void aHalfDeletedTopicKeepsItsName() throws Exception {
+        SeglogCatalog catalog = new SeglogCatalog();
+        catalog.initialize("logs", new CaseInsensitiveStringMap(Map.of("root", root.toString())));
+        Files.createDirectories(root.resolve("events-0"));
+        Identifier events = Identifier.of(new String[0], "events");
+        assertThrows(org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException.class, () -> catalog.createTable(
+            events, new org.apache.spark.sql.types.StructType(), new org.apache.spark.sql.connector.expressions.Transform[0],
+            Map.of()));
+        assertTrue(catalog.purgeTable(events));
+        catalog.createTable(events, new org.apache.spark.sql.types.StructType(),
+            new org.apache.spark.sql.connector.expressions.Transform[0], Map.of("partitions", "1"));
+        assertEquals(1, TopicCatalog.load(root, "events").orElseThrow().partitions());
+    }
 }

@@ -130,6 +130,27 @@ class TopicAdminTest {
         }
     }
 
+    /** A delete killed after its metadata went into the trash: the topic still exists by its folders, so the name is
+     *  not free (CREATE refuses it) and the next delete finishes it, the leftover trash with it. */
+    @Test
+    void aKilledDeleteIsFinishedByTheNext() throws Exception {
+        TopicCatalog.create(root, "events", 1, Map.of());
+        Files.createDirectories(root.resolve("events-0"));
+        Path trash = root.resolve("_seglog/deleted/events-1.deleted");
+        Files.createDirectories(trash);
+        Files.move(TopicCatalog.topicFile(root, "events"), trash.resolve("topic.json"));
+        assertEquals(List.of(0), TopicLayout.partitions(root, "events"));
+
+        TopicAdmin.delete(root, "events");
+
+        assertFalse(Files.exists(root.resolve("events-0")));
+        assertFalse(Files.exists(trash));
+        assertEquals(List.of(), TopicLayout.partitions(root, "events"));
+        for (String f : files()) {
+            if (!f.startsWith("_seglog/locks")) assertFalse(f.contains("events"), f);
+        }
+    }
+
     @Test
     void deleteLeavesALiveStagingRunToItsDriver() throws Exception {
         TopicCatalog.create(root, "events", 1, Map.of());
