@@ -272,6 +272,7 @@ def test_drop_purge_leaves_nothing_of_the_topic_and_the_name_starts_clean(spark,
     assert not crashed.exists()
 
 
+@pytest.mark.smoke
 def test_create_table_as_select_creates_and_appends_once_with_the_same_rules(spark, cat):
     """CTAS is CreateTopics and one Produce: the request checked as CREATE TABLE's before the query runs (a bad one
     refused by name, nothing created), then the write's commit makes the topic with its rows; a failed query leaves
