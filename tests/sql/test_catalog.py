@@ -270,6 +270,10 @@ def test_drop_purge_leaves_nothing_of_the_topic_and_the_name_starts_clean(spark,
     assert [(r.key, r.offset) for r in spark.sql(f"SELECT key, offset FROM {table}").collect()] == [(b"new", 0)]
     assert read_consumer_positions(root)[0].offsets == {("kept", 0): 3}
     assert not crashed.exists()
+    q = (spark.readStream.option("startingOffsets", "earliest").table(table).writeStream.format("noop")
+         .option("checkpointLocation", str(tmp_path / "ckpt-new")).trigger(availableNow=True).start())
+    q.awaitTermination()
+    assert {c.query_id: c.offsets for c in read_consumer_positions(root)}[q.id] == {("events", 0): 1}
 
 
 @pytest.mark.smoke

@@ -68,6 +68,8 @@ public final class StagingRuns {
                     TopicAdmin.deleteTree(p);
                 } catch (LockedException live) {
                     // another driver's run, staging now: not ours to remove
+                } catch (IOException | RuntimeException e) {
+                    // this one stays (space only); the others are still looked at
                 }
             }
         } catch (IOException | RuntimeException e) {
