@@ -14,6 +14,8 @@ import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
 import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
 import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.StagedTable;
+import org.apache.spark.sql.connector.catalog.StagingTableCatalog;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCatalog;
 import org.apache.spark.sql.connector.catalog.TableChange;
@@ -32,10 +34,11 @@ import io.seglog.spark.format.TopicMetadata;
  * A log root as a Spark catalog ({@code spark.sql.catalog.logs = io.seglog.spark.SeglogCatalog},
  * {@code spark.sql.catalog.logs.root = /data/log}): each topic is a table {@code logs.<topic>} (no namespaces), and
  * the DDL statements are Kafka's admin operations, with Kafka's rules (docs/spec.md §8.1): CREATE TABLE is
- * CreateTopics, ALTER TABLE SET/UNSET TBLPROPERTIES IncrementalAlterConfigs (and CreatePartitions for
- * {@code partitions}), DROP TABLE ... PURGE DeleteTopics. Every request is checked whole before anything changes.
+ * CreateTopics (with AS SELECT, CreateTopics and one Produce), ALTER TABLE SET/UNSET TBLPROPERTIES
+ * IncrementalAlterConfigs (and CreatePartitions for {@code partitions}), DROP TABLE ... PURGE DeleteTopics. Every
+ * request is checked whole before anything changes.
  */
-public final class SeglogCatalog implements TableCatalog {
+public final class SeglogCatalog implements StagingTableCatalog {
     public static final String PROVIDER = "seglog";
     /** Properties Spark adds to CREATE TABLE itself; taken without meaning. */
     private static final Set<String> SPARK_ADDS = Set.of(TableCatalog.PROP_OWNER, "is_managed_location");
@@ -102,8 +105,9 @@ public final class SeglogCatalog implements TableCatalog {
     }
 
     /**
-     * Spark 4's load of a table a statement writes ({@code TableCatalog.loadTable(Identifier, Set<TableWritePrivilege>)},
-     * overridden here by its erasure: TableWritePrivilege is not on Spark 3.5, where this is an unused overload). A
+     * The load of a table a statement writes ({@code TableCatalog.loadTable(Identifier, Set<TableWritePrivilege>)}, Spark
+     * 4 and 3.5.3+), overridden here by its erasure: the jar compiles against 3.5.0, which has no TableWritePrivilege
+     * (on 3.5.0 to 3.5.2 this is an unused overload, and UPDATE and MERGE get Spark's own errors: README). A
      * statement that updates or deletes (UPDATE, DELETE, MERGE with such a clause, INSERT OVERWRITE) is refused now,
      * before Spark resolves it: a log is append-only.
      */
@@ -129,13 +133,34 @@ public final class SeglogCatalog implements TableCatalog {
     public Table createTable(Identifier ident, StructType schema, Transform[] partitions, Map<String, String> properties)
             throws TableAlreadyExistsException, NoSuchNamespaceException {
         String topic = topic(ident);
-        String table = name + "." + topic;
         if (schema.fields().length > 0) {
-            throw new SeglogCatalogException("CREATE TABLE " + table + ": columns were given; a topic's columns are the "
-                + "seglog source's (key, value, topic, partition, offset, timestamp, timestampType, headers): give none");
+            throw new SeglogCatalogException("CREATE TABLE " + name + "." + topic + ": columns were given; a topic's columns "
+                + "are the seglog source's (key, value, topic, partition, offset, timestamp, timestampType, headers): give none");
         }
+        NewTopic request = newTopic(ident, "CREATE TABLE", partitions, properties);
+        TopicCatalog.create(rootPath(), topic, request.partitions, request.config);   // validates every key and value, naming it
+        return tableOf(topic);
+    }
+
+    /** A CREATE TABLE's request: the topic's partition count and configuration (Kafka's names, as given). */
+    private static final class NewTopic {
+        final int partitions;
+        final Map<String, String> config;
+
+        NewTopic(int partitions, Map<String, String> config) {
+            this.partitions = partitions;
+            this.config = config;
+        }
+    }
+
+    /** The request CREATE TABLE (with or without AS SELECT) makes, refused by name when it asks what a topic has not;
+     *  TableAlreadyExistsException when the topic exists. Nothing is written. */
+    private NewTopic newTopic(Identifier ident, String statement, Transform[] partitions, Map<String, String> properties)
+            throws TableAlreadyExistsException {
+        String topic = topic(ident);
+        String table = name + "." + topic;
         if (partitions.length > 0) {
-            throw new SeglogCatalogException("CREATE TABLE " + table + ": PARTITIONED BY is not supported: a topic's "
+            throw new SeglogCatalogException(statement + " " + table + ": PARTITIONED BY is not supported: a topic's "
                 + "partitions are set with TBLPROPERTIES ('partitions' = 'n')");
         }
         int count = 1;
@@ -146,18 +171,52 @@ public final class SeglogCatalog implements TableCatalog {
             if (SPARK_ADDS.contains(lower)) continue;
             if (lower.equals(TableCatalog.PROP_PROVIDER)) {
                 if (!PROVIDER.equalsIgnoreCase(e.getValue())) {
-                    throw new SeglogCatalogException("CREATE TABLE " + table + ": USING " + e.getValue() + ": catalog '"
+                    throw new SeglogCatalogException(statement + " " + table + ": USING " + e.getValue() + ": catalog '"
                         + name + "' holds seglog topics only");
                 }
             } else if (lower.equals("partitions")) {
                 count = partitionCount(table, e.getValue());
             } else {
-                config.put(key, e.getValue());   // TopicCatalog.create names an unknown key, with the nearest known one
+                config.put(key, e.getValue());   // TopicCatalog names an unknown key, with the nearest known one
             }
         }
         if (exists(topic)) throw new TableAlreadyExistsException(ident);
-        TopicCatalog.create(rootPath(), topic, count, config);   // validates every key and value, naming it
-        return tableOf(topic);
+        return new NewTopic(count, config);
+    }
+
+    /**
+     * CREATE TABLE ... AS SELECT: CreateTopics and one Produce, as one statement. The request is checked whole (as
+     * CREATE TABLE's, nothing written) before the query runs; the topic is then created by the write's own commit
+     * (under the topic's writer lock, with the records: write.DriverCommit), so a query that fails leaves no topic
+     * behind, and one that succeeds appends its rows once. {@link StagedTopic#commitStagedChanges} records a topic
+     * the query gave no rows to.
+     */
+    @Override
+    @SuppressWarnings("deprecation")   // abstract on Spark 3.5; the default of 4.x's Column[] variant calls it
+    public StagedTable stageCreate(Identifier ident, StructType schema, Transform[] partitions, Map<String, String> properties)
+            throws TableAlreadyExistsException, NoSuchNamespaceException {
+        String topic = topic(ident);
+        NewTopic request = newTopic(ident, "CREATE TABLE ... AS SELECT", partitions, properties);
+        TopicCatalog.checkNew(rootPath(), topic, request.partitions, request.config);   // names a bad key or value
+        return new StagedTopic(name, root, topic, request.partitions, request.config);
+    }
+
+    @Override
+    @SuppressWarnings("deprecation")
+    public StagedTable stageReplace(Identifier ident, StructType schema, Transform[] partitions, Map<String, String> properties) {
+        throw replaceRefused(ident);
+    }
+
+    @Override
+    @SuppressWarnings("deprecation")
+    public StagedTable stageCreateOrReplace(Identifier ident, StructType schema, Transform[] partitions,
+                                            Map<String, String> properties) {
+        throw replaceRefused(ident);
+    }
+
+    private SeglogCatalogException replaceRefused(Identifier ident) {
+        return new SeglogCatalogException("REPLACE TABLE " + name + "." + ident.name() + ": replacing a topic deletes its "
+            + "records and a log is append-only; DROP TABLE ... PURGE it, then CREATE TABLE; nothing was changed");
     }
 
     private Table tableOf(String topic) {

@@ -64,6 +64,13 @@ public final class FileLock implements AutoCloseable {
         return new FileLock(lockPath(root, name), "partition " + name);
     }
 
+    /** The partition's maintenance lock (indexer/locks.py's maintenance_lock): a clean or merge holds it for its
+     *  whole run; taken before the partition's lock, never the other way round while waiting. */
+    public static FileLock maintenance(Path root, String topic, int partition) {
+        String name = topic + "-" + partition;
+        return new FileLock(lockPath(root, name + ".maintenance"), "partition " + name + "'s maintenance");
+    }
+
     /** The driver's lock of one topic: one writing query commits to a topic at a time. */
     public static FileLock topicWriter(Path root, String topic) {
         return new FileLock(lockPath(root, topic + ".writer"), "topic " + topic + " (sink writer)");

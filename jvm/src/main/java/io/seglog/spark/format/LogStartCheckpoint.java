@@ -34,6 +34,12 @@ public final class LogStartCheckpoint {
      * ({@code _seglog/locks/log-start-offset-checkpoint.lock}). {@code entries}: "topic-partition" to offset.
      */
     public static void write(Path root, Map<String, Long> entries) throws java.io.IOException {
+        writeFile(root.resolve(FILE), entries);
+    }
+
+    /** Any offsets file in Kafka's text format (also the cleaner's), written as {@link #write} writes the log
+     *  start checkpoint; the caller holds the file's lock. */
+    static void writeFile(Path file, Map<String, Long> entries) throws java.io.IOException {
         java.util.List<String[]> rows = new java.util.ArrayList<>();
         for (Map.Entry<String, Long> e : entries.entrySet()) {
             int dash = e.getKey().lastIndexOf('-');
@@ -42,7 +48,7 @@ public final class LogStartCheckpoint {
         rows.sort(java.util.Comparator.<String[], String>comparing(r -> r[0]).thenComparingInt(r -> Integer.parseInt(r[1])));
         StringBuilder out = new StringBuilder("0\n").append(rows.size()).append('\n');
         for (String[] r : rows) out.append(r[0]).append(' ').append(r[1]).append(' ').append(r[2]).append('\n');
-        AtomicFile.write(root.resolve(FILE), out.toString().getBytes(StandardCharsets.UTF_8));
+        AtomicFile.write(file, out.toString().getBytes(StandardCharsets.UTF_8));
     }
 
     /** Any offsets file in Kafka's text format (also the cleaner's: {@link OffsetGaps}), as readers take it: a

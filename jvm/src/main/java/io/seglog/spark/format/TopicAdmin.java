@@ -86,11 +86,22 @@ public final class TopicAdmin {
     }
 
     /**
-     * Kafka's DeleteTopics: the topic's partition folders, commit log and metadata are renamed into
-     * {@code <root>/_seglog/deleted/<topic>-<ms>.deleted/} (the metadata first, the folders last: a crash
-     * between leaves a topic a second delete finishes, never records without their commit log), its log start
-     * checkpoint entries removed, then that folder is unlinked (a leftover of a killed delete is unlinked by
-     * the next). Under the topic's writer lock and every partition's lock: no write or sidecar pass is in it.
+     * Kafka's DeleteTopics: everything of the topic under the root goes, so a topic created again under the name
+     * starts clean. In this order, under the topic's writer lock and every partition's maintenance and partition
+     * locks (no write commits, no sidecar pass, clean or merge is in it, and none can write a checkpoint entry back):
+     * <ol>
+     * <li>the state kept outside its folders, while the topic still exists (its metadata and folders are still
+     *   there): its entries in the cleaner checkpoint (which would claim the new topic's offsets as cleaned) and the
+     *   log start checkpoint, its consumer positions ({@link ConsumerPositionFiles}), its writers' staging runs that
+     *   are over ({@link StagingRuns});</li>
+     * <li>its metadata, commit log and partition folders, renamed into {@code <root>/_seglog/deleted/<topic>-<ms>
+     *   .deleted/} (the metadata first, the folders last);</li>
+     * <li>that folder unlinked (a leftover of a killed delete is unlinked by the next).</li>
+     * </ol>
+     * Invariant: a crash at any step leaves the topic existing (its folders go last) with its state outside them
+     * gone or going, so a second DROP TABLE ... PURGE finishes it and CREATE TABLE refuses the name until then; a
+     * killed delete never leaves state of the old topic behind a name that is free. The lock files are kept: a
+     * waiter may hold one open, and a lock file unlinked under it would let two holders in; they hold no state.
      * A tiered topic (remote segments) is refused: its objects would be left behind.
      */
     public static void delete(Path root, String topic) {
@@ -100,6 +111,9 @@ public final class TopicAdmin {
         try {
             locks.add(FileLock.topicWriter(root, topic).acquire(LOCK_TIMEOUT_MS));
             List<Integer> parts = TopicLayout.partitions(root, topic);
+            // the maintenance locks before the partitions' (indexer/locks.py's order: none waits the other way)
+            for (int p : parts) locks.add(FileLock.maintenance(root, topic, p).acquire(LOCK_TIMEOUT_MS));
+            for (int p : parts) locks.add(FileLock.partition(root, topic, p).acquire(LOCK_TIMEOUT_MS));
             for (int p : parts) {
                 if (Files.exists(RemoteSegmentLog.path(root, topic, p), LinkOption.NOFOLLOW_LINKS)) {
                     throw new InvalidTopicException("topic '" + topic + "': partition " + p + " has tiered segments ("
@@ -107,7 +121,10 @@ public final class TopicAdmin {
                         + "objects would be left behind); nothing was deleted");
                 }
             }
-            for (int p : parts) locks.add(FileLock.partition(root, topic, p).acquire(LOCK_TIMEOUT_MS));
+            forgetOffsets(root, topic, LogStartCheckpoint.FILE, "log start offset checkpoint");
+            forgetOffsets(root, topic, OffsetGaps.CLEANER_CHECKPOINT, "cleaner offset checkpoint");
+            ConsumerPositionFiles.forgetTopic(root, topic);
+            StagingRuns.forgetTopic(root, topic);
             purgeLeftovers(trash);
             Path into = trash.resolve(FileLock.shortFileName(topic + "-" + System.currentTimeMillis(), DELETED));
             Files.createDirectories(into);
@@ -119,7 +136,6 @@ public final class TopicAdmin {
                 Path dir = TopicLayout.partitionDir(root, topic, p);
                 if (Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) move(dir, into.resolve(dir.getFileName()));
             }
-            forgetLogStarts(root, topic);
             deleteTree(into);
         } catch (IOException e) {
             throw new StorageException("deleting topic '" + topic + "' under '" + root + "': " + e, e);
@@ -133,15 +149,17 @@ public final class TopicAdmin {
         FileSync.directory(from.getParent());
     }
 
-    private static void forgetLogStarts(Path root, String topic) throws IOException {
-        try (FileLock lock = new FileLock(FileLock.lockPath(root, LogStartCheckpoint.FILE), "log start offset checkpoint")
-                .acquire(LOCK_TIMEOUT_MS)) {
-            Map<String, Long> entries = LogStartCheckpoint.read(root);
+    /** Removes the topic's entries from a root-level offsets file in Kafka's text format ({@code file}), under the
+     *  lock its writers take ({@code _seglog/locks/<file>.lock}). A malformed file reads as empty and is left as it
+     *  is (readers take it as empty too; the core's verify reports it). */
+    private static void forgetOffsets(Path root, String topic, String file, String what) throws IOException {
+        try (FileLock lock = new FileLock(FileLock.lockPath(root, file), what).acquire(LOCK_TIMEOUT_MS)) {
+            Map<String, Long> entries = LogStartCheckpoint.readFile(root.resolve(file));
             boolean changed = entries.keySet().removeIf(k -> {
                 int dash = k.lastIndexOf('-');
                 return dash > 0 && k.substring(0, dash).equals(topic);
             });
-            if (changed) LogStartCheckpoint.write(root, entries);
+            if (changed) LogStartCheckpoint.writeFile(root.resolve(file), entries);
         }
     }
 

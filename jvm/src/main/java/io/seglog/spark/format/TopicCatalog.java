@@ -117,6 +117,19 @@ public final class TopicCatalog {
     }
 
     /**
+     * The checks {@link #create} makes of a new topic (name, partition count, every config key and value, Kafka's
+     * '.'/'_' collision), made now with nothing written: CREATE TABLE ... AS SELECT refuses a bad request before its
+     * query runs. Returns the configuration as recorded.
+     */
+    public static Map<String, Object> checkNew(Path root, String topic, int partitions, Map<String, ?> config) {
+        checkTopic(topic);
+        checkPartitions(topic, partitions);
+        Map<String, Object> overrides = TopicConfigRules.requested(config, "config of topic '" + topic + "'");
+        checkNoCollision(root, topic);
+        return overrides;
+    }
+
+    /**
      * Record {@code topic} with {@code partitions} and {@code config} (Kafka's names, validated); the
      * same request again returns the recorded metadata. A topic recorded with another partition count or
      * configuration is refused, naming both (an existing topic keeps its own).

@@ -19,8 +19,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 import io.seglog.spark.format.AtomicFile;
+import io.seglog.spark.format.ConsumerPositionFiles;
 import io.seglog.spark.format.GroupShared;
-import io.seglog.spark.format.RootFiles;
 import io.seglog.spark.write.QuerySessions;
 
 /**
@@ -64,7 +64,7 @@ final class ConsumerPositions {
                     + " local property): its consumer position is not recorded");
                 return;
             }
-            Path dir = RootFiles.metaPath(root, "consumers");      // no link at _seglog or consumers
+            Path dir = ConsumerPositionFiles.dir(root);      // no link at _seglog or consumers
             GroupShared.createDirectories(dir);
             Path file = dir.resolve(queryId + ".json");
             String other = otherCheckpoint(file);

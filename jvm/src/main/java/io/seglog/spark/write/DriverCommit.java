@@ -1,11 +1,8 @@
 package io.seglog.spark.write;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -23,7 +20,7 @@ import io.seglog.spark.format.CommitLogWriter;
 import io.seglog.spark.format.CommitState;
 import io.seglog.spark.format.CommittedEndRollBack;
 import io.seglog.spark.format.FileLock;
-import io.seglog.spark.format.RootFiles;
+import io.seglog.spark.format.StagingRuns;
 import io.seglog.spark.format.StagedPublisher;
 import io.seglog.spark.format.StagedSegment;
 import io.seglog.spark.format.TopicCatalog;
@@ -59,20 +56,7 @@ final class DriverCommit {
 
     /** {@code <root>/_seglog/staging/<writer>/<topics key>-jvm}: every run of one writer to one set of topics. */
     static Path writerStaging(String root, String writer, String topic) {
-        String key = topic == null ? "rows" : sha1(topic).substring(0, 16);
-        return RootFiles.metaPath(Path.of(root), "staging", writer, key + "-jvm");
-    }
-
-    private static String sha1(String s) {
-        try {
-            StringBuilder hex = new StringBuilder();
-            for (byte b : MessageDigest.getInstance("SHA-1").digest(s.getBytes(StandardCharsets.UTF_8))) {
-                hex.append(String.format("%02x", b));
-            }
-            return hex.toString();
-        } catch (java.security.NoSuchAlgorithmException e) {
-            throw new IllegalStateException(e);
-        }
+        return StagingRuns.writerStaging(Path.of(root), writer, topic);
     }
 
     /** The version the commit log records for a write: txnVersion, or a plain append's next number. */
@@ -222,15 +206,8 @@ final class DriverCommit {
      * the same writer and topic may be staging beside this one; only runs that are over are removed.
      */
     static FileLock runLock(String staging) {
-        Path dir = Path.of(staging);
-        return new FileLock(dir.resolve(".run.lock"), "staging run " + dir.getFileName());
+        return StagingRuns.runLock(Path.of(staging));
     }
-
-    /** A run folder's name before it is locked: {@link #removeCrashedRuns} lists no dot-name as a run. */
-    private static final String NASCENT = ".new-";
-    /** A nascent folder this old with its lock free is a driver killed between its mkdir and its rename: it holds
-     *  only its lock file (tasks stage after the rename), so the wait costs nothing but makes the race impossible. */
-    private static final long NASCENT_LEFTOVER_MS = 3_600_000L;
 
     /**
      * Creates the run folder {@code staging} with its run lock held ({@link #runLock}): made and locked under a
@@ -241,7 +218,7 @@ final class DriverCommit {
      */
     static FileLock startRun(String staging) {
         Path dir = Path.of(staging);
-        Path nascent = dir.resolveSibling(NASCENT + dir.getFileName());
+        Path nascent = dir.resolveSibling(StagingRuns.NASCENT + dir.getFileName());
         FileLock lock = new FileLock(nascent.resolve(".run.lock"), "staging run " + dir.getFileName()).acquire(0L);
         try {
             Files.move(nascent, dir, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
@@ -260,29 +237,7 @@ final class DriverCommit {
     }
 
     static void removeCrashedRuns(Path mine) {
-        Path parent = mine.getParent();
-        if (!Files.isDirectory(parent)) return;
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(parent)) {
-            for (Path p : ds) {
-                if (p.equals(mine)) continue;
-                if (p.getFileName().toString().startsWith(NASCENT) && !nascentLeftover(p)) continue;
-                try (FileLock over = runLock(p.toString()).acquire(0L)) {
-                    deleteTree(p);
-                } catch (io.seglog.spark.format.LockedException live) {
-                    // another driver's run, staging now: not ours to remove
-                }
-            }
-        } catch (IOException | RuntimeException e) {
-            // leftovers cost only space; the next write tries again
-        }
-    }
-
-    private static boolean nascentLeftover(Path p) {
-        try {
-            return System.currentTimeMillis() - Files.getLastModifiedTime(p).toMillis() > NASCENT_LEFTOVER_MS;
-        } catch (IOException e) {
-            return false;
-        }
+        StagingRuns.removeOver(mine.getParent(), mine);
     }
 
     private static void publishAndCommit(Path root, WriteOptions o, Map<String, TopicMetadata> metas, StagedMessage[] messages) {
