@@ -8,7 +8,8 @@
 #    where pyspark ships none (3.5).
 # 3. The tests marked `smoke` (README's quick start, Connect writes, a Connect foreachBatch(SegmentLogSink) and a
 #    foreachBatch of format("seglog"), a tiered read through s3a (its file:// twin is line-neutral: the primary
-#    line runs it), a kill-and-restart exactly-once stream, the JVM conformance runners on this line's jars) from
+#    line runs it), a kill-and-restart exactly-once stream, the JVM conformance runners on this line's jars, the Java
+#    Spark's JVM runs, printed) from
 #    a copy of tests/ (and jvm/'s test sources) outside the checkout, so `seglog` is the installed wheel, not the
 #    source tree.
 # SEGLOG_LINE_JAVA=11 or 21 runs the line on that Java instead of the machine's (Debian offers only 17): Temurin's
