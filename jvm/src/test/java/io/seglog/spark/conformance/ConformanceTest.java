@@ -158,7 +158,8 @@ class ConformanceTest {
             m.setAccessible(true);
             return (Boolean) m.invoke(seg, seg.timeIndex(), nextBase);
         } catch (InvocationTargetException e) {
-            throw e.getCause() instanceof RuntimeException re ? re : new IllegalStateException(e.getCause());
+            if (e.getCause() instanceof RuntimeException) throw (RuntimeException) e.getCause();
+            throw new IllegalStateException(e.getCause());
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("Segment's sealed rule is not where the runner looks for it: " + e, e);
         }

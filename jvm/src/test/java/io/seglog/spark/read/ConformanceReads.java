@@ -22,11 +22,44 @@ import io.seglog.spark.format.PartitionLog;
 public final class ConformanceReads {
     private ConformanceReads() {}
 
+    // Range and Row are final classes, not records: the conformance runners are Java 11 source, since
+    // tests/jvm_conformance.py compiles them for the JVM that runs them (Spark 3.5's line runs on Java 11).
+
     /** [start, end) of a read from earliest to latest, and its bound (the committed end the read judges up to). */
-    public record Range(long start, long end, long bound) {}
+    public static final class Range {
+        private final long start, end, bound;
+
+        Range(long start, long end, long bound) {
+            this.start = start;
+            this.end = end;
+            this.bound = bound;
+        }
+
+        public long start() { return start; }
+        public long end() { return end; }
+        public long bound() { return bound; }
+    }
 
     /** One record as the cursor returns it; a null key or value, and a null header value, stay null. */
-    public record Row(long offset, long timestamp, byte[] key, byte[] value, List<Map.Entry<String, byte[]>> headers) {}
+    public static final class Row {
+        private final long offset, timestamp;
+        private final byte[] key, value;
+        private final List<Map.Entry<String, byte[]>> headers;
+
+        Row(long offset, long timestamp, byte[] key, byte[] value, List<Map.Entry<String, byte[]>> headers) {
+            this.offset = offset;
+            this.timestamp = timestamp;
+            this.key = key;
+            this.value = value;
+            this.headers = headers;
+        }
+
+        public long offset() { return offset; }
+        public long timestamp() { return timestamp; }
+        public byte[] key() { return key; }
+        public byte[] value() { return value; }
+        public List<Map.Entry<String, byte[]>> headers() { return headers; }
+    }
 
     private static ReadOptions options(Path root, String topic, String isolation) {
         return ReadOptions.parse(Map.of("path", root.toString(), "topic", topic, "kafka.isolation.level", isolation));
