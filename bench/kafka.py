@@ -29,6 +29,9 @@ Method (bench/method.py): one session, one broker; every case warmed up; interle
 alternates; os.sync() untimed before every writer's run (neither side pays for the other's dirty pages);
 fresh outputs made and removed outside the timed span; the median of per-round ratios (seglog's time /
 Kafka's) with min and max. The load average is recorded before and after every comparison.
+Reads go through each connector's defaults: Spark's Kafka source gives every batch query a group id of its
+own, so its consumers are made anew per query (a fixed `kafka.group.id` would let its pool reuse them).
+Needs the test set-up (scripts/setup-test.sh: confluent-kafka for topic admin, Kafka's jars through Maven).
 Run: `python -m bench --only kafka [--quick] [--no-readme]`.
 """
 from __future__ import annotations
@@ -335,7 +338,7 @@ def run(quick: bool = False) -> dict:
     _connector_jars()
     work = Path(tempfile.mkdtemp(prefix="seglog-bench-kafka-"))
     broker = spark = None
-    out: dict = {"method": __doc__.split("Method (bench/method.py): ")[1].split("Run:")[0].strip().replace("\n", " "),
+    out: dict = {"method": __doc__.split("Method (bench/method.py): ")[1].split("Reads go")[0].strip().replace("\n", " "),
                  "fsyncs": FSYNCS, "producer": PRODUCER, "partitions": PARTITIONS, "load_start": _load(),
                  "rounds": rounds, "micro_batch_rounds": mb_rounds,
                  "target": "1,000-row micro-batch write <= 0.5x Kafka's time, spread (max/min) under 3 (issue 41)"}

@@ -39,10 +39,10 @@ def _kafka_rows(kf: dict) -> list[str]:
 
     def row(what: str, case: dict, target: str = "", status: str = "") -> str:
         tm = case["time_multiple"]
-        kafka = f"Kafka {secs(case, 'kafka')} (acks from page cache)"
+        kafka = f"Kafka {secs(case, 'kafka')}"
         ratio = f"{_span(tm['seglog_over_kafka'])}x Kafka's time"
-        if "kafka_flush1" in case["seconds"]:
-            kafka += f"; {secs(case, 'kafka_flush1')} with flush.messages=1"
+        if "kafka_flush1" in case["seconds"]:       # a write: the broker's two fsync settings
+            kafka += f" (acks from page cache); {secs(case, 'kafka_flush1')} with flush.messages=1"
             ratio += f"; {_span(tm['seglog_over_kafka_flush1'])}x with flush.messages=1"
         return f"| {what}{quick} | {secs(case, 'seglog')} | {kafka} | {ratio} | {target} | {status} |"
 
@@ -67,7 +67,9 @@ def _breakdown_row(wb: dict) -> str:
     quick = " (--quick smoke)" if wb["_meta"].get("quick") else ""
     m = {k: v["median_ms"] for k, v in wb["breakdown"].items()}
     s = m["seglog"]
-    parts = ", ".join(f"{k} {s[k]:.0f}" for k in wb["phases"] if k in s)
+    parts = ", ".join(f"{k} {s[k]:.0f}" + (f" (publish {s['publish']:.0f}, commit {s['commit']:.0f})"
+                                           if k == "after_job" and "publish" in s else "")
+                      for k in wb["phases"] if k in s)
     fs = f"; fsyncs {s['fsync_ms']:.0f} ms in {s['fsync_count']:.0f} calls" if "fsync_ms" in s else ""
     tm = wb["time_multiple"]
     return (f"| where a 1,000-row `format(\"seglog\")` write's time goes{quick} | {s['wall_ms']:.0f} ms: {parts} (ms){fs} "
