@@ -11,7 +11,8 @@ Cases (bench/method.py: one session, warm-up, interleaved rounds, os.sync() unti
 
 Each run's wall time is split with Spark's own event log (spark.eventLog.enabled, ms timestamps, parsed after
 the session stops) and, where `strace` is installed, a trace of the driver JVM's fsync/fdatasync/rename/link
-calls (strace --seccomp-bpf: only those calls stop the JVM; their timestamps and durations, and which file):
+calls, and its unlink/mkdir/flock calls (strace --seccomp-bpf: only those calls stop the JVM; their
+timestamps and durations, and which file; each traced call costs the traced side a stop of ~10-50 us):
 - before_execution: from the Python call to Spark's SQL execution start (analysis, optimisation, py4j);
 - to_job: the execution's start to its job's submission (physical planning, the writer's set-up on the driver);
 - job_scheduling: the job's submission to its first task's launch;
@@ -46,7 +47,11 @@ from bench.sink import _frame  # noqa: E402
 
 PARTITIONS = 4
 PHASES = ("before_execution", "to_job", "job_scheduling", "tasks", "task_to_job_end", "after_job", "after_execution")
-_TRACED = "fsync,fdatasync,rename,renameat,renameat2,link,linkat"
+# few per write (a JVM makes none of them in its idle loops): each traced call costs a stop of ~10-50 us
+_TRACED = "fsync,fdatasync,rename,renameat,renameat2,link,linkat,unlink,unlinkat,mkdir,mkdirat,flock"
+_FAMILY = {"fsync": "fsync", "fdatasync": "fsync", "rename": "rename_link", "renameat": "rename_link",
+           "renameat2": "rename_link", "link": "rename_link", "linkat": "rename_link", "unlink": "unlink",
+           "unlinkat": "unlink", "mkdir": "mkdir", "mkdirat": "mkdir", "flock": "flock"}
 # 12345 1795861892.106619 fsync(3</tmp/x>) = 0 <0.012201>
 _CALL = re.compile(r"^(?P<tid>\d+)\s+(?P<t>\d+\.\d+)\s+(?P<call>\w+)\((?P<args>.*)\)\s+=\s+(?P<ret>-?\d+).*<(?P<dur>[\d.]+)>$")
 
@@ -169,15 +174,22 @@ def _split(run: dict, ex: dict | None, calls: list[dict]) -> dict:
                 "task_to_job_end": last_job_end - last_finish, "after_job": ex["end"] - last_job_end,
                 "after_execution": t1 - ex["end"]})
     syncs: dict[str, dict] = {}
+    families: dict[str, dict] = {}
     # ms timestamps: a call is in a window if it started in it (the event log rounds to the ms)
     for c in calls:
-        if c["call"] not in ("fsync", "fdatasync") or not t0 <= c["t_ms"] <= t1:
+        if not t0 <= c["t_ms"] <= t1:
             continue
-        where = "job" if c["t_ms"] < last_job_end + 1 else "after_job"
+        where = "before_job" if c["t_ms"] < job["submit"] else "job" if c["t_ms"] < last_job_end + 1 else "after_job"
+        f = families.setdefault(f"{where}:{_FAMILY.get(c['call'], c['call'])}", {"count": 0, "ms": 0.0})
+        f["count"] += 1
+        f["ms"] += c["dur_ms"]
+        if c["call"] not in ("fsync", "fdatasync"):
+            continue
         key = f"{where}:{_kind(c['args'])}"
         s = syncs.setdefault(key, {"count": 0, "ms": 0.0})
         s["count"] += 1
         s["ms"] += c["dur_ms"]
+    out["syscalls"] = families
     out["fsyncs"] = syncs
     out["fsync_ms"] = sum(s["ms"] for s in syncs.values())
     out["fsync_count"] = sum(s["count"] for s in syncs.values())
@@ -195,10 +207,11 @@ def _median_breakdown(splits: list[dict]) -> dict:
     keys = ["wall_ms", *PHASES, "publish", "commit", "task_run_ms", "fsync_ms", "fsync_count", "own_fsync_ms", "jobs",
             "task_count"]
     med = {k: statistics.median(s[k] for s in splits) for k in keys if all(k in s for s in splits)}
-    kinds = sorted({k for s in splits for k in s.get("fsyncs", {})})
-    med["fsyncs"] = {k: {"count": statistics.median(s.get("fsyncs", {}).get(k, {}).get("count", 0) for s in splits),
-                         "ms": statistics.median(s.get("fsyncs", {}).get(k, {}).get("ms", 0.0) for s in splits)}
-                     for k in kinds}
+    for group in ("fsyncs", "syscalls"):
+        kinds = sorted({k for s in splits for k in s.get(group, {})})
+        med[group] = {k: {"count": statistics.median(s.get(group, {}).get(k, {}).get("count", 0) for s in splits),
+                          "ms": statistics.median(s.get(group, {}).get(k, {}).get("ms", 0.0) for s in splits)}
+                      for k in kinds}
     return med
 
 
@@ -321,10 +334,11 @@ def table(result: dict) -> str:
     lines = [f"{'ms (median of ' + str(result['rounds']) + ' rounds)':<34}" + "".join(f"{n:>12}" for n in names)]
     for k in ["wall_ms", *PHASES, "  publish", "  commit", "task_run_ms", "fsync_ms", "fsync_count", "own_fsync_ms"]:
         lines.append(f"{k:<34}" + "".join(f"{meds[n].get(k.strip(), float('nan')):>12.1f}" for n in names))
-    for kind in sorted({k for n in names for k in meds[n]["fsyncs"]}):
-        lines.append(f"{'  fsync ' + kind:<34}" + "".join(
-            f"{meds[n]['fsyncs'].get(kind, {}).get('ms', 0.0):>7.1f} ({meds[n]['fsyncs'].get(kind, {}).get('count', 0):.0f})"
-            for n in names))
+    for group, label in (("fsyncs", "fsync "), ("syscalls", "")):
+        for kind in sorted({k for n in names for k in meds[n].get(group, {})}):
+            lines.append(f"{'  ' + label + kind:<34}" + "".join(
+                f"{meds[n][group].get(kind, {}).get('ms', 0.0):>7.1f} ({meds[n][group].get(kind, {}).get('count', 0):>2.0f})"
+                for n in names))
     return "\n".join(lines)
 
 
