@@ -44,6 +44,9 @@ def _kafka_rows(kf: dict) -> list[str]:
         if "kafka_flush1" in case["seconds"]:       # a write: the broker's two fsync settings
             kafka += f" (acks from page cache); {secs(case, 'kafka_flush1')} with flush.messages=1"
             ratio += f"; {_span(tm['seglog_over_kafka_flush1'])}x with flush.messages=1"
+        if "kafka_fetch10" in case["seconds"]:      # a read: the connector's defaults, and a tuned consumer
+            kafka += f" (connector defaults); {secs(case, 'kafka_fetch10')} with fetch.max.wait.ms=10"
+            ratio += f"; {_span(tm['seglog_over_kafka_fetch10'])}x with fetch.max.wait.ms=10"
         return f"| {what}{quick} | {secs(case, 'seglog')} | {kafka} | {ratio} | {target} | {status} |"
 
     w, mb, rp, st = kf["write"], kf["micro_batch_1000_rows"], kf["replay"], kf["stream_available_now"]
@@ -56,7 +59,8 @@ def _kafka_rows(kf: dict) -> list[str]:
     out.append(row(f"... replay the last 1% (startingOffsets, {rp['narrow_rows']['seglog']:,} rows)", rp["last_1pct"]))
     out.append(row(f"... full replay ({rp['rows']:,} rows, noop)", rp["full"]))
     out.append(row("... full `sum(length(value))`", rp["full_sum_length"]))
-    out.append(row(f"... availableNow stream, log -> log / topic -> topic ({st['rows']:,} rows)", st))
+    out.append(row(f"... availableNow stream, log -> log / topic -> topic ({st['rows']:,} rows; Kafka's consumer "
+                   f"with fetch.max.wait.ms=10)", st))
     out.append(f"| ... what each side fsyncs{quick} | {kf['fsyncs']['seglog']} | {kf['fsyncs']['kafka']}; "
                f"{kf['fsyncs']['kafka_flush1']} | | | |")
     return out
