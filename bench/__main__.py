@@ -18,7 +18,8 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 README = HERE.parent / "README.md"
 PARTS = ("storage", "sidecar", "open", "sink", "replay", "stream", "trigger", "compaction", "cleaner_vs_kafka",
-         "clean_lock", "write", "tier", "reader_memory")
+         "clean_lock", "write", "tier", "reader_memory", "kafka",
+         "write_breakdown")
 
 
 def _machine() -> dict:
@@ -33,6 +34,8 @@ def run_part(name: str, quick: bool) -> dict:
     result["_meta"] = dict(_machine(), quick=quick, seconds=time.time() - started)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2, default=float))
+    if hasattr(module, "table"):        # a part with a table of its own prints it (write_breakdown)
+        print(module.table(result), flush=True)
     return result
 
 

@@ -29,6 +29,58 @@ def _span(ratio, fmt: str = ".2f") -> str:
     return f"{ratio['median']:{fmt}} ({ratio['min']:{fmt}}-{ratio['max']:{fmt}})"
 
 
+def _kafka_rows(kf: dict) -> list[str]:
+    """bench/kafka.py: format("seglog") beside a Kafka broker through Spark's own Kafka connector."""
+    quick = " (--quick smoke)" if kf["_meta"].get("quick") else ""
+    out = []
+
+    def secs(case: dict, side: str) -> str:
+        return f"{case['seconds'][side]['median_s']:.2f} s"
+
+    def row(what: str, case: dict, target: str = "", status: str = "") -> str:
+        tm = case["time_multiple"]
+        kafka = f"Kafka {secs(case, 'kafka')}"
+        ratio = f"{_span(tm['seglog_over_kafka'])}x Kafka's time"
+        if "kafka_flush1" in case["seconds"]:       # a write: the broker's two fsync settings
+            kafka += f" (acks from page cache); {secs(case, 'kafka_flush1')} with flush.messages=1"
+            ratio += f"; {_span(tm['seglog_over_kafka_flush1'])}x with flush.messages=1"
+        if "kafka_fetch10" in case["seconds"]:      # a read: the connector's defaults, and a tuned consumer
+            kafka += f" (connector defaults); {secs(case, 'kafka_fetch10')} with fetch.max.wait.ms=10"
+            ratio += f"; {_span(tm['seglog_over_kafka_fetch10'])}x with fetch.max.wait.ms=10"
+        return f"| {what}{quick} | {secs(case, 'seglog')} | {kafka} | {ratio} | {target} | {status} |"
+
+    w, mb, rp, st = kf["write"], kf["micro_batch_1000_rows"], kf["replay"], kf["stream_available_now"]
+    out.append(row(f"`format(\"seglog\")` vs Spark's Kafka connector on a local broker: write {w['rows']:,} rows", w))
+    r = mb["time_multiple"]["seglog_over_kafka"]
+    spread = mb["spread_max_over_min"]["seglog_over_kafka"]
+    out.append(row(f"... a 1,000-row micro-batch write (txnAppId/txnVersion); spread (max/min) {spread:.1f}", mb,
+                   "<= 0.5, spread < 3",
+                   "met" if r["median"] <= 0.5 and spread < 3 else "**not met**"))
+    out.append(row(f"... replay the last 1% (startingOffsets, {rp['narrow_rows']['seglog']:,} rows)", rp["last_1pct"]))
+    out.append(row(f"... full replay ({rp['rows']:,} rows, noop)", rp["full"]))
+    out.append(row("... full `sum(length(value))`", rp["full_sum_length"]))
+    out.append(row(f"... availableNow stream, log -> log / topic -> topic ({st['rows']:,} rows; Kafka's consumer "
+                   f"with fetch.max.wait.ms=10)", st))
+    out.append(f"| ... what each side fsyncs{quick} | {kf['fsyncs']['seglog']} | {kf['fsyncs']['kafka']}; "
+               f"{kf['fsyncs']['kafka_flush1']} | | | |")
+    return out
+
+
+def _breakdown_row(wb: dict) -> str:
+    """bench/write_breakdown.py: where a 1,000-row write's time goes, against noop in the same session."""
+    quick = " (--quick smoke)" if wb["_meta"].get("quick") else ""
+    m = {k: v["median_ms"] for k, v in wb["breakdown"].items()}
+    s = m["seglog"]
+    parts = ", ".join(f"{k} {s[k]:.0f}" + (f" (publish {s['publish']:.0f}, commit {s['commit']:.0f})"
+                                           if k == "after_job" and "publish" in s else "")
+                      for k in wb["phases"] if k in s)
+    fs = f"; fsyncs {s['fsync_ms']:.0f} ms in {s['fsync_count']:.0f} calls" if "fsync_ms" in s else ""
+    tm = wb["time_multiple"]
+    return (f"| where a 1,000-row `format(\"seglog\")` write's time goes{quick} | {s['wall_ms']:.0f} ms: {parts} (ms){fs} "
+            f"| `noop` {m['noop']['wall_ms']:.0f} ms; noop + one fsync of the same bytes {m['noop_fsync']['wall_ms']:.0f} ms "
+            f"| {_span(tm['seglog_over_noop'])}x noop; {_span(tm['seglog_over_noop_fsync'])}x noop + fsync | | |")
+
+
 def summary_markdown(results: Path) -> str:
     rows = ["| what | seglog | baseline (same run) | ratio | target | |", "| --- | --- | --- | --- | --- | --- |"]
     meta = []
@@ -111,6 +163,14 @@ def summary_markdown(results: Path) -> str:
                         f"{_span(case[key][pair])} {unit} | {'>=' if higher else '<='} {target} | "
                         f"{_ok(_med(case[key][pair]), target, higher)} |")
         meta.append(f"write {wr['_meta']['load_avg'][0]:.1f}")
+    kf = _load(results, "kafka")
+    if kf:
+        rows.extend(_kafka_rows(kf))
+        meta.append(f"kafka {kf['load_start'][0]:.1f}" + (" (--quick)" if kf["_meta"].get("quick") else ""))
+    wb = _load(results, "write_breakdown")
+    if wb:
+        rows.append(_breakdown_row(wb))
+        meta.append(f"write_breakdown {wb['load_before'][0]:.1f}" + (" (--quick)" if wb["_meta"].get("quick") else ""))
     tr = _load(results, "tier")
     if tr:
         rs, cs = tr["replay_seconds"], tr["copy_seconds"]

@@ -70,10 +70,28 @@ def s3a_jars() -> list[str]:
     return sorted(str(p) for p in folder.glob("*.jar") if _artifact(p.name) not in spark_own)
 
 
+def kafka_connector_jars() -> list[str]:
+    """Spark's own Kafka connector (spark-sql-kafka-0-10_2.13 at this pyspark's version) as
+    `scripts/kafka-connector-jars.sh` resolved it with Maven, minus the artifacts Spark ships itself:
+    the baseline users compare `format("seglog")` with (bench/kafka.py)."""
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "seglog" / "jars"
+    folder = Path(os.environ.get("SEGLOG_KAFKA_CONNECTOR_JARS",
+                                 cache / f"spark-sql-kafka-0-10_2.13-{pyspark.__version__}"))
+    if not (folder / ".complete").exists():
+        raise RuntimeError(f"Spark's Kafka connector jars are not in {folder}: run `bash scripts/kafka-connector-jars.sh`")
+    spark_own = {_artifact(p.name) for p in jars.glob("*.jar")}
+    return sorted(str(p) for p in folder.glob("*.jar") if _artifact(p.name) not in spark_own)
+
+
 def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool = False, with_s3a: bool = False,
-                  driver_memory: str = "4g", jvm_options: str = "", extra_conf: dict[str, str] | None = None):
+                  with_kafka: bool = False, driver_memory: str = "4g", jvm_options: str = "",
+                  extra_conf: dict[str, str] | None = None):
     """`jvm_options`: more options for the driver JVM (e.g. the tests' `-XX:ErrorFile`), after the
-    log settings. `with_s3a`: S3A's jars (scripts/s3a-jars.sh) on spark.jars, for a remote tier on s3a://."""
+    log settings. `with_s3a`: S3A's jars (scripts/s3a-jars.sh) on spark.jars, for a remote tier on s3a://.
+    `with_kafka`: Spark's Kafka connector (scripts/kafka-connector-jars.sh), `format("kafka")`."""
     from pyspark.sql import SparkSession
 
     # Python workers must run this interpreter, or they will not find pyarrow or seglog.
@@ -99,7 +117,8 @@ def local_session(app_name: str = "seglog", *, cores: int = 2, with_delta: bool 
                 f"-Dlog4j2.configurationFile=file:{_cached_file('log4j2.properties', _LOG4J2)} {jvm_options}".strip())
     )
     # seglog's connector jar (the JVM reader and writer) first, then Delta's when asked for.
-    extra = (delta_jars() if with_delta else []) + (s3a_jars() if with_s3a else [])
+    extra = ((delta_jars() if with_delta else []) + (s3a_jars() if with_s3a else [])
+             + (kafka_connector_jars() if with_kafka else []))
     builder = builder.config("spark.jars", with_jar(",".join(extra) or None))
     if with_delta:
         builder = (builder
