@@ -256,3 +256,24 @@ def test_stream_inside_a_cleaned_range_and_checkpoint_across_a_clean(spark, tmp_
     assert [v for _, _, v in after] == [b"x", b"second", b"y"]
     assert len({r[1] for r in got}) == len(got)                    # nothing twice
     assert before                                                   # the first run's rows are kept
+
+
+def test_a_batch_planned_before_a_kill_runs_again_with_its_offsets_from_the_log(spark, tmp_path):
+    """A query killed after it wrote batch N's offsets but before N's commit: on restart Spark runs N again with its
+    offsets read back from the offset log, handed to the stream as generic SerializedOffsets (the progress report's
+    metrics of that batch); cast, that failed the query (the system soak's consumer, after a kill). Every record
+    once, the metrics reported."""
+    root, out, cp = tmp_path / "root", tmp_path / "out", tmp_path / "cp"
+    append(root, "k", 0, 300)
+    stream(spark, root, "k", out, cp, startingOffsets="earliest", maxOffsetsPerTrigger=100)
+    last = max(int(p.name) for p in (cp / "commits").iterdir() if p.name.isdigit())
+    assert (cp / "offsets" / str(last)).is_file()
+    (cp / "commits" / str(last)).unlink()                   # killed between the batch's offsets and its commit
+    (cp / "commits" / f".{last}.crc").unlink(missing_ok=True)
+    append(root, "k", 0, 50)
+    q = stream(spark, root, "k", out, cp, startingOffsets="earliest", maxOffsetsPerTrigger=100)
+    got = output(spark, out)
+    assert len(got) == len(set(got)) == 350
+    assert [v for _, _, v in got] == core_values(root, "k", 0)
+    rerun = [p for p in q.recentProgress if p["batchId"] == last]
+    assert rerun                                             # the batch run again, and reported

@@ -203,7 +203,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
 
     @Override
     public Offset latestOffset(Offset startOffset, ReadLimit limit) {
-        SeglogSourceOffset start = (SeglogSourceOffset) startOffset;
+        SeglogSourceOffset start = SeglogSourceOffset.of(startOffset);
         SeglogSourceOffset latest = latestAvailable();
         lastLatest = latest;
         if (availableNow) {
@@ -331,8 +331,8 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
      */
     @Override
     public InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
-        SeglogSourceOffset start = (SeglogSourceOffset) startOffset;
-        SeglogSourceOffset end = (SeglogSourceOffset) endOffset;
+        SeglogSourceOffset start = SeglogSourceOffset.of(startOffset);
+        SeglogSourceOffset end = SeglogSourceOffset.of(endOffset);
         Path root = Paths.get(opts.root);
         DataLoss loss = new DataLoss(opts.failOnDataLoss, skipped, told);
         List<List<Slice>> tasks = retrying("planning a batch of " + this, loss, () -> {
@@ -419,7 +419,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
      *  everything before {@code end}, the query's consumer position (ConsumerPositions). */
     @Override
     public void commit(Offset end) {
-        positions.record((SeglogSourceOffset) end, clock.getAsLong());
+        positions.record(SeglogSourceOffset.of(end), clock.getAsLong());
     }
 
     @Override
@@ -433,7 +433,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
         Map<String, String> out = new HashMap<>();
         out.put(DataLoss.METRIC, String.valueOf(skipped.get()));
         if (latestConsumedOffset.isEmpty()) return out;
-        SeglogSourceOffset consumed = (SeglogSourceOffset) latestConsumedOffset.get();
+        SeglogSourceOffset consumed = SeglogSourceOffset.of(latestConsumedOffset.get());
         // Spark reports progress once the trigger's batch is committed (its commit log written): the batch's end is
         // the query's position now. commit(end) alone would lag a batch: Spark calls it when the next batch starts.
         positions.record(consumed, clock.getAsLong());

@@ -48,6 +48,13 @@ public final class SeglogSourceOffset extends Offset {
         return root.toString();
     }
 
+    /** The position any offset Spark hands the stream stands for: Spark passes one read back from the offset log as
+     *  its generic {@code SerializedOffset} in some calls (the progress report's {@code metrics} of a batch re-run
+     *  after a restart), so a cast failed the query; as Spark's {@code KafkaSourceOffset.apply}, read its JSON. */
+    static SeglogSourceOffset of(Offset offset) {
+        return offset instanceof SeglogSourceOffset ? (SeglogSourceOffset) offset : fromJson(offset.json());
+    }
+
     /**
      * Reads a checkpointed offset. Only Kafka's shape is taken: an object of topics, each an object of
      * partition (a non-negative integer key) to offset (an integral JSON number that fits a long).
