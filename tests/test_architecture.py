@@ -144,3 +144,21 @@ def test_the_wheel_lists_every_package():
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     packages = {module_name(p) for p in FILES if p.name == "__init__.py" and module_name(p)}
     assert packages - listed == set()
+
+
+def test_the_connectors_read_and_write_packages_never_import_each_other():
+    """The connector's shape (docs/internals.md): `format` is the storage both use, `read` and `write` stand side
+    by side on it, and what serves both (the provider, the table, the catalog, QuerySessions) sits above them in
+    `io.seglog.spark`."""
+    import re
+
+    java = REPO / "jvm" / "src" / "main" / "java" / "io" / "seglog" / "spark"
+    bad = []
+    for mine, theirs in (("read", "write"), ("write", "read"), ("format", "read"), ("format", "write")):
+        for p in (java / mine).rglob("*.java"):
+            code = [ln for ln in p.read_text(encoding="utf-8").splitlines()
+                    if not ln.lstrip().startswith(("*", "/*", "//"))]          # a comment may name the other side
+            text = "\n".join(code)
+            if re.search(rf"\bimport io\.seglog\.spark\.{theirs}\.|\bio\.seglog\.spark\.{theirs}\.[A-Z]", text):
+                bad.append(f"{mine}/{p.name} uses {theirs}")
+    assert bad == [], bad

@@ -21,7 +21,7 @@ import org.slf4j.LoggerFactory;
 import io.seglog.spark.format.AtomicFile;
 import io.seglog.spark.format.ConsumerPositionFiles;
 import io.seglog.spark.format.GroupShared;
-import io.seglog.spark.write.QuerySessions;
+import io.seglog.spark.QuerySessions;
 
 /**
  * A streaming query's consumer position, Kafka's {@code __consumer_offsets} idea (docs/spec.md §9.1):

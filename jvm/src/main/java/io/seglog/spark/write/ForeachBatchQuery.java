@@ -1,5 +1,6 @@
 package io.seglog.spark.write;
 
+import io.seglog.spark.QuerySessions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

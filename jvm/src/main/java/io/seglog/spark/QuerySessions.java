@@ -1,4 +1,4 @@
-package io.seglog.spark.write;
+package io.seglog.spark;
 
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
@@ -16,7 +16,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.SQLExecution;
 
 /**
- * The Spark internals {@link ForeachBatchQuery} reads, the one place that reaches them by reflection (their
+ * The Spark internals {@link io.seglog.spark.write.ForeachBatchQuery} reads, the one place that reaches them by reflection (their
  * Scala types differ across Spark lines: {@code classic.SparkSession} from 4.0, Scala 2.12's Seq on 3.5; and
  * {@code sparkSessionForStream} is a private field before 4.1). Checked in the bytecode of 4.1.1 and 4.3.0 and in
  * Spark's sources for 3.5/4.0 (docs/internals.md, "The writer of a foreachBatch write"):
@@ -37,7 +37,7 @@ public final class QuerySessions {
     private QuerySessions() {}
 
     /** Every active streaming query's id to the session its micro-batches run in. */
-    static Map<String, Object> active(SparkSession any) {
+    public static Map<String, Object> active(SparkSession any) {
         Map<String, Object> out = new LinkedHashMap<>();
         try {
             Object shared = call(any, "sharedState");
@@ -72,7 +72,7 @@ public final class QuerySessions {
      * The sessions the executing write on this thread comes from: its own, and each {@code LogicalRDD}'s in its
      * plan (identity set). Empty when no write executes here.
      */
-    static Set<Object> ofExecutingWrite(SparkContext sc) {
+    public static Set<Object> ofExecutingWrite(SparkContext sc) {
         Set<Object> out = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
         String id = sc.getLocalProperty(SQLExecution.EXECUTION_ID_KEY());
         if (id == null) return out;
