@@ -94,7 +94,15 @@ def writer_main(src: str, root: str, ckpt: str, stop: str) -> None:
         calls = [pool.submit(compacted, df.where("topic = 'compacted'"), batch_id),
                  pool.submit(by_column, df.where("topic != 'compacted'"), batch_id)]
         for call in calls:
-            call.result()           # re-raises a call's error here, failing the query
+            try:
+                call.result()       # re-raises a call's error here, failing the query
+            except BaseException:
+                # printed at once: a kill soon after would cut the query's own report (a 30-minute run once
+                # logged a write's abort with no cause before its kill)
+                import traceback
+                traceback.print_exc(file=sys.stderr)
+                sys.stderr.flush()
+                raise
         print(f"batch {batch_id}", flush=True)
 
     q = (stream.writeStream.foreachBatch(each).option("checkpointLocation", ckpt).queryName("soak_writer")
