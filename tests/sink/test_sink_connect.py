@@ -21,7 +21,12 @@ from seglog.sink import SegmentLogSink
 
 pytestmark = pytest.mark.spark
 
-NOW_MS = int(time.time() * 1000)
+
+
+def now_ms() -> int:
+    """Read at each use: a module-level constant, read at collection, was over an hour old by the time a slow
+    run reached these tests, and their "now" records were refused by message.timestamp.before.max.ms."""
+    return int(time.time() * 1000)
 
 
 def _verified_keys(root, topic):
@@ -30,9 +35,10 @@ def _verified_keys(root, topic):
 
 def _json_files(src, first, count, rows, *, age_ms=lambda f, j: 0):
     src.mkdir(exist_ok=True)
+    now = now_ms()
     for f in range(first, first + count):
         path = src / f"part-{f:04d}.json"
-        path.write_text("".join(json.dumps({"k": f"f{f}-{j}", "ts": NOW_MS - age_ms(f, j)}) + "\n" for j in range(rows)))
+        path.write_text("".join(json.dumps({"k": f"f{f}-{j}", "ts": now - age_ms(f, j)}) + "\n" for j in range(rows)))
         os.utime(path, (1_700_000_000 + f, 1_700_000_000 + f))
 
 
@@ -111,8 +117,9 @@ def test_a_refused_batch_comes_back_typed_to_a_connect_client(remote, tmp_path):
     root = tmp_path / "log"
     sink = SegmentLogSink(str(root), topic="ev", partitions=1, writer_id="w",
                           config={"message.timestamp.before.max.ms": 3_600_000})
-    rows = [(b"k0", b"v", dt.datetime.fromtimestamp(NOW_MS / 1000, dt.timezone.utc)),
-            (b"k1", b"v", dt.datetime.fromtimestamp((NOW_MS - 86_400_000) / 1000, dt.timezone.utc))]
+    now = now_ms()
+    rows = [(b"k0", b"v", dt.datetime.fromtimestamp(now / 1000, dt.timezone.utc)),
+            (b"k1", b"v", dt.datetime.fromtimestamp((now - 86_400_000) / 1000, dt.timezone.utc))]
     df = remote.createDataFrame(rows, "key binary, value binary, timestamp timestamp")
     with pytest.raises(TimestampOutOfRangeError, match=r"topic 'ev': a record \(key b'k1'\).*before.max.ms=3600000"):
         sink(df, 0)
