@@ -661,6 +661,31 @@ def partition_state(root: Path, topic: str, p: int) -> tuple[int, int]:
     raise AssertionError(f"{topic}-{p}: eight opens in a row lost a segment under the reader")
 
 
+def tier_history(root: Path, topic: str, p: int, now: int) -> str:
+    """What a failed retention check needs to name its cause: the partition's segments on both tiers,
+    its committed end, and the tail of its remote metadata log (every copy and delete, with when)."""
+    from seglog.indexer.commit_log import CommitLog
+    from seglog.indexer.remote.metadata import metadata_path
+    from seglog.indexer.remote.tiered_log import TieredLog
+
+    lines = [f"now {now}; committed end {CommitLog(root, topic).end_offsets().get(p)}"]
+    try:
+        with TieredLog(root, topic, p) as log:
+            lines += [f"  {s.tier:6} [{s.base_offset}, {s.next_offset}) {s.size_bytes} B, largest ts "
+                      f"{s.largest_timestamp} ({now - s.largest_timestamp} ms ago)" for s in log.segments()]
+    except Exception as exc:  # noqa: BLE001 (a diagnostic: whatever it can show)
+        lines.append(f"  segments not listed: {exc!r}")
+    try:
+        for x in metadata_path(root, topic, p).read_text().splitlines()[-40:]:
+            rec = json.loads(x)
+            size = rec.get("files", {}).get("log", {}).get("size")
+            lines.append(f"  metadata: {rec.get('op')} {rec.get('base')}..{rec.get('next')} size {size} "
+                         f"max_ts {rec.get('max_ts')} at {rec.get('at')} ({now - rec.get('at', now)} ms ago)")
+    except OSError as exc:
+        lines.append(f"  no metadata log: {exc!r}")
+    return "\n".join(lines)
+
+
 def log_start(root: Path, topic: str, p: int) -> int:
     """The log start across both tiers (the remote tier's start on a tiered topic)."""
     return partition_state(root, topic, p)[0]

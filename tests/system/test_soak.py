@@ -77,7 +77,8 @@ from tests.oracles.partitioner import partition_for_key
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from soak_parts import (CONNECT_QUERIES, CONNECT_TOPIC, REMOTE_ROWS, REPO, SERVER_LOG4J2, SOURCE_TOPICS,  # noqa: E402
                         Child, Generator, Ledger, WriterBatches, connect_server_argv, connect_spark_home, header,
-                        log_start, now_ms, partition_state, read_partition, sidecar_events, tier_counts)
+                        log_start, now_ms, partition_state, read_partition, sidecar_events, tier_counts,
+                        tier_history)
 from tests.connect_server import _free_port  # noqa: E402
 
 SOAK_MIN = float(os.environ.get("SEGLOG_SOAK_MINUTES", "2.5"))
@@ -216,10 +217,12 @@ class Checker:
             self.retention_checks["time"] += 1
             return
         self.retention_checks["size"] += 1
-        assert size >= TOPICS["events"]["retention.bytes"] - SIZE_SLACK, (
-            f"events-{p}: record {rid} at offset {ls - 1} was deleted {now - ts} ms after its timestamp "
-            f"(retention.ms {TOPICS['events']['retention.ms']}), yet the partition holds {size} bytes, less than "
-            f"retention.bytes {TOPICS['events']['retention.bytes']}: an unexpired record lost")
+        if size < TOPICS["events"]["retention.bytes"] - SIZE_SLACK:
+            raise AssertionError(
+                f"events-{p}: record {rid} at offset {ls - 1} was deleted {now - ts} ms after its timestamp "
+                f"(retention.ms {TOPICS['events']['retention.ms']}), yet the partition holds {size} bytes, less than "
+                f"retention.bytes {TOPICS['events']['retention.bytes']}: an unexpired record lost\n"
+                + tier_history(self.root, "events", p, now))
 
     def observer(self, stop: threading.Event) -> None:
         try:
@@ -227,7 +230,7 @@ class Checker:
                 self.observer_pass()
         except BaseException as exc:  # noqa: BLE001 (reported by the test)
             import traceback
-            self.errors.append("reader thread: " + "".join(traceback.format_exception(exc))[-4000:])
+            self.errors.append("reader thread: " + "".join(traceback.format_exception(exc))[-12000:])
 
     # -- a consumer's output -------------------------------------------------------------------
     def consumer_pass(self, topic: str) -> None:
