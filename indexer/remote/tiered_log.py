@@ -313,9 +313,22 @@ class TieredLog:
         return self.local.offset_for_timestamp(timestamp)
 
     def segments(self) -> list[TieredSegmentInfo]:
-        """Every segment of the log, oldest first, with its tier."""
-        out = [TieredSegmentInfo(s.base, s.next, s.size, s.max_ts, "remote", "tiered") for s in self.remote]
-        for info in self.local.segments():
+        """Every segment of the log, oldest first, with its tier.
+        Invariant: one view, with no hole. The local listing is the open's; a local segment the tier pass
+        deleted since (local retention, only once it is recorded copied) is still on the remote tier, so it is
+        listed there, from the metadata log read again; a segment gone from both tiers is left out, with every
+        older one (retention goes oldest first). Leaving such segments out made the soak
+        see a log start below a range it no longer listed, and bytes missing from what the log holds."""
+        local = self.local.segments()
+        present = {info.base_offset for info in local}
+        vanished = [b for b in self.local.segment_bases() if b not in present]
+        remote = list(self.remote)
+        if vanished:
+            state = metadata.read_state(self.root, self.topic, self.partition)
+            # retention deletes oldest first, so what the fresh state no longer holds is a prefix
+            remote = [s for s in remote if s.base in state.live] + [state.live[b] for b in vanished if b in state.live]
+        out = [TieredSegmentInfo(s.base, s.next, s.size, s.max_ts, "remote", "tiered") for s in remote]
+        for info in local:
             tiered = self.state.live.get(info.base_offset)
             both = tiered is not None and tiered.next == info.next_offset
             out.append(TieredSegmentInfo(info.base_offset, info.next_offset, info.size_bytes, info.largest_timestamp,

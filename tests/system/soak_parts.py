@@ -655,7 +655,10 @@ def partition_state(root: Path, topic: str, p: int) -> tuple[int, int]:
     for _ in range(8):
         try:
             with TieredLog(root, topic, p) as log:
-                return log.log_start_offset, sum(s.size_bytes for s in log.segments())
+                # the start and the bytes of one listing (TieredLog.segments: one view with no hole)
+                segs = log.segments()
+                start = segs[0].base_offset if segs and segs[0].tier == "remote" else log.local_log_start_offset
+                return start, sum(s.size_bytes for s in segs)
         except _retried():
             continue
     raise AssertionError(f"{topic}-{p}: eight opens in a row lost a segment under the reader")
@@ -677,7 +680,7 @@ def tier_history(root: Path, topic: str, p: int, now: int) -> str:
         lines.append(f"  segments not listed: {exc!r}")
     try:
         for x in metadata_path(root, topic, p).read_text().splitlines()[-40:]:
-            rec = json.loads(x)
+            rec = json.loads(x[9:])         # each line: its CRC-32C in hex, a space, the JSON record
             size = rec.get("files", {}).get("log", {}).get("size")
             lines.append(f"  metadata: {rec.get('op')} {rec.get('base')}..{rec.get('next')} size {size} "
                          f"max_ts {rec.get('max_ts')} at {rec.get('at')} ({now - rec.get('at', now)} ms ago)")
