@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # Resolve S3A (hadoop-aws matching the Hadoop that pyspark ships, and the AWS SDK modules it needs) with
-# Maven, as this machine configures it, into a local folder that seglog.sink.session.local_session(with_s3a=True)
+# Maven (scripts/lib/resolve-jars.sh) into a local folder that seglog.sink.session.local_session(with_s3a=True)
 # passes to Spark as `spark.jars`: the tests read tiered segments through s3a:// from the loopback S3 server,
 # as a user adds hadoop-aws for any s3a use. The connector jar never bundles these.
 #
 # Not hadoop-aws's declared SDK dependency (software.amazon.awssdk:bundle, ~600 MB; v1's aws-java-sdk-bundle for
 # Hadoop 3.3, ~280 MB): the SDK modules S3A uses (s3, s3-transfer-manager, sts and what they pull in), about 18 MB.
-# No registry address is written anywhere. Idempotent: a finished folder is kept (marker file).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 py=${PYTHON:-$here/.venv/bin/python}
@@ -27,9 +26,6 @@ print(v, sdk)
 PY
 )
 dest=${SEGLOG_S3A_JARS:-${XDG_CACHE_HOME:-$HOME/.cache}/seglog/jars/hadoop-aws-$hadoop}
-[ -f "$dest/.complete" ] && exit 0
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 sdkdep() { echo "<dependency><groupId>software.amazon.awssdk</groupId><artifactId>$1</artifactId><version>$sdk</version></dependency>"; }
 v1dep() { echo "<dependency><groupId>com.amazonaws</groupId><artifactId>$1</artifactId><version>$sdk</version></dependency>"; }
 # the SDK's modules S3A uses, not its bundle: v1's bundle is com.amazonaws:aws-java-sdk-bundle (~280 MB)
@@ -39,36 +35,7 @@ case $sdk in
   *)   sdkdeps="$(sdkdep s3) $(sdkdep s3-transfer-manager) $(sdkdep sts)"
        nobundle="<exclusion><groupId>software.amazon.awssdk</groupId><artifactId>bundle</artifactId></exclusion>" ;;
 esac
-cat > "$work/pom.xml" <<POM
-<?xml version="1.0" encoding="UTF-8"?>
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>seglog.setup</groupId>
-  <artifactId>s3a-jars</artifactId>
-  <version>1</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency>
-      <groupId>org.apache.hadoop</groupId>
-      <artifactId>hadoop-aws</artifactId>
-      <version>$hadoop</version>
-      <exclusions>$nobundle</exclusions>
-    </dependency>
-    $sdkdeps
-  </dependencies>
-</project>
-POM
-for attempt in 1 2 3; do
-  if mvn -q -B -f "$work/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
-       -DoutputDirectory="$work/jars" > "$work/mvn.log" 2>&1; then
-    rm -rf "$dest"; mkdir -p "$(dirname "$dest")"
-    mv "$work/jars" "$dest" && touch "$dest/.complete"
-    echo "s3a-jars: $(ls "$dest" | grep -c '\.jar$') jars ($(du -sh "$dest" | cut -f1)) in $dest" >&2
-    exit 0
-  fi
-  echo "s3a-jars: attempt $attempt to resolve hadoop-aws $hadoop failed" >&2
-  [ "$attempt" -lt 3 ] && sleep $((attempt * 5))
-done
-echo "s3a-jars: Maven's output from the last attempt:" >&2
-cat "$work/mvn.log" >&2
-exit 1
+. "$here/scripts/lib/resolve-jars.sh"
+resolve_jars s3a-jars "$dest" \
+  "<dependency><groupId>org.apache.hadoop</groupId><artifactId>hadoop-aws</artifactId><version>$hadoop</version><exclusions>$nobundle</exclusions></dependency> $sdkdeps" \
+  "hadoop-aws $hadoop"
