@@ -20,6 +20,7 @@ No `sparkContext`, no py4j: the same sink runs in classic PySpark and from a Spa
 """
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Any, Mapping
@@ -34,6 +35,10 @@ from seglog.sink.input_schema import SinkInputError, validate_schema
 from seglog.sink.write_errors import typed_error
 from seglog.sink.writer_id import check_writer_id
 
+_LOG = logging.getLogger("seglog.sink")
+# Logged when a write is tried again after the core finished what a killed process left half done: Spark has
+# logged the first attempt's "Data source write support ... is aborting." / "aborted." as ERROR lines by then.
+RETRIED_AFTER_RECOVERY = "seglog sink: the write was tried again"
 _RECOVERY_NEEDED = re.compile(r"RecoveryNeededException: (\S+) holds (?:\S+\.swap|truncate\.pending)")
 
 
@@ -108,28 +113,32 @@ class SegmentLogSink:
         try:
             writer.save(self.root)
         except Exception as exc:
-            if not self._finished_interrupted_swap(str(exc)):
+            recovered = self._finished_interrupted_swap(str(exc))
+            if recovered is None:
                 typed = typed_error(exc)
                 if typed is None:
                     raise
                 raise typed from exc
+            _LOG.warning("%s: %s held a rewrite left half done by a killed process (the JVM refused it); the core "
+                         "finished it, and batch %s was written again (the write Spark logged as aborting and aborted just "
+                         "before is the first attempt)", RETRIED_AFTER_RECOVERY, recovered, batch_id)
             writer.save(self.root)   # once: the folder the JVM refused is recovered now
 
-    def _finished_interrupted_swap(self, text: str) -> bool:
+    def _finished_interrupted_swap(self, text: str) -> Path | None:
         """A sidecar killed inside a clean's or merge's swap leaves `.swap` files, and a core truncation killed
         after rewriting a straddling batch leaves its `truncate.pending`: the JVM refuses to touch either
         (RecoveryNeededException names the folder); the Python core's writable open finishes it under the
-        partition's lock, as the sidecar would. True if it did (the write is then tried again)."""
+        partition's lock, as the sidecar would. The folder if it did (the write is then tried again), else None."""
         m = _RECOVERY_NEEDED.search(text)
         if m is None:
-            return False
+            return None
         folder = Path(m.group(1))
         parsed = parse_partition_dir(folder.name)
         if folder.parent != Path(self.root) or parsed is None or not folder.is_dir():
-            return False
+            return None
         meta = load_topic(self.root, parsed[0])
         if meta is None:
-            return False
+            return None
         with Log.open(folder, meta.config, lock_timeout=self.lock_timeout):
             pass
-        return True
+        return folder

@@ -19,7 +19,7 @@ from seglog.errors import InvalidTopicError, MissingKeyError
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.log import Log
 from seglog.indexer.topics import create_topic, load_topic
-from seglog.sink.segment_log_sink import SegmentLogSink
+from seglog.sink.segment_log_sink import RETRIED_AFTER_RECOVERY, SegmentLogSink
 
 pytestmark = pytest.mark.spark
 
@@ -150,7 +150,7 @@ def test_a_keyless_record_routed_to_a_compacted_quarantine_topic_is_refused_befo
     assert len(_records(root, "ev", 2)) == 2 and len(_records(root, "ev-quarantine", 2)) == 1
 
 
-def test_a_swap_left_by_a_killed_sidecar_does_not_fail_the_next_delivery(spark, tmp_path, monkeypatch):
+def test_a_swap_left_by_a_killed_sidecar_does_not_fail_the_next_delivery(spark, tmp_path, monkeypatch, caplog):
     """Found by the 30-minute soak: a sidecar killed inside a clean's swap leaves a `.log.swap`; the sink's
     look for a crashed delivery opened the partition read-only, which refuses a listing taken mid-swap, so
     the streaming query died at its next batch. The writable open finishes the swap instead."""
@@ -179,7 +179,11 @@ def test_a_swap_left_by_a_killed_sidecar_does_not_fail_the_next_delivery(spark, 
         with Log.open(part, readonly=True):
             pass
     rows = [(b"k9", b"after the swap", dt.datetime.fromtimestamp(now / 1000, dt.timezone.utc))]
-    sink(spark.createDataFrame(rows, "key binary, value binary, timestamp timestamp"), 4)
+    with caplog.at_level("WARNING", logger="seglog.sink"):
+        sink(spark.createDataFrame(rows, "key binary, value binary, timestamp timestamp"), 4)
+    # the retry is said, with the folder: Spark logged the first attempt's abort as ERROR lines (the soak pairs them)
+    said = [r.getMessage() for r in caplog.records if r.name == "seglog.sink"]
+    assert len(said) == 1 and said[0].startswith(RETRIED_AFTER_RECOVERY) and str(part) in said[0], said
     assert not [f for f in os.listdir(part) if f.endswith(".swap")]
     latest = {r.key: r.value for r in _records(root, "state", 1)}
     assert latest[b"k9"] == b"after the swap"

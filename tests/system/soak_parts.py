@@ -77,6 +77,11 @@ def writer_main(src: str, root: str, ckpt: str, stop: str) -> None:
 
     from seglog.sink import SegmentLogSink
 
+    import logging
+
+    # the sink's warnings (a write tried again after the core finished a killed sidecar's swap) on this stderr,
+    # where the parent pairs them with Spark's abort lines of the first attempt
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spark = _session("soak-writer")
     stream = (spark.readStream.schema(INPUT_SCHEMA).option("maxFilesPerTrigger", 1).json(src)
               .selectExpr("t AS topic", "CAST(k AS BINARY) AS key", "CAST(v AS BINARY) AS value",

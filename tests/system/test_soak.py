@@ -72,6 +72,7 @@ import yaml
 
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.topics import create_topic
+from seglog.sink.segment_log_sink import RETRIED_AFTER_RECOVERY
 from tests.oracles.partitioner import partition_for_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -475,19 +476,32 @@ WORKER_START_TIMEOUT = "connect back"
 # under load) makes the server end the old response stream with INVALID_CURSOR.DISCONNECTED, which the server
 # logs as an ERROR ("RPC error during: async-grpc-response-sender") though the client goes on on the new one
 REATTACHED = "async-grpc-response-sender"
+# Spark's two lines for a failed format("seglog") write (AppendDataExec / WriteToDataSourceV2Exec)
+WRITE_ABORT = re.compile(r"Data source write support \S*SeglogBatchWrite@\w+ (?:is aborting|aborted)\.")
 
 
-def _spark_children_errors(children: list[Child]) -> list[str]:
+def _spark_children_errors(children: list[Child], retried: Counter | None = None) -> list[str]:
     """ERROR lines (log4j) and Python tracebacks in any Spark child's stderr, but for a Connect query's
-    start refused by the worker's start timeout, which the client retries (counted in the summary)."""
+    start refused by the worker's start timeout, which the client retries (counted in the summary), and a
+    write's abort that the sink said it tried again (a sidecar killed mid-swap leaves `.swap` files the JVM
+    refuses; the sink has the core finish them and writes again: SegmentLogSink, RETRIED_AFTER_RECOVERY),
+    counted in `retried`. An abort with no such retry after it is reported."""
     bad = []
     for c in children:
         for path in c.runs:
+            aborts: list[str] = []            # the abort lines of a write not yet said to be tried again
             for line in path.read_text(errors="replace").splitlines():
                 if WORKER_START_TIMEOUT in line or (c.name == "connect-server" and REATTACHED in line):
                     continue
-                if " ERROR " in line or line.startswith("Traceback"):
+                if RETRIED_AFTER_RECOVERY in line and aborts:
+                    aborts.clear()
+                    if retried is not None:
+                        retried[c.name] += 1
+                elif " ERROR " in line and WRITE_ABORT.search(line):
+                    aborts.append(f"{path.name}: {line[:400]}")
+                elif " ERROR " in line or line.startswith("Traceback"):
                     bad.append(f"{path.name}: {line[:400]}")
+            bad += aborts
     return bad
 
 
@@ -756,7 +770,8 @@ def test_system_soak(tmp_path, s3_server):
         assert state.writers == {checker.writer_id: last_batch}, state.writers
         assert sum(state.end_offsets.values()) == sum(1 for r in ledger.records.values() if r[0] == "compacted")
 
-        bad = _spark_children_errors(spark_children)
+        writes_retried: Counter = Counter()
+        bad = _spark_children_errors(spark_children, writes_retried)
         assert not bad, "\n".join(bad[:20])
         assert checker.replays_checked >= 2, checker.replays_checked
         for c, n in wanted.items():
@@ -839,6 +854,7 @@ def test_system_soak(tmp_path, s3_server):
             "never read (expired first)": dict(unread), "log starts checked": dict(checker.retention_checks),
             "compacted model checks": checker.compacted_checks, "sidecar": stats, "tiering": tier,
             "connect": connect, "timings_s": {k: round(v) for k, v in timings.items()},
+            "writes tried again after a killed sidecar's swap": dict(writes_retried),
             "connect query starts retried (worker start timeout)": sum(1 for line in client.lines
                                                                        if line.startswith("start retry")),
         }
