@@ -54,6 +54,9 @@ _FAMILY = {"fsync": "fsync", "fdatasync": "fsync", "rename": "rename_link", "ren
            "unlinkat": "unlink", "mkdir": "mkdir", "mkdirat": "mkdir", "flock": "flock"}
 # 12345 1795861892.106619 fsync(3</tmp/x>) = 0 <0.012201>
 _CALL = re.compile(r"^(?P<tid>\d+)\s+(?P<t>\d+\.\d+)\s+(?P<call>\w+)\((?P<args>.*)\)\s+=\s+(?P<ret>-?\d+).*<(?P<dur>[\d.]+)>$")
+# 12345 1795861892.106619 fsync(3</tmp/x> <unfinished ...>   then   12345 1795861892.108 <... fsync resumed>) = 0 <0.0014>
+_UNFINISHED = re.compile(r"^(?P<tid>\d+)\s+(?P<t>\d+\.\d+)\s+(?P<call>\w+)\((?P<args>.*?)\s*<unfinished \.\.\.>$")
+_RESUMED = re.compile(r"^(?P<tid>\d+)\s+\d+\.\d+\s+<\.\.\. \w+ resumed>(?P<rest>.*)$")
 
 
 def _java_wrapper(folder: Path, trace: Path) -> str | None:
@@ -130,10 +133,22 @@ def _executions(events: list[dict]) -> dict[int, dict]:
 
 
 def _trace(path: Path) -> list[dict]:
+    """The traced calls; a call that overlapped another thread's (the driver's commit forces its partitions at
+    once) is split by strace into `<unfinished ...>` and `<... call resumed>` lines, joined here by thread (so
+    overlapping calls' ms add up to more than the wall time they took together)."""
     if not path.exists():
         return []
     out = []
+    pending: dict[str, tuple[str, str]] = {}
     for line in path.read_text(errors="replace").splitlines():
+        m = _UNFINISHED.match(line)
+        if m:
+            pending[m["tid"]] = (m["t"], f"{m['call']}({m['args']}")
+            continue
+        m = _RESUMED.match(line)
+        if m and m["tid"] in pending:
+            t, head = pending.pop(m["tid"])
+            line = f"{m['tid']} {t} {head}{m['rest']}"
         m = _CALL.match(line)
         if m:
             out.append({"t_ms": float(m["t"]) * 1000, "call": m["call"], "args": m["args"],

@@ -38,16 +38,18 @@ import io.seglog.spark.format.TopicMetadata;
  *   ({@link TopicRequest}: a row's new topic, a quarantine topic);</li>
  * <li>roll every partition back to its committed end (a crashed write's records past it are cut) and
  *   remove the staged files of this writer's crashed runs;</li>
- * <li>publish each partition's staged segments at its log end, in task order (StagedPublisher): small ones
- *   copied onto the active segment, as the Python sink does (micro-batches leave no tiny segments), large ones
- *   renamed in; everything forced before the commit;</li>
- * <li>commit once per topic, holding the written partitions' locks: the new end offsets and the writer's
- *   version, in one commit file. Only now do readers see the write;</li>
+ * <li>take the written partitions' locks (ascending) and publish each one's staged segments at its log end, in
+ *   task order (StagedPublisher): small ones copied onto the active segment, as the Python sink does
+ *   (micro-batches leave no tiny segments), large ones renamed in; everything forced before the commit;</li>
+ * <li>commit once per topic, still holding those locks: the new end offsets and the writer's version, in one
+ *   commit file. Only now do readers see the write;</li>
  * <li>remove this run's staging folder. On any failure before the commit every partition is rolled back
  *   again, so a failed write leaves each log as it was.</li>
  * </ol>
  * A kill at any point leaves records past the committed end (cut by the next write's step 4) and staged
- * files (removed by the next write of this writer), never a half-visible write.
+ * files (removed by the next write of this writer), never a half-visible write. Steps 4 and 5 run a topic's
+ * partitions at once ({@link PartitionWork}: each touches only its own folder, and a small micro-batch's commit
+ * was otherwise the sum of its partitions' fsyncs); each ends before the next step starts.
  */
 final class DriverCommit {
     static final long LOCK_TIMEOUT_MS = 600_000L;   // SegmentLogSink's lock_timeout default; option lockTimeoutMs
@@ -185,18 +187,21 @@ final class DriverCommit {
                 "seglog write: topic '" + t + "' vanished during the write"));
     }
 
-    /** Every partition of the topic back to its committed end, each under its lock. */
+    /** Every partition of the topic back to its committed end, each under its lock, the partitions at once
+     *  ({@link PartitionWork}: a cut touches only its own folder, and each waits on its own fsyncs). */
     private static void rollBack(Path root, TopicMetadata meta, Long lockTimeoutMs) {
         Map<Integer, Long> ends = CommitLogReader.committedEnds(root, meta.name());
         int indexBytes = ((Long) meta.topicConfig().get("segment.index.bytes")).intValue();
-        for (int p = 0; p < meta.partitions(); p++) {
+        List<Integer> all = new ArrayList<>(meta.partitions());
+        for (int p = 0; p < meta.partitions(); p++) all.add(p);
+        PartitionWork.run(all, p -> {
             try (FileLock lock = FileLock.partition(root, meta.name(), p).acquire(lockTimeoutMs)) {
-                CommittedEndRollBack.rollBack(root, meta.name(), p, ends.getOrDefault(p, 0L), indexBytes);
+                return CommittedEndRollBack.rollBack(root, meta.name(), p, ends.getOrDefault(p, 0L), indexBytes);
             } catch (io.seglog.spark.format.TieredOffsetsException e) {
                 // its class crosses to Python as OffsetOutOfRangeError (sink/write_errors.py)
                 throw new OffsetOutOfRangeException("seglog OffsetOutOfRangeError: " + e.getMessage(), e);
             }
-        }
+        });
     }
 
     /**
@@ -254,20 +259,24 @@ final class DriverCommit {
         }
         for (TopicMetadata meta : metas.values()) {
             TopicTarget target = TopicTarget.of(meta);
-            Map<Integer, Long> ends = new TreeMap<>();
-            for (Map.Entry<Integer, List<StagedSegment>> e : staged.getOrDefault(meta.name(), new TreeMap<>()).entrySet()) {
-                try (FileLock lock = FileLock.partition(root, meta.name(), e.getKey()).acquire(o.lockTimeoutMs)) {
-                    ends.put(e.getKey(), StagedPublisher.publish(root, meta.name(), e.getKey(), e.getValue(), target.append,
-                            o.renameMinBytes).end());
-                }
-            }
-            CrashPoint.reached(o.txnVersion);   // published, not committed: the crash tests kill the driver here
+            TreeMap<Integer, List<StagedSegment>> mine = staged.getOrDefault(meta.name(), new TreeMap<>());
+            List<Integer> written = new ArrayList<>(mine.keySet());   // ascending: the lock order
             List<FileLock> held = new ArrayList<>();
             try {
-                // a late task attempt cannot run between the publish and this commit
-                for (int p : ends.keySet()) held.add(FileLock.partition(root, meta.name(), p).acquire(o.lockTimeoutMs));
+                // The written partitions' locks, taken once and held from the publish to the commit (the locks the
+                // commit held before, taken earlier): nothing runs on a partition between its publish and the commit,
+                // and a lock taken, dropped and taken again for the commit cost two more flocks per partition.
+                for (int p : written) held.add(FileLock.partition(root, meta.name(), p).acquire(o.lockTimeoutMs));
+                // the partitions at once (PartitionWork, under the locks held here: a flock is the open file's, not a
+                // thread's); each step forces its own files, and all have ended before the commit below
+                List<Long> published = PartitionWork.run(written, p ->
+                        StagedPublisher.publish(root, meta.name(), p, mine.get(p), target.append, o.renameMinBytes).end());
+                Map<Integer, Long> ends = new TreeMap<>();
+                for (int i = 0; i < written.size(); i++) ends.put(written.get(i), published.get(i));
+                CrashPoint.reached(o.txnVersion);   // published, not committed: the crash tests kill the driver here
                 CommitLogWriter log = new CommitLogWriter(root, meta.name());
-                log.commit(o.writer, version(o, log.latest()), ends, false);
+                // an idempotent write's version is its txnVersion: the commit log is read once, by the commit itself
+                log.commit(o.writer, o.txnVersion != null ? o.txnVersion : version(o, log.latest()), ends, false);
             } finally {
                 for (int i = held.size() - 1; i >= 0; i--) held.get(i).release();
             }
