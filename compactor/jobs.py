@@ -8,7 +8,9 @@ such opens, beside the writer: they build without the partition's lock and take 
 (indexer/compaction/swap_gate.py); a partition another cleaner or merger holds is skipped likewise. The storage work itself is
 ``indexer``'s (``roll_if_idle``, ``seal_inactive``, ``apply_retention``, ``purge_deleted``), each
 idempotent and crash safe, so a job killed at any instant leaves files that the next open recovers and
-the next pass finishes. Nothing here writes a file itself.
+the next pass finishes. Nothing here writes a file itself, and nothing makes a partition folder: a partition
+whose folder is gone when the job opens it (its topic deleted by DROP TABLE ... PURGE since the listing) is skipped
+as gone, told once per topic, and forgotten (indexer/partition_folder.py keeps the open from making it again).
 
 A failure in one partition is logged and counted and does not stop the pass over the others.
 """
@@ -28,7 +30,7 @@ from seglog.compactor.logging import event
 from seglog.compactor.metrics import Metrics, PartitionStats, now_ms
 from seglog.conf import TopicConfig
 from seglog.errors import (CompactionError, CorruptIndexError, CorruptRecordError, MaintenanceLockedError, PartitionLockedError,
-                           SeglogError)
+                           SeglogError, UnknownTopicOrPartitionError)
 
 # The order of a full pass: a roll makes the idle active segment inactive, sealing then writes its
 # final time index entry, and retention reads sealed segments' largest timestamps from their files.
@@ -43,6 +45,7 @@ class JobResult:
     job: str
     partitions: int = 0
     skipped: list[str] = field(default_factory=list)          # locked by another writer
+    gone: list[str] = field(default_factory=list)             # folder gone since the listing (topic deleted)
     failed: list[tuple[str, str]] = field(default_factory=list)  # (partition, error)
     done: dict[str, Any] = field(default_factory=dict)         # partition -> what the job did
     unchanged: int = 0        # partitions left unopened: no file changed, nothing due (partition_memo)
@@ -55,7 +58,7 @@ class JobResult:
 
     def summary(self) -> dict[str, Any]:
         return {"job": self.job, "partitions": self.partitions, "changed": len(self.done), "unchanged": self.unchanged,
-                "skipped": self.skipped, "failed": [f"{p}: {e}" for p, e in self.failed],
+                "skipped": self.skipped, "gone": self.gone, "failed": [f"{p}: {e}" for p, e in self.failed],
                 "duration_s": round(self.duration_s, 3), "interrupted": self.interrupted}
 
 
@@ -172,6 +175,7 @@ class Jobs:
             root = self._root() if self.config.root.is_dir() else None
             parts = sorted(root.partitions()) if root is not None else []
             configs: dict[str, TopicConfig] = {}
+            gone_topics: set[str] = set()       # told once per pass; a gone folder is not listed by the next
             for topic, partition in parts:
                 if self.stop.is_set():  # SIGTERM: finish the partition in hand, start no other
                     result.interrupted = True
@@ -200,6 +204,9 @@ class Jobs:
                     self._observe_readonly(root, topic, partition, configs.get(topic))
                     continue
                 except Exception as exc:  # one partition's failure never stops the pass over the others
+                    if isinstance(exc, UnknownTopicOrPartitionError) or not root.partition_path(topic, partition).is_dir():
+                        self._gone(result, label, topic, partition, gone_topics, exc)
+                        continue
                     result.failed.append((name, f"{type(exc).__name__}: {exc}"))
                     self.metrics.job_failures.labels(label).inc()
                     event("partition.failed", level=logging.ERROR, job=label, partition=name,
@@ -209,6 +216,7 @@ class Jobs:
                 if did:
                     result.done[name] = did
             if not self.stop.is_set():
+                parts = [p for p in parts if _name(*p) not in result.gone]
                 self.metrics.forget_partitions_except(parts)
                 if self.view is not None:
                     self.view.forget_partitions_except(parts)
@@ -231,6 +239,16 @@ class Jobs:
         level = logging.INFO if (result.done or result.failed or label in ("recover", "pass")) else logging.DEBUG
         event("job.finished", level=level, **result.summary())
         return result
+
+    def _gone(self, result: JobResult, label: str, topic: str, partition: int, told: set[str], exc: Exception) -> None:
+        """A listed partition whose folder is gone when opened: its topic was deleted (DROP TABLE ... PURGE) since the
+        listing. Not a failure: nothing is made again (the open creates no folder), its memo and metrics go, and the
+        topic is told once per pass."""
+        result.gone.append(_name(topic, partition))
+        self._memos.pop((topic, partition), None)
+        if topic not in told:
+            told.add(topic)
+            event("topic.gone", job=label, topic=topic, reason=f"{type(exc).__name__}: {exc}")
 
     def _nothing_to_do(self, root, topic: str, partition: int, cfg: TopicConfig, steps: tuple[str, ...]) -> bool:
         """True when the partition is as the last job left it and none of `steps` is due: not opened
@@ -286,7 +304,7 @@ class Jobs:
                         did[f"{step}_failed"] = f"{type(exc).__name__}: {exc}"
                         fault = fault or exc
                 continue
-            with root.open_log(topic, partition, config=cfg, lock_timeout=self.lock_timeout_s) as log:
+            with root.open_log(topic, partition, config=cfg, lock_timeout=self.lock_timeout_s, create=False) as log:
                 if i == 0 and log.recovery_report:
                     did["recovered"] = log.recovery_report
                     self.metrics.recovered.inc()

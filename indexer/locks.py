@@ -119,6 +119,13 @@ def partition_lock(partition_dir: str | os.PathLike) -> FileLock:
     return FileLock(lock_path(d.parent, d.name), what=f"partition {d.name}")
 
 
+def topic_writer_lock(root: str | os.PathLike, topic: str) -> FileLock:
+    """The topic's writer lock (the JVM's FileLock.topicWriter): a write's commit holds it, and so does DROP TABLE
+    ... PURGE for its whole run (format/TopicAdmin.java); a writable open holds it while it makes a new partition
+    folder (indexer/partition_folder.py). Taken before any partition's lock, never after."""
+    return FileLock(lock_path(root, f"{topic}.writer"), what=f"topic {topic} (sink writer)")
+
+
 def maintenance_lock(partition_dir: str | os.PathLike) -> FileLock:
     """The partition's maintenance lock: held by a clean or merge for its whole run. They build their
     output without the partition's lock (so the writer never waits for them) and take that only to

@@ -5,6 +5,8 @@ Invariants kept here:
   (offsets may have gaps after recovery or compaction, never go backwards).
 - Only the last segment (the active one) takes appends; its indexes are preallocated.
 - A writable Log holds the partition's lock from open to close (one writer per partition).
+- A writable open makes a missing partition folder only under the topic's writer lock and the partition's
+  lock, and only while the topic exists (indexer/partition_folder.py): never one for a deleted topic.
 - A refused append changes nothing: every check runs before the first byte is written.
 """
 from __future__ import annotations
@@ -32,8 +34,9 @@ from seglog.indexer.compaction.cleaner_checkpoint import may_have_gaps
 from seglog.errors import (CommittedTopicError, CorruptRecordError, InvalidRecordError, LogClosedError, MissingKeyError,
                             OffsetOutOfRangeError, ReadOnlyLogError, RecordTooLargeError, SegmentDeletedError,
                             TimestampOutOfRangeError)
-from seglog.indexer.fsutil import fsync_dir, make_dirs, refuse_symlink
-from seglog.indexer.locks import check_lock_timeout, partition_lock
+from seglog.indexer.fsutil import fsync_dir, refuse_symlink
+from seglog.indexer.locks import check_lock_timeout
+from seglog.indexer.partition_folder import lock_partition
 from seglog.indexer.names import DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, log_bases, log_bases_and_swaps, parse_partition_dir
 from seglog.indexer.codec.records import (CONTROL_FLAG_MASK, INT64_MAX, NO_TIMESTAMP, Record, decode_batch, scan_batches,
                                      first_offset_at_or_after)
@@ -84,11 +87,13 @@ class Log:
     @classmethod
     def open(cls, path: str | os.PathLike, config: Mapping[str, Any] | TopicConfig | None = None, *,
              readonly: bool = False, lock_timeout: float | None = None, full_recovery: bool = False,
-             outside_commit_log: bool = False) -> "Log":
+             outside_commit_log: bool = False, create: bool = True) -> "Log":
         """`full_recovery`: a writable open examines every segment, those below the recovery point too
         (`seglog recover`; indexer/recovery.py recover_folder). `outside_commit_log=True`: the caller writes
         records past a committed topic's end on purpose and commits them itself (or means them to stay
-        invisible): tools and tests that play a writer."""
+        invisible): tools and tests that play a writer. A writable open makes a missing partition folder only
+        where its topic exists, under the locks (indexer/partition_folder.py); `create=False` (the sidecar) makes
+        none: UnknownTopicOrPartitionError."""
         path = Path(path)
         cfg = config if isinstance(config, TopicConfig) else validate_topic_config(config, where=f"config of {path}")
         check_lock_timeout(lock_timeout, f"partition {path}")   # before anything is created
@@ -104,8 +109,8 @@ class Log:
         if not parse_partition_dir(path.name):
             from seglog.indexer.names import validate_topic
             validate_topic(path.name.rpartition("-")[0] or path.name)  # names the bad topic
-        make_dirs(path)                  # shared roots: group-writable as the root (fsutil)
-        log._lock = partition_lock(path).acquire(lock_timeout)
+        # the lock first, then the folder: made before it, a folder came back under a DROP (partition_folder.py)
+        log._lock = lock_partition(path, lock_timeout, create=create)
         try:
             log._load_writable(full_recovery)
         except BaseException:

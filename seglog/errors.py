@@ -69,6 +69,13 @@ class CompactionError(SeglogError):
     partition is not compacted."""
 
 
+class UnknownTopicOrPartitionError(SeglogError):
+    """Kafka's UNKNOWN_TOPIC_OR_PARTITION: a writable open of a partition whose folder is missing, where no folder
+    may be made: its topic no longer exists (DROP TABLE ... PURGE took its metadata and folders) or was never
+    recorded in a root that records its topics, or the caller (the sidecar) only works on partitions that exist.
+    Nothing was created."""
+
+
 class PartitionLockedError(SeglogError):
     """Another writer holds the partition's lock."""
 

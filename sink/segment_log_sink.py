@@ -139,6 +139,6 @@ class SegmentLogSink:
         meta = load_topic(self.root, parsed[0])
         if meta is None:
             return None
-        with Log.open(folder, meta.config, lock_timeout=self.lock_timeout):
+        with Log.open(folder, meta.config, lock_timeout=self.lock_timeout, create=False):
             pass
         return folder

@@ -232,7 +232,7 @@ def tier_partition(root: str | os.PathLike, topic: str, partition: int, cfg, sto
             delete_objects(store, topic, partition, base)
             metadata.append(root, topic, partition, {"op": "deleted", "base": base, "at": now_ms()}, state)
             result.remote_deleted.append(base)
-        with Log.open(ppath, cfg, lock_timeout=lock_timeout) as log:
+        with Log.open(ppath, cfg, lock_timeout=lock_timeout, create=False) as log:
             bases = log.segment_bases()
             by_total = 0
             while by_total < len(bases) - 1 and bases[by_total] in expired_local:

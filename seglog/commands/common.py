@@ -103,7 +103,8 @@ def open_tiered(part: Partition):
 def open_writable(part: Partition, lock_timeout: float | None, *, full_recovery: bool = False):
     from seglog.indexer import Log
 
-    return Log.open(part.path, topic_config(part), lock_timeout=lock_timeout, full_recovery=full_recovery)
+    # a command works on the partitions found: one deleted since makes no folder (indexer/partition_folder.py)
+    return Log.open(part.path, topic_config(part), lock_timeout=lock_timeout, full_recovery=full_recovery, create=False)
 
 
 def key_values(items: list[str], option: str = "--config") -> dict[str, str]:

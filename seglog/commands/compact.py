@@ -39,7 +39,7 @@ def run(args) -> int:
         raise UsageError(f"topic {args.topic!r} has cleanup.policy={cfg['cleanup.policy']!r}: only a compacted "
                          f"topic is cleaned (record it with compact, or pass --config cleanup.policy=compact)")
     for part in parts:
-        with Log.open(part.path, cfg, lock_timeout=args.lock_timeout) as log:    # recovery first, briefly locked
+        with Log.open(part.path, cfg, lock_timeout=args.lock_timeout, create=False) as log:    # recovery first, briefly locked
             for line in log.recovery_report:
                 print(f"{part.name}: recovery: {line}")
         budget = DEFAULT_DEDUPE_BUFFER_BYTES if args.dedupe_buffer_size is None else args.dedupe_buffer_size

@@ -36,7 +36,7 @@ def run(args) -> int:
     for part in parts:
         if part.topic not in configs:
             configs[part.topic] = LogRoot(part.root).topic_config(part.topic, overrides=overrides)
-        with Log.open(part.path, configs[part.topic], lock_timeout=args.lock_timeout) as log:   # recovery first
+        with Log.open(part.path, configs[part.topic], lock_timeout=args.lock_timeout, create=False) as log:   # recovery first
             for line in log.recovery_report:
                 print(f"{part.name}: recovery: {line}")
             before = len(log.segment_bases())

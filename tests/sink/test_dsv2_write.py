@@ -292,3 +292,61 @@ def test_a_write_removes_crashed_runs_but_not_a_live_one(spark, tmp_path):
     _write(_df(spark, 5, start=10), root, topic="t")        # that driver gone: its run is removed too
     assert not live.exists()
     assert sum(map(len, _core_records(root, "t").values())) == 15
+
+
+def _staging_folders(root: Path) -> list[str]:
+    staging = root / "_seglog" / "staging"
+    return sorted(str(p.relative_to(staging)) for p in staging.rglob("*")) if staging.exists() else []
+
+
+def test_a_write_failing_in_a_task_leaves_no_staging_folder(spark, tmp_path):
+    """A write whose task raises (a UDF, on one row) is aborted: its run's folder goes, and with it the writer's
+    folders the run made (the topic's first write), so the staging area holds nothing of it."""
+    from pyspark.sql.functions import udf
+
+    @udf("binary")
+    def value(i):
+        if i == 7:
+            raise ValueError("no value for row 7")
+        return b"v%d" % i
+
+    root = tmp_path / "log"
+    rows = spark.range(20).repartition(2).selectExpr("CAST(CAST(id AS STRING) AS BINARY) AS key", "id")
+    with pytest.raises(Exception, match="no value for row 7"):
+        _write(rows.withColumn("value", value("id")).drop("id"), root, topic="t", partitions=1)
+    assert load_topic(root, "t") is None
+    assert _staging_folders(root) == []
+    # a writer's later run is unaffected, and its end leaves nothing either
+    _write(_df(spark, 10), root, topic="t", partitions=1)
+    assert sum(map(len, _core_records(root, "t").values())) == 10
+    assert _staging_folders(root) == []
+
+
+def _tasks_running(spark) -> int:
+    return sum(e.numRunningTasks() for e in spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos())
+
+
+def test_a_task_still_running_after_the_abort_stages_nothing_again(spark, tmp_path):
+    """Spark aborts a failed job's write while its other tasks still run (a killed task stops at its next check): a
+    straggler that flushes its first batch after the driver removed the run must not make the run's folder again.
+    Task 0 fails on its second row; task 1's first row is ten times slower to compute (CPU, which no kill stops),
+    so its first staged segment is made after the abort, when its second row arrives."""
+    import time
+
+    root = tmp_path / "log"
+    _write(_df(spark, 1), root, topic="t", partitions=1, **{"segment.bytes": 1024})   # 2 KiB records: a batch each
+    slow = "aggregate(sequence(1, {n}), 0L, (a, x) -> a + aggregate(sequence(1, {n}), 0L, (b, y) -> b + y))"
+    rows = spark.range(0, 8, 1, 2).selectExpr(     # task 0: rows 0-3, task 1: rows 4-7
+        "CAST(CAST(id AS STRING) AS BINARY) AS key",
+        f"CAST(CASE WHEN id = 1 THEN raise_error('row 1 fails') "
+        f"WHEN id = 0 THEN concat(CAST({slow.format(n=800)} AS STRING), repeat('v', 2000)) "
+        f"WHEN id = 4 THEN concat(CAST({slow.format(n=2500)} AS STRING), repeat('v', 2000)) "
+        f"ELSE repeat('v', 2000) END AS BINARY) AS value")
+    with pytest.raises(Exception, match="row 1 fails"):
+        _write(rows, root, topic="t")
+    deadline = time.monotonic() + 300
+    while _tasks_running(spark) and time.monotonic() < deadline:     # the straggler ends (it fails, or is killed)
+        time.sleep(0.2)
+    assert _tasks_running(spark) == 0
+    assert [f for f in _staging_folders(root) if "append-" in f] == []
+    assert sum(map(len, _core_records(root, "t").values())) == 1

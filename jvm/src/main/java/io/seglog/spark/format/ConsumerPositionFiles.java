@@ -22,9 +22,14 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
  * topic's entry, and a file left with none is removed, so a topic created again under the name shows no lag or
  * position of the old one.
  *
+ * <p>Invariant: a position is written only for a topic that exists, and never for one deleted. A query's write
+ * ({@code read.ConsumerPositions}) checks its topics and writes under {@link #lock}; a delete holds that lock from
+ * taking the topic out of the files until its metadata and folders are gone (TopicAdmin.delete), so a write either
+ * comes before (and is taken out) or finds the topic gone (and writes nothing of it). As Kafka, whose coordinator
+ * drops a deleted partition's offsets and answers an OffsetCommit for it UNKNOWN_TOPIC_OR_PARTITION.
+ *
  * <p>The files are untrusted: one not named {@code <uuid>.json}, a link, over {@link #MAX_FILE_BYTES}, or not the
- * shape written is left as it is (readers skip it by the same checks). A query still reading the deleted topic may
- * write its file again after this; that is its own position, rewritten on its next commit.
+ * shape written is left as it is (readers skip it by the same checks).
  */
 public final class ConsumerPositionFiles {
     /** The largest file either side writes or reads (indexer/consumer_positions.py's MAX_FILE_BYTES). */
@@ -40,6 +45,11 @@ public final class ConsumerPositionFiles {
     /** {@code <root>/_seglog/consumers}, no link at {@code _seglog} or {@code consumers}. */
     public static Path dir(Path root) {
         return RootFiles.metaPath(root, "consumers");
+    }
+
+    /** The lock of the files' writers ({@code _seglog/locks/consumers.lock}): a query's write and a topic's delete. */
+    public static FileLock lock(Path root) {
+        return new FileLock(FileLock.lockPath(root, "consumers"), "consumer positions");
     }
 
     /** Drops {@code topic} from every query's positions (a file with no other topic is removed). */

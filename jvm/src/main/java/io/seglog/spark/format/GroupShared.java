@@ -65,6 +65,20 @@ public final class GroupShared {
         return isShared(dir);
     }
 
+    /**
+     * One folder whose parent must exist ({@link Files#createDirectory}: NoSuchFileException when it does not; never
+     * makes the parent), under the rule; an existing folder is kept. Returns whether {@code dir} is group-writable.
+     */
+    public static boolean createDirectory(Path dir) throws IOException {
+        try {
+            Files.createDirectory(dir);
+            if (isShared(dir.getParent())) addMode(dir, GROUP_RWX);
+        } catch (FileAlreadyExistsException e) {
+            if (!Files.isDirectory(dir)) throw e;
+        }
+        return isShared(dir);
+    }
+
     /** A new file ({@code CREATE_NEW}) open for writing; group read and write when {@code shared}. */
     public static FileChannel createNew(Path path, boolean shared) throws IOException {
         FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);

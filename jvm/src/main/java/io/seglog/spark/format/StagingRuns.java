@@ -18,10 +18,18 @@ import java.security.NoSuchAlgorithmException;
  * <p>Invariant: a run folder is seen by its own name only locked by its live driver (it is made and locked under a
  * {@link #NASCENT} name, then renamed); so a run whose lock can be taken is over, and its staged files were never
  * published past a commit: removing it loses nothing.
+ *
+ * <p>Invariant: only a run's driver makes its run folder; a task makes only its own folder inside a run folder that
+ * is there ({@link #taskFolder}). So once the driver ends the run ({@link #endRun}: renamed out of the way, then
+ * unlinked), a task attempt still running (one the failed job has not stopped yet) cannot make anything of the run
+ * again: it fails instead. Made with every missing parent, as a task once did, the run folder came back after an
+ * abort with that task's staged files.
  */
 public final class StagingRuns {
     /** A run folder's name before it is locked: never listed as a run. */
     public static final String NASCENT = ".new-";
+    /** A run folder's name while its driver removes it (renamed first): a leftover is a run that is over. */
+    static final String OVER = ".over-";
     /** A nascent folder this old with its lock free is a driver killed between its mkdir and its rename: it holds
      *  only its lock file (tasks stage after the rename), so the wait costs nothing but makes the race impossible. */
     private static final long NASCENT_LEFTOVER_MS = 3_600_000L;
@@ -74,6 +82,56 @@ public final class StagingRuns {
             }
         } catch (IOException | RuntimeException e) {
             // leftovers cost only space; the next write tries again
+        }
+    }
+
+    /**
+     * A task's folder {@code dir} inside its run's folder, made only while the run's folder is there (never made
+     * again: the class invariant). Returns whether it is group-writable (the rule for the files made in it).
+     */
+    public static boolean taskFolder(Path dir) throws IOException {
+        try {
+            return GroupShared.createDirectory(dir);
+        } catch (java.nio.file.NoSuchFileException gone) {
+            throw new StorageException("staging run " + dir.getParent() + " is over (its write was committed or "
+                + "aborted): this task attempt stages nothing", gone);
+        }
+    }
+
+    /**
+     * Ends a run (its driver's commit or abort, while it still holds the run's lock): the run's folder renamed to an
+     * {@link #OVER} name first, so no task attempt still running can stage under the run's name again, then unlinked,
+     * and the writer's folder for the topic and the writer's folder removed when that leaves them empty. Only this
+     * run's folder is renamed or unlinked; another run's never is. Best effort: a leftover costs only space, and is
+     * a run that is over for the next write of the writer ({@link #removeOver}).
+     */
+    public static void endRun(Path run) {
+        Path over = run.resolveSibling(OVER + run.getFileName());
+        Path doomed = over;
+        try {
+            Files.move(run, over, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        } catch (java.nio.file.NoSuchFileException ended) {
+            doomed = null;               // ended already (a commit that failed removes its run, then its caller)
+        } catch (IOException | RuntimeException e) {
+            doomed = run;                // removed in place: a straggler may leave a file, swept as a run over
+        }
+        try {
+            if (doomed != null) TopicAdmin.deleteTree(doomed);
+        } catch (IOException | RuntimeException e) {
+            return;                      // what stays is a run that is over: the writer's next write removes it
+        }
+        Path runs = run.getParent();
+        if (removeIfEmpty(runs)) removeIfEmpty(runs.getParent());
+    }
+
+    /** Unlinks an empty folder; false when it holds something (a run made meanwhile: DriverCommit.startRun makes its
+     *  parents again if they go under it) or cannot be removed. */
+    private static boolean removeIfEmpty(Path dir) {
+        try {
+            Files.delete(dir);
+            return true;
+        } catch (IOException | RuntimeException e) {
+            return false;
         }
     }
 

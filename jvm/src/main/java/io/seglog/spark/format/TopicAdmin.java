@@ -98,6 +98,8 @@ public final class TopicAdmin {
      *   .deleted/} (the metadata first, the folders last);</li>
      * <li>that folder unlinked (a leftover of a killed delete is unlinked by the next).</li>
      * </ol>
+     * The consumer positions' lock ({@link ConsumerPositionFiles#lock}) is held from step 1's positions to the end of
+     * step 2: a query that writes its position meanwhile waits, then finds the topic gone and writes nothing of it.
      * Invariant: a crash at any step leaves the topic existing (its folders go last) with its state outside them
      * gone or going, so a second DROP TABLE ... PURGE finishes it and CREATE TABLE refuses the name until then; a
      * killed delete never leaves state of the old topic behind a name that is free. The lock files are kept: a
@@ -123,6 +125,8 @@ public final class TopicAdmin {
             }
             forgetOffsets(root, topic, LogStartCheckpoint.FILE, "log start offset checkpoint");
             forgetOffsets(root, topic, OffsetGaps.CLEANER_CHECKPOINT, "cleaner offset checkpoint");
+            FileLock positions = ConsumerPositionFiles.lock(root).acquire(LOCK_TIMEOUT_MS);
+            locks.add(positions);
             ConsumerPositionFiles.forgetTopic(root, topic);
             StagingRuns.forgetTopic(root, topic);
             purgeLeftovers(trash);
@@ -136,6 +140,7 @@ public final class TopicAdmin {
                 Path dir = TopicLayout.partitionDir(root, topic, p);
                 if (Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) move(dir, into.resolve(dir.getFileName()));
             }
+            positions.release();     // the topic is gone: a position written from now on leaves it out
             deleteTree(into);
         } catch (IOException e) {
             throw new StorageException("deleting topic '" + topic + "' under '" + root + "': " + e, e);

@@ -112,6 +112,12 @@ public final class TopicLayout {
         return false;
     }
 
+    /** Whether {@code topic} exists under the root: recorded, or with a partition folder (a root written before
+     *  topics were recorded), as the SQL catalog lists it. */
+    public static boolean exists(Path root, String topic) {
+        return !partitions(root, topic).isEmpty();
+    }
+
     public static List<Integer> partitions(Path root, String topic) {
         TreeSet<Integer> found = new TreeSet<>();
         for (String[] f : folders(root)) {

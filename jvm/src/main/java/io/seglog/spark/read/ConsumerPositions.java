@@ -6,7 +6,9 @@ import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Pattern;
 
@@ -20,7 +22,9 @@ import org.slf4j.LoggerFactory;
 
 import io.seglog.spark.format.AtomicFile;
 import io.seglog.spark.format.ConsumerPositionFiles;
+import io.seglog.spark.format.FileLock;
 import io.seglog.spark.format.GroupShared;
+import io.seglog.spark.format.TopicLayout;
 import io.seglog.spark.QuerySessions;
 
 /**
@@ -34,12 +38,20 @@ import io.seglog.spark.QuerySessions;
  * the thread that calls {@code commit} and {@code metrics}); without it nothing is written. A second seglog source
  * of one query over the same root (another checkpoint location) finds the file holding the first's and writes
  * nothing: one file per query, never two sources' positions mixed.
+ *
+ * <p>A topic deleted under the query (DROP TABLE ... PURGE) is left out of the file, checked under the files' lock
+ * (format.ConsumerPositionFiles's invariant): its position never comes back to be seen by a topic created again
+ * under the name. As Kafka's coordinator refuses an OffsetCommit for a deleted partition (UNKNOWN_TOPIC_OR_PARTITION);
+ * the query is not failed here: its reader reports the partitions gone as data loss when it plans its next batch
+ * (failOnDataLoss), and the query is told here once per topic.
  */
 final class ConsumerPositions {
     static final int FORMAT = 1;
     /** The largest file either side writes or reads (indexer/consumer_positions.py's MAX_FILE_BYTES). */
     static final int MAX_FILE_BYTES = 1 << 20;
     static final String QUERY_ID_PROPERTY = "sql.streaming.queryId";
+    /** How long a write waits for the files' lock (a topic's delete holds it for a few renames). */
+    private static final long LOCK_TIMEOUT_MS = 10_000L;
     private static final Pattern QUERY_ID = Pattern.compile("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Logger LOG = LoggerFactory.getLogger(ConsumerPositions.class);
@@ -48,6 +60,7 @@ final class ConsumerPositions {
     private final String checkpoint;
     private SeglogSourceOffset written;     // the offsets last written: an unchanged position is not rewritten
     private boolean told;                   // a fault is logged once per stream
+    private final Set<String> toldGone = new HashSet<>();   // deleted topics, each told once per stream
 
     ConsumerPositions(String root, String checkpoint) {
         this.root = Paths.get(root);
@@ -64,26 +77,46 @@ final class ConsumerPositions {
                     + " local property): its consumer position is not recorded");
                 return;
             }
-            Path dir = ConsumerPositionFiles.dir(root);      // no link at _seglog or consumers
-            GroupShared.createDirectories(dir);
-            Path file = dir.resolve(queryId + ".json");
-            String other = otherCheckpoint(file);
-            if (other != null) {
-                tell("query " + queryId + " has another seglog source over " + root + " (checkpoint " + other
-                    + "): the position of " + checkpoint + " is not recorded");
-                return;
+            try (FileLock lock = ConsumerPositionFiles.lock(root).acquire(LOCK_TIMEOUT_MS)) {
+                Map<String, Map<Integer, Long>> live = new TreeMap<>();
+                for (Map.Entry<String, TreeMap<Integer, Long>> t : committed.offsets.entrySet()) {
+                    if (TopicLayout.exists(root, t.getKey())) live.put(t.getKey(), t.getValue());
+                    else tellGone(queryId, t.getKey());
+                }
+                if (!live.isEmpty() && !write(queryId, live, nowMs)) return;
             }
-            byte[] data = render(queryId, QuerySessions.queryName(queryId), checkpoint, committed.offsets, nowMs)
-                .getBytes(StandardCharsets.UTF_8);
-            if (data.length > MAX_FILE_BYTES) {
-                tell("the consumer position of query " + queryId + " would take " + data.length + " bytes, over "
-                    + MAX_FILE_BYTES + ": not recorded");
-                return;
-            }
-            AtomicFile.write(file, data);
             written = committed;
         } catch (Exception e) {     // Scala throws checked exceptions undeclared (SparkException): all are caught
             tell("recording the consumer position under " + root + " failed: " + e);
+        }
+    }
+
+    /** Writes the file under the lock; false when it was refused (told). */
+    private boolean write(String queryId, Map<String, Map<Integer, Long>> offsets, long nowMs) throws IOException {
+        Path dir = ConsumerPositionFiles.dir(root);      // no link at _seglog or consumers
+        GroupShared.createDirectories(dir);
+        Path file = dir.resolve(queryId + ".json");
+        String other = otherCheckpoint(file);
+        if (other != null) {
+            tell("query " + queryId + " has another seglog source over " + root + " (checkpoint " + other
+                + "): the position of " + checkpoint + " is not recorded");
+            return false;
+        }
+        byte[] data = render(queryId, QuerySessions.queryName(queryId), checkpoint, offsets, nowMs)
+            .getBytes(StandardCharsets.UTF_8);
+        if (data.length > MAX_FILE_BYTES) {
+            tell("the consumer position of query " + queryId + " would take " + data.length + " bytes, over "
+                + MAX_FILE_BYTES + ": not recorded");
+            return false;
+        }
+        AtomicFile.write(file, data);
+        return true;
+    }
+
+    private void tellGone(String queryId, String topic) {
+        if (toldGone.add(topic)) {
+            LOG.warn("seglog source: topic '{}' no longer exists under {} (deleted): query {}'s position in it is not "
+                + "recorded; the query's next batch reports its partitions gone (failOnDataLoss)", topic, root, queryId);
         }
     }
 

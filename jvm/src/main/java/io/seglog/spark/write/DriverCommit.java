@@ -43,8 +43,9 @@ import io.seglog.spark.format.TopicMetadata;
  *   (micro-batches leave no tiny segments), large ones renamed in; everything forced before the commit;</li>
  * <li>commit once per topic, still holding those locks: the new end offsets and the writer's version, in one
  *   commit file. Only now do readers see the write;</li>
- * <li>remove this run's staging folder. On any failure before the commit every partition is rolled back
- *   again, so a failed write leaves each log as it was.</li>
+ * <li>remove this run's staging folder ({@link StagingRuns#endRun}, as an abort does: no task attempt still
+ *   running stages under it again), and the writer's folders it leaves empty. On any failure before the commit
+ *   every partition is rolled back again, so a failed write leaves each log as it was.</li>
  * </ol>
  * A kill at any point leaves records past the committed end (cut by the next write's step 4) and staged
  * files (removed by the next write of this writer), never a half-visible write. Steps 4 and 5 run a topic's
@@ -79,7 +80,7 @@ final class DriverCommit {
         long nullTopicRows = 0;
         for (StagedMessage m : messages) nullTopicRows += m.nullTopicRows();
         if (nullTopicRows > 0) {
-            DriverCommit.deleteTree(Path.of(plan.staging));
+            StagingRuns.endRun(Path.of(plan.staging));
             throw new SeglogWriteException("seglog write: " + nullTopicRows + " row(s) have a null 'topic' and there is no "
                     + "'topic' option to fall back on; nothing was written");
         }
@@ -117,7 +118,7 @@ final class DriverCommit {
             }
         } finally {
             for (int i = locks.size() - 1; i >= 0; i--) locks.get(i).release();
-            deleteTree(Path.of(plan.staging));
+            StagingRuns.endRun(Path.of(plan.staging));
         }
     }
 
@@ -224,7 +225,18 @@ final class DriverCommit {
     static FileLock startRun(String staging) {
         Path dir = Path.of(staging);
         Path nascent = dir.resolveSibling(StagingRuns.NASCENT + dir.getFileName());
-        FileLock lock = new FileLock(nascent.resolve(".run.lock"), "staging run " + dir.getFileName()).acquire(0L);
+        FileLock lock = null;
+        for (int attempt = 1; lock == null; attempt++) {
+            try {
+                lock = new FileLock(nascent.resolve(".run.lock"), "staging run " + dir.getFileName()).acquire(0L);
+            } catch (io.seglog.spark.format.StorageException e) {
+                // another run's end removed the writer's folder, empty, between a mkdir of it and of ours (seen as
+                // missing, or as made and then gone): made again; anything else, or again and again, is refused
+                boolean raced = e.getCause() instanceof java.nio.file.NoSuchFileException
+                    || e.getCause() instanceof java.nio.file.FileAlreadyExistsException;
+                if (!raced || attempt == 10) throw e;
+            }
+        }
         try {
             Files.move(nascent, dir, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
         } catch (IOException | RuntimeException e) {

@@ -7,6 +7,8 @@ import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 
+import io.seglog.spark.format.StagingRuns;
+
 /** A batch {@code format("seglog")} write: tasks stage, the driver commits ({@link DriverCommit}). */
 final class SeglogBatchWrite implements BatchWrite {
     private final WriteOptions options;
@@ -35,10 +37,14 @@ final class SeglogBatchWrite implements BatchWrite {
         }
     }
 
-    /** Nothing was published (tasks only stage; a failed commit rolled its partitions back): the staging goes. */
+    /** Nothing was published (tasks only stage; a failed commit rolled its partitions back): this run's staging goes,
+     *  and no task attempt still running can stage under it again (StagingRuns.endRun). */
     @Override
     public void abort(WriterCommitMessage[] messages) {
-        DriverCommit.deleteTree(Path.of(plan.staging));
-        run.release();
+        try {
+            StagingRuns.endRun(Path.of(plan.staging));
+        } finally {
+            run.release();
+        }
     }
 }

@@ -78,7 +78,7 @@ final class SeglogStreamingWrite implements StreamingWrite {
 
     @Override
     public void abort(long epochId, WriterCommitMessage[] messages) {
-        if (current != null) DriverCommit.deleteTree(java.nio.file.Path.of(current.staging));
+        if (current != null) io.seglog.spark.format.StagingRuns.endRun(java.nio.file.Path.of(current.staging));
         if (run != null) run.release();
     }
 }

@@ -10,6 +10,7 @@ import java.util.List;
 import io.seglog.spark.format.AppendRules;
 import io.seglog.spark.format.GroupShared;
 import io.seglog.spark.format.SegmentIndexer;
+import io.seglog.spark.format.StagingRuns;
 
 /**
  * One log partition's records within one write task: encoded into batches and written as staged
@@ -216,7 +217,7 @@ final class SegmentStager {
 
     private void openSegment() throws IOException {
         seq++;
-        groupShared = GroupShared.createDirectories(dir);
+        groupShared = StagingRuns.taskFolder(dir);    // never the run's folder: an aborted run stays gone
         log = GroupShared.createNew(file(".log"), groupShared);
         meta = ByteBuffer.allocate(BATCH_META_SIZE * 64);
         size = 0;

@@ -69,6 +69,7 @@ public final class StagedWrite {
      */
     public static String[] run(Object df, String planJson) throws IOException {
         Plan plan = parse(planJson);
+        io.seglog.spark.format.GroupShared.createDirectories(Paths.get(plan.staging));   // the driver's, as a run's
         JavaRDD<InternalRow> rows = io.seglog.spark.SparkLines.queryExecution(df).toRdd().toJavaRDD();
         List<String> reports = rows.mapPartitions(it -> Collections.singletonList(writeTask(plan, it)).iterator(),
                 false).collect();
@@ -77,7 +78,9 @@ public final class StagedWrite {
 
     /** One task's staging outside a Spark job (the format tests' tool stages rows it makes itself). */
     public static String writeRows(String planJson, Iterator<InternalRow> rows) throws IOException {
-        return writeTask(parse(planJson), rows);
+        Plan plan = parse(planJson);
+        io.seglog.spark.format.GroupShared.createDirectories(Paths.get(plan.staging));   // tasks make only their own folder
+        return writeTask(plan, rows);
     }
 
     /** One task: every row to its slot's stager; the report names the staged segments. */
