@@ -74,6 +74,9 @@ class MergingLog(LiveLog):
         self.committed = max(self.committed, self.log.log_end_offset)
         self.commits.commit("sink", self.batch, {0: self.committed})
 
+    def committed_end(self) -> int | None:
+        return self.committed if self.commits.end_offsets() else None
+
     @rule()
     def roll_back_to_the_committed_end(self):
         roll_back_to_committed(self.log, self.committed)
