@@ -619,6 +619,9 @@ class WriterBatches:
 # What a reader may meet while retention deletes under it: a local segment gone, or on a tiered topic a remote
 # object the tier job deleted after the open read the metadata (both SegmentDeletedError, an
 # OffsetOutOfRangeError). Retried from a new open (a bounded number of times); nothing else is.
+SERVER_ERRORS_RETRIED: dict = defaultdict(int)   # topic -> remote reads tried again after the S3 server's 500
+
+
 def _retried():
     from seglog.errors import OffsetOutOfRangeError
 
@@ -629,6 +632,7 @@ def read_partition(root: Path, topic: str, p: int, start: int, end: int, retries
     """`TieredLog.read` of [start, end) (both tiers: below the local start from the remote tier) as
     Records; records retention deleted under the reader are skipped: it reopens from the new log start.
     Returns (rows, log start seen last)."""
+    from seglog.errors import StorageError
     from seglog.indexer.remote.tiered_log import TieredLog
 
     path = root / f"{topic}-{p}"
@@ -646,6 +650,14 @@ def read_partition(root: Path, topic: str, p: int, start: int, end: int, retries
                     REMOTE_ROWS[topic] += r.offset < local
             return rows, ls
         except _retried():
+            continue
+        except StorageError as exc:
+            # the loopback S3 server (moto) under load once failed a GET with a 500 (INTERNAL_FAILURE, "Failed
+            # to flush response stream"); a reader reads again, as S3A's retry policy would. Counted, and only then.
+            if "INTERNAL_FAILURE" not in str(exc):
+                raise
+            SERVER_ERRORS_RETRIED[topic] += 1
+            time.sleep(0.2)
             continue
     raise AssertionError(f"{topic}-{p}: {retries} reads in a row lost a segment under the reader")
 
