@@ -15,7 +15,9 @@ from __future__ import annotations
 import base64
 import datetime
 import hashlib
+import logging
 import os
+import time
 from urllib.parse import ParseResult, urlparse
 
 import pyarrow
@@ -39,6 +41,20 @@ _AZURE_DEFAULT_DFS = ".dfs.core.windows.net"
 # client's namespace probe when no credential can be had).
 _FAILURES = (OSError, pyarrow.ArrowException)
 _MISSING = ("does not exist", "NoSuchKey", "NOT_FOUND", "BlobNotFound")
+
+
+# The AWS SDK for C++ under pyarrow's S3 client reports a GET whose response body it could not take in ("Failed to
+# flush response stream") as INTERNAL_FAILURE, which its own retry policy treats as final, though the transfer is
+# what failed, not the request (seen under load against a loopback server; other users of the SDK retry it, e.g.
+# apache/doris#61636). A ranged read changes nothing, so it is sent again, a bounded number of times.
+_TRANSIENT_READ = ("Failed to flush response stream",)
+READ_ATTEMPTS = 3
+_log = logging.getLogger("seglog.remote")
+
+
+def _transient(exc: BaseException) -> bool:
+    """Whether a failed read is one the client gave up on too soon (`_TRANSIENT_READ`)."""
+    return any(m in str(exc) for m in _TRANSIENT_READ)
 
 
 def _missing(exc: BaseException) -> bool:
@@ -196,16 +212,26 @@ class RemoteStore:
             raise self._fail("cannot write", key, exc) from exc
 
     def read(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
-        """`length` bytes of `key` from `offset` (all of it when None): one ranged read."""
-        try:
-            with self.fs.open_input_file(self.path(key)) as f:
-                if length is None:
-                    length = f.size() - offset
-                return f.read_at(length, offset) if length > 0 else b""
-        except _FAILURES as exc:
-            if _missing(exc):
-                raise FileNotFoundError(self.path(key)) from exc
-            raise self._fail("cannot read", key, exc) from exc
+        """`length` bytes of `key` from `offset` (all of it when None): one ranged read, sent again (at most
+        READ_ATTEMPTS in all) when the client gave up on its transfer too soon (`_transient`)."""
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            try:
+                return self._read_once(key, offset, length)
+            except _FAILURES as exc:
+                if _missing(exc):
+                    raise FileNotFoundError(self.path(key)) from exc
+                if attempt == READ_ATTEMPTS or not _transient(exc):
+                    raise self._fail("cannot read", key, exc) from exc
+                _log.warning("remote tier %s: read of %s at %d failed in transfer (%s); reading it again (%d of %d)",
+                             self.location.uri, key, offset, exc, attempt + 1, READ_ATTEMPTS)
+                time.sleep(0.05 * attempt)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _read_once(self, key: str, offset: int, length: int | None) -> bytes:
+        with self.fs.open_input_file(self.path(key)) as f:
+            if length is None:
+                length = f.size() - offset
+            return f.read_at(length, offset) if length > 0 else b""
 
     def size(self, key: str) -> int | None:
         """`key`'s size, None when it is missing."""
