@@ -14,8 +14,10 @@ has set-up to leave out of the figure).
 """
 from __future__ import annotations
 
+import os
 import statistics
 import time
+from pathlib import Path
 from typing import Callable
 
 Case = Callable[[], "float | None"]
@@ -59,3 +61,26 @@ def ratio(numerator: list[float], denominator: list[float]) -> dict:
 
 def summary(seconds: list[float]) -> dict:
     return {"median_s": statistics.median(seconds), "min_s": min(seconds), "max_s": max(seconds)}
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, all threads) a live process has used, from /proc (Linux). A case whose server
+    runs on the same cores (a loopback S3 server) is bounded by the CPU both sides need, not only by its wall
+    time: this tells that floor."""
+    after_name = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(after_name[11]) + int(after_name[12])) / os.sysconf("SC_CLK_TCK")   # utime, stime: fields 14, 15
+
+
+class CpuMeter:
+    """CPU seconds that named processes use over timed spans: `before = meter.read()`, the span, then
+    `meter.since(before)` -> {name: seconds}."""
+
+    def __init__(self, pids: dict[str, int]):
+        self.pids = dict(pids)
+
+    def read(self) -> dict[str, float]:
+        return {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+
+    def since(self, before: dict[str, float]) -> dict[str, float]:
+        now = self.read()
+        return {name: now[name] - before[name] for name in self.pids}

@@ -165,10 +165,16 @@ def run(quick: bool = False, spark=None) -> dict:
                  "input_tasks": 4, "throughput": {}, "targets": {"throughput_vs_delta": 1.5,
                                                                  "micro_batch_vs_delta": 0.5}}
     n = [0]
+    made: dict[str, str] = {}
 
     def fresh(name: str) -> str:
+        """A new output folder for a case, its previous one removed first (untimed: callers time after this).
+        One output per case at a time: 8 runs of 3 cases at 1e7 rows would not fit on the disk."""
+        if name in made:
+            shutil.rmtree(made[name], ignore_errors=True)
         n[0] += 1
-        return str(work / f"{name}-{n[0]}")
+        made[name] = str(work / f"{name}-{n[0]}")
+        return made[name]
 
     try:
         for rows in sizes:
@@ -187,11 +193,17 @@ def run(quick: bool = False, spark=None) -> dict:
                     last["bytes"] = _bytes(Path(target), ".log")
                     return took
 
-                def delta():
-                    df.write.format("delta").mode("append").save(fresh("delta"))
+                def delta() -> float:
+                    target = fresh("delta")
+                    t0 = time.perf_counter()
+                    df.write.format("delta").mode("append").save(target)
+                    return time.perf_counter() - t0
 
-                def disk():   # the warm-up ran seglog first, so its byte count is known
-                    durable_write(Path(fresh("raw")), last["bytes"])
+                def disk() -> float:   # the warm-up ran seglog first, so its byte count is known
+                    target = Path(fresh("raw"))
+                    t0 = time.perf_counter()
+                    durable_write(target, last["bytes"])
+                    return time.perf_counter() - t0
 
                 r = _compare(seglog, delta, rounds, seglog_over_delta=False, disk=disk, warmup=THROUGHPUT_WARMUP)
                 r["seglog_log_bytes"] = last["bytes"]
@@ -200,6 +212,7 @@ def run(quick: bool = False, spark=None) -> dict:
                 out["throughput"][f"{rows}x{partitions}"] = r
                 shutil.rmtree(work, ignore_errors=True)
                 work.mkdir()
+                made.clear()
             df.unpersist()
 
         # micro-batches: consecutive 1,000-row batches into one log and one Delta table

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -122,19 +123,33 @@ def memory_case(root: str, endpoint: str, bucket: str) -> None:
 
 
 def replay_cases(spark, server, bucket: str, work: Path, local_root: Path, source: Path, rows: int, rounds: int,
-                 plain: bool) -> dict[str, list[float]]:
+                 plain: bool) -> tuple[dict[str, list[float]], dict[str, list[dict[str, float]]]]:
     """Seconds per round of a whole `format("seglog")` read (a `noop` write, so every row reaches the JVM) of a
     freshly tiered copy of `source` (its own prefix: nothing in the reader's cache) against the same records on the
     local tier (`local_root`), and of the server's floors: the same .log objects downloaded plainly (pyarrow.fs), one
     after another in 1 MiB reads (`plain`), and in 4 MiB ranges 8 at a time (S3's guidance for throughput: parallel
     ranged GETs). Each round's objects are removed after it, so every round meets the server in the same state; the
-    last tiered copy is read once more and its rows counted."""
+    last tiered copy is read once more and its rows counted.
+
+    Also returns, per case and round, the CPU seconds the S3 server, Spark's JVM and this process used over the
+    timed span: the server (moto, one Python process) and the reader share this machine's cores, so a remote
+    replay can be no faster than the CPU both need (`cpu_floor`)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from seglog.indexer.remote.store import RemoteStore
 
     n = [0]
     last_remote: list[tuple[Path, object]] = []
+    meter = method.CpuMeter({"server": server.proc.pid, "jvm": spark.sparkContext._gateway.proc.pid,
+                             "bench": os.getpid()})
+    cpu: dict[str, list[dict[str, float]]] = {}
+
+    def metered(name: str, span) -> float:
+        before, t0 = meter.read(), time.perf_counter()
+        span()
+        took = time.perf_counter() - t0
+        cpu.setdefault(name, []).append(meter.since(before))
+        return took
 
     def noop(root: Path) -> None:
         (spark.read.format("seglog").option("topic", TOPIC).load(str(root))
@@ -150,9 +165,7 @@ def replay_cases(spark, server, bucket: str, work: Path, local_root: Path, sourc
 
     def remote_case() -> float:
         root, loc = fresh_tiered_copy("remote")
-        t0 = time.perf_counter()
-        noop(root)
-        took = time.perf_counter() - t0
+        took = metered("remote", lambda: noop(root))
         for old_root, old_loc in last_remote:        # the last copy stays for the row count below
             shutil.rmtree(old_root)
             _drop(old_loc)
@@ -164,21 +177,23 @@ def replay_cases(spark, server, bucket: str, work: Path, local_root: Path, sourc
         store = RemoteStore(loc)
         keys = [f"{TOPIC}-0/{name}" for name in store.list(f"{TOPIC}-0") if name.endswith(".log")]
         sizes = {key: store.size(key) for key in keys}
-        t0 = time.perf_counter()
-        if parallel:
-            def get(job):
-                key, lo = job
-                with store.fs.open_input_file(store.path(key)) as f:
-                    f.read_at(min(4 << 20, sizes[key] - lo), lo)
 
-            with ThreadPoolExecutor(8) as pool:
-                list(pool.map(get, [(k, lo) for k in keys for lo in range(0, sizes[k], 4 << 20)]))
-        else:
-            for key in keys:
-                with store.fs.open_input_stream(store.path(key)) as f:
-                    while f.read(1 << 20):
-                        pass
-        took = time.perf_counter() - t0
+        def get(job):
+            key, lo = job
+            with store.fs.open_input_file(store.path(key)) as f:
+                f.read_at(min(4 << 20, sizes[key] - lo), lo)
+
+        def transfer() -> None:
+            if parallel:
+                with ThreadPoolExecutor(8) as pool:
+                    list(pool.map(get, [(k, lo) for k in keys for lo in range(0, sizes[k], 4 << 20)]))
+            else:
+                for key in keys:
+                    with store.fs.open_input_stream(store.path(key)) as f:
+                        while f.read(1 << 20):
+                            pass
+
+        took = metered("parallel_download" if parallel else "plain_download", transfer)
         shutil.rmtree(root)
         _drop(loc)
         return took
@@ -186,18 +201,41 @@ def replay_cases(spark, server, bucket: str, work: Path, local_root: Path, sourc
     count = spark.read.format("seglog").option("topic", TOPIC).load(str(local_root)).count()
     if count != rows:
         raise RuntimeError(f"bench tier: the local log reads {count} rows, not {rows}")
-    cases = {"remote": remote_case, "local": lambda: noop(local_root)}
+    cases = {"remote": remote_case, "local": lambda: metered("local", lambda: noop(local_root))}
     if plain:
         cases["plain_download"] = lambda: download(False)
     cases["parallel_download"] = lambda: download(True)
     times = method.interleaved(cases, rounds, warmup=1)
+    cpu = {name: spans[-rounds:] for name, spans in cpu.items()}     # the warm-up's spans are not rounds
     probe, probe_loc = last_remote[0]
     remote_count = spark.read.format("seglog").option("topic", TOPIC).load(str(probe)).count()
     if remote_count != rows:
         raise RuntimeError(f"bench tier: the tiered log reads {remote_count} rows, not {rows}")
     shutil.rmtree(probe)
     _drop(probe_loc)
-    return times
+    return times, cpu
+
+
+def cpu_floor(times: dict[str, list[float]], cpu: dict[str, list[dict[str, float]]]) -> dict:
+    """The floor of a remote replay on this machine, per round: the CPU the JVM needs to read the records (the local
+    replay's) plus the CPU the server needs to send their bytes (the parallel download's), over the machine's
+    cores, and never below the parallel download's own time. A remote reader can overlap fetching with decoding,
+    but not past the cores both sides share. The remote replay's own CPU per side is reported beside it."""
+    cores = os.cpu_count() or 1
+    floor = [max(dl, (local["jvm"] + served["server"]) / cores)
+             for dl, local, served in zip(times["parallel_download"], cpu["local"], cpu["parallel_download"])]
+
+    def median_of(name: str, side: str) -> float:
+        return statistics.median(span[side] for span in cpu[name])
+
+    return {
+        "cores": cores,
+        "floor_s": method.summary(floor),
+        "replay_remote_over_cpu_floor": method.ratio(times["remote"], floor),
+        "cpu_s_median": {name: {side: median_of(name, side) for side in ("server", "jvm", "bench")} for name in cpu},
+        "what": "floor = max(parallel download's time, (the local replay's JVM CPU + the parallel download's "
+                "server CPU) / cores): the S3 server (moto, one Python process) and Spark share this machine's cores",
+    }
 
 
 def run(quick: bool = False) -> dict:
@@ -251,13 +289,13 @@ def run(quick: bool = False) -> dict:
         conf = spark.sparkContext._jsc.hadoopConfiguration()
         conf.set("fs.s3a.access.key", "testing")
         conf.set("fs.s3a.secret.key", "testing")
-        replay_times = replay_cases(spark, server, bucket, work, local_root, source, rows, rounds, plain=True)
+        replay_times, replay_cpu = replay_cases(spark, server, bucket, work, local_root, source, rows, rounds, plain=True)
         replay_10x = None
         if not quick:
             local_10x, source_10x = work / "local-10x", work / "source-10x"
             log_bytes_10x = build_log(local_10x, rows * 10, segment_bytes, tiered=False)
             build_log(source_10x, rows * 10, segment_bytes, tiered=True)
-            t10 = replay_cases(spark, server, bucket, work, local_10x, source_10x, rows * 10, 3, plain=False)
+            t10, cpu10 = replay_cases(spark, server, bucket, work, local_10x, source_10x, rows * 10, 3, plain=False)
             shutil.rmtree(local_10x)
             shutil.rmtree(source_10x)
             replay_10x = {
@@ -266,6 +304,7 @@ def run(quick: bool = False) -> dict:
                 "replay_remote_over_parallel_download": method.ratio(t10["remote"], t10["parallel_download"]),
                 "parallel_download_over_local": method.ratio(t10["parallel_download"], t10["local"]),
                 "replay_seconds": {k: method.summary(v) for k, v in t10.items()},
+                "cpu_floor": cpu_floor(t10, cpu10),
             }
         spark.stop()
         spark = None
@@ -292,6 +331,7 @@ def run(quick: bool = False) -> dict:
             "replay_remote_over_parallel_download": method.ratio(replay_times["remote"], replay_times["parallel_download"]),
             "parallel_download_over_local": method.ratio(replay_times["parallel_download"], replay_times["local"]),
             "replay_seconds": {k: method.summary(v) for k, v in replay_times.items()},
+            "cpu_floor": cpu_floor(replay_times, replay_cpu),
             "replay_10x": replay_10x,
             "tier_pass_over_plain_upload": method.ratio(copy_times["tier_pass"], copy_times["plain_upload"]),
             "copy_seconds": {k: method.summary(v) for k, v in copy_times.items()},
