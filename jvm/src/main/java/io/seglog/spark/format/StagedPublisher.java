@@ -449,7 +449,7 @@ public final class StagedPublisher {
                 head.putLong(base + last - count + 1).putInt((int) (next - position - 12)).putInt(epoch).flip();
                 while (head.hasRemaining()) ch.write(head, position + head.position());
             }
-            ch.force(true);   // the real offsets durable before the rename
+            ch.force(false);  // the real offsets durable before the rename (data only: the size did not change)
         }
         if (!s.durable()) {
             FileSync.file(Path.of(s.stem() + ".index"));

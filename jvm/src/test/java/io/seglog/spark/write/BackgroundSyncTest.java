@@ -1,8 +1,10 @@
 package io.seglog.spark.write;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -67,6 +69,59 @@ class BackgroundSyncTest {
         try (BackgroundSync sync = new BackgroundSync()) {
             sync.close(a, true);
             assertThrows(IOException.class, sync::finish);
+        }
+    }
+
+    /** Writes {@code total} bytes round-robin over {@code files} files in 256 KiB writes; the forces asked. */
+    private int forcesFor(int files, long total) throws IOException {
+        byte[] chunk = new byte[256 << 10];
+        FileChannel[] chs = new FileChannel[files];
+        for (int i = 0; i < files; i++) chs[i] = open(files + "-" + i + ".log");
+        try (BackgroundSync sync = new BackgroundSync()) {
+            for (long i = 0; i < total / chunk.length; i++) {
+                FileChannel ch = chs[(int) (i % files)];
+                ch.write(ByteBuffer.wrap(chunk));
+                sync.wrote(ch, chunk.length);
+            }
+            for (FileChannel ch : chs) sync.close(ch, true);
+            sync.finish();
+            for (FileChannel ch : chs) assertFalse(ch.isOpen());
+            return sync.forcesAsked();
+        }
+    }
+
+    /** Issue 41: a task spreading its bytes over 32 files asked for a force of every file each SYNC_EVERY (8 times
+     *  the fsyncs of 4 files for the same bytes); a file is forced while open only once it holds FORCE_MIN bytes. */
+    @Test
+    void manyFilesCostNoMoreForcesPerByteThanFew() throws IOException {
+        long total = 4 * BackgroundSync.SYNC_EVERY;
+        int few = forcesFor(4, total);
+        int many = forcesFor(32, total);
+        assertTrue(few > 0, "the background forces ran");
+        assertTrue(many <= total / BackgroundSync.FORCE_MIN, "32 files: " + many + " forces for " + total + " bytes");
+        assertTrue(few <= total / BackgroundSync.FORCE_MIN, "4 files: " + few + " forces for " + total + " bytes");
+    }
+
+    /** A channel is never forced after its close was asked, with forces and closes on several threads: every
+     *  file closed while forces of it may still be queued, and none fails. */
+    @Test
+    void closesRacingForcesNeverFail() throws IOException {
+        byte[] chunk = new byte[512 << 10];
+        try (BackgroundSync sync = new BackgroundSync()) {
+            FileChannel[] chs = new FileChannel[64];
+            for (int i = 0; i < chs.length; i++) {
+                chs[i] = open("r" + i + ".log");
+                for (int k = 0; k < 4; k++) {   // 2 MiB each: forced as the rounds pass, then closed at once
+                    chs[i].write(ByteBuffer.wrap(chunk));
+                    sync.wrote(chs[i], chunk.length);
+                }
+                sync.close(chs[i], i % 2 == 0);
+            }
+            sync.finish();
+            for (int i = 0; i < chs.length; i++) {
+                assertFalse(chs[i].isOpen());
+                assertEquals(4L * chunk.length, Files.size(dir.resolve("r" + i + ".log")));
+            }
         }
     }
 }
