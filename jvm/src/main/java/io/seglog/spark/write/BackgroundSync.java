@@ -21,16 +21,15 @@ import java.util.concurrent.Future;
  * (tests/oracles/staged.py), and then finds only the patched pages dirty.
  *
  * <p>One thread per task runs the forces in the order asked, so a channel is never forced after the
- * task asked to close it. Used from the task's thread only (the sync thread sees only its jobs).
+ * task asked to close it. It is started by the first force asked: a task of small segments (copied by the
+ * driver, which forces the copy) asks for none, and closes its files itself (issue 41: a thread started and
+ * stopped per task, and a close handed to it, for nothing). Used from the task's thread only (the sync
+ * thread sees only its jobs).
  */
 final class BackgroundSync implements AutoCloseable {
     static final long SYNC_EVERY = 8L << 20;   // small: the forces left for the task's end stay short
 
-    private final ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
-        Thread t = new Thread(r, "seglog-staged-sync");
-        t.setDaemon(true);
-        return t;
-    });
+    private ExecutorService thread;   // started by the first force asked
     private final Set<FileChannel> dirty = new LinkedHashSet<>();
     private final List<Future<?>> pending = new ArrayList<>();
     private final List<FileChannel> closing = new ArrayList<>();   // closed by close() if never reached
@@ -44,7 +43,7 @@ final class BackgroundSync implements AutoCloseable {
             List<FileChannel> channels = new ArrayList<>(dirty);
             dirty.clear();
             sinceSync = 0;
-            pending.add(thread.submit(() -> {
+            pending.add(thread().submit(() -> {
                 for (FileChannel c : channels) {
                     if (c.isOpen()) {
                         c.force(false);
@@ -55,11 +54,26 @@ final class BackgroundSync implements AutoCloseable {
         }
     }
 
+    private ExecutorService thread() {
+        if (thread == null) {
+            thread = Executors.newSingleThreadExecutor(r -> {
+                Thread t = new Thread(r, "seglog-staged-sync");
+                t.setDaemon(true);
+                return t;
+            });
+        }
+        return thread;
+    }
+
     /** A finished segment: forced (if {@code durable}) then closed, after every force asked before. */
-    void close(FileChannel ch, boolean durable) {
+    void close(FileChannel ch, boolean durable) throws IOException {
         dirty.remove(ch);
+        if (!durable && pending.isEmpty()) {
+            ch.close();   // no force outstanding (pending holds every job until finish): none can reach ch
+            return;
+        }
         closing.add(ch);
-        pending.add(thread.submit(() -> {
+        pending.add(thread().submit(() -> {
             try (FileChannel c = ch) {
                 if (durable) {
                     c.force(false);
@@ -92,7 +106,7 @@ final class BackgroundSync implements AutoCloseable {
     /** Stop the thread (after {@link #finish}, or for a failed task: its files are removed anyway). */
     @Override
     public void close() {
-        thread.shutdownNow();
+        if (thread != null) thread.shutdownNow();
         for (FileChannel ch : closing) {
             try {
                 ch.close();   // a no-op for the ones the thread closed
