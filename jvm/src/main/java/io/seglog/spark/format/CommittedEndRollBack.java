@@ -130,8 +130,9 @@ public final class CommittedEndRollBack {
         int validEnd;
         long lastSize;
         try (Segment active = Segment.open(dir, last, dense, epochs)) {
-            logEnd = active.nextOffset();
-            validEnd = active.wholeBatchesEnd();
+            long[] ends = active.nextOffsetAndWholeBatchesEnd();
+            logEnd = ends[0];
+            validEnd = (int) ends[1];
             lastSize = active.size();
         }
         if (committed > logEnd) {
