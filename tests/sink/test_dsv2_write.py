@@ -350,3 +350,18 @@ def test_a_task_still_running_after_the_abort_stages_nothing_again(spark, tmp_pa
     assert _tasks_running(spark) == 0
     assert [f for f in _staging_folders(root) if "append-" in f] == []
     assert sum(map(len, _core_records(root, "t").values())) == 1
+
+
+def test_a_commit_lists_and_opens_each_written_partition_once_for_its_roll_back_and_publish(spark, tmp_path):
+    """Issue 41: a written partition's lock is held from its roll back to the commit, so its publish starts from the
+    folder as the roll back read it: per written partition one listing (the roll back's) and two segment opens (the
+    roll back's, then the active segment the copy appends to), where the publish listed and opened it again."""
+    root = tmp_path / "log"
+    df = _df(spark, 60)
+    _write(df, root, topic="t", partitions=4, txnAppId="a", txnVersion=0)
+    written = sum(1 for recs in _core_records(root, "t").values() if recs)
+    fmt = spark.sparkContext._jvm.io.seglog.spark.format
+    listings, opens = fmt.PartitionLog.listings(), fmt.Segment.opens()
+    _write(df, root, topic="t", partitions=4, txnAppId="a", txnVersion=1)
+    assert (fmt.PartitionLog.listings() - listings, fmt.Segment.opens() - opens) == (written, 2 * written)
+    assert sum(map(len, _core_records(root, "t").values())) == 120

@@ -52,14 +52,22 @@ public final class CommittedEndRollBack {
     public static final class Result {
         private final boolean cut;
         private final long logEnd;
+        private final Opened opened;
 
         public Result(boolean cut, long logEnd) {
+            this(cut, logEnd, null);
+        }
+
+        Result(boolean cut, long logEnd, Opened opened) {
             this.cut = cut;
             this.logEnd = logEnd;
+            this.opened = opened;
         }
 
         public boolean cut() { return cut; }
         public long logEnd() { return logEnd; }
+        /** The folder as this roll back read it when it cut nothing from a folder with segments, else null. */
+        public Opened opened() { return opened; }
 
         @Override public boolean equals(Object o) {
             if (this == o) return true;
@@ -72,6 +80,26 @@ public final class CommittedEndRollBack {
         @Override public int hashCode() { return java.util.Objects.hash(cut, logEnd); }
 
         @Override public String toString() { return "Result[cut=" + cut + ", logEnd=" + logEnd + "]"; }
+    }
+
+    /**
+     * A partition folder as a roll back that cut nothing read it (its segment bases, the gap rule, the leader epoch
+     * bound, its log end, the last segment holding whole batches only). Invariant: it is what the folder holds only
+     * while the partition's lock taken before the roll back is still held; a publish under that same hold
+     * ({@link StagedPublisher#publish}) starts from it instead of listing and opening the folder again (issue 41).
+     */
+    public static final class Opened {
+        final long[] bases;
+        final boolean dense;
+        final int epochs;
+        final long logEnd;
+
+        Opened(long[] bases, boolean dense, int epochs, long logEnd) {
+            this.bases = bases;
+            this.dense = dense;
+            this.epochs = epochs;
+            this.logEnd = logEnd;
+        }
     }
 
     /**
@@ -102,8 +130,9 @@ public final class CommittedEndRollBack {
         int validEnd;
         long lastSize;
         try (Segment active = Segment.open(dir, last, dense, epochs)) {
-            logEnd = active.nextOffset();
-            validEnd = active.wholeBatchesEnd();
+            long[] ends = active.nextOffsetAndWholeBatchesEnd();
+            logEnd = ends[0];
+            validEnd = (int) ends[1];
             lastSize = active.size();
         }
         if (committed > logEnd) {
@@ -120,7 +149,9 @@ public final class CommittedEndRollBack {
         long cutBase;
         int position;
         if (committed == logEnd) {
-            if (lastSize == validEnd) return new Result(false, logEnd);   // nothing past the committed end
+            if (lastSize == validEnd) {   // nothing past the committed end
+                return new Result(false, logEnd, new Opened(bases, dense, epochs, logEnd));
+            }
             // a torn tail after the last whole batch (a killed writer's): cut as the core's recovery cuts it
             offset = logEnd;
             cutBase = last;

@@ -31,6 +31,7 @@ public final class FileLock implements AutoCloseable {
     private static final int O_RDWR = 2;
     private static final int O_CLOEXEC = 02000000;
     private static final int O_NOFOLLOW = 0400000;   // a symlinked lock file is refused, never followed (RootFiles)
+    private static final int ENOENT = 2;
     private static final int EACCES = 13;
     private static final int ELOOP = 40;
     private static final int EAGAIN = 11;   // EWOULDBLOCK
@@ -147,6 +148,36 @@ public final class FileLock implements AutoCloseable {
      *  takes a read-only descriptor too. The file is 0600 (0660 in a shared folder), and one of an older
      *  seglog (0644) is narrowed to that by its owner; a user who may not write it gets a StorageException. */
     private int open() {
+        int opened;
+        try {
+            // the usual case first: the file is there (a lock file stays), so no folder check and no create that fails
+            opened = openExisting();
+        } catch (LastErrorException e) {
+            if (e.getErrorCode() != ENOENT) throw refused(e);
+            opened = -1;
+        }
+        if (opened < 0) {
+            create();
+            try {
+                opened = openExisting();
+            } catch (LastErrorException e) {
+                throw refused(e);
+            }
+        }
+        try {
+            GroupShared.narrowLockFile(path, Holder.LIBC.geteuid());
+        } catch (IOException | RuntimeException e) {
+            Holder.LIBC.close(opened);
+            throw new StorageException(what + ": cannot set the mode of lock file " + path + ": " + e, e);
+        }
+        return opened;
+    }
+
+    private int openExisting() throws LastErrorException {
+        return Holder.LIBC.open(path.toString(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    }
+
+    private void create() {
         try {
             boolean shared = GroupShared.createDirectories(path.getParent());
             try {
@@ -157,24 +188,16 @@ public final class FileLock implements AutoCloseable {
         } catch (IOException e) {
             throw new StorageException(what + ": cannot create lock file " + path + ": " + e, e);
         }
-        int opened;
-        try {
-            opened = Holder.LIBC.open(path.toString(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-        } catch (LastErrorException e) {
-            if (e.getErrorCode() == ELOOP) RootFiles.refuseSymlink(path);
-            if (e.getErrorCode() == EACCES) {
-                throw new StorageException(what + ": cannot open lock file " + path + " for writing (permission "
-                        + "denied); only a user who may write a lock file may take its lock (docs/spec.md §4)", e);
-            }
-            throw new StorageException(what + ": cannot open " + path + ": " + e, e);
+    }
+
+    /** Why the lock file could not be opened for writing, as the error this class throws. */
+    private StorageException refused(LastErrorException e) {
+        if (e.getErrorCode() == ELOOP) RootFiles.refuseSymlink(path);
+        if (e.getErrorCode() == EACCES) {
+            return new StorageException(what + ": cannot open lock file " + path + " for writing (permission "
+                    + "denied); only a user who may write a lock file may take its lock (docs/spec.md §4)", e);
         }
-        try {
-            GroupShared.narrowLockFile(path, Holder.LIBC.geteuid());
-        } catch (IOException | RuntimeException e) {
-            Holder.LIBC.close(opened);
-            throw new StorageException(what + ": cannot set the mode of lock file " + path + ": " + e, e);
-        }
-        return opened;
+        return new StorageException(what + ": cannot open " + path + ": " + e, e);
     }
 
     public void release() {

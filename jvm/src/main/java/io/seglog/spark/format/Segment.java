@@ -422,6 +422,16 @@ public final class Segment implements Closeable {
         return next;
     }
 
+    /** {@link #nextOffset} and {@link #wholeBatchesEnd} of a local segment from one walk of its tail (each walks
+     *  it, reading and checking the batches no index entry covers yet): {next offset, position}. */
+    public long[] nextOffsetAndWholeBatchesEnd() {
+        int n = offsetIndex().entries();
+        long next = n == 0 ? base : offsetIndex().offsetAt(n - 1) + 1;
+        Batches it = tail();
+        while (it.hasNext()) next = it.next().lastOffset() + 1;
+        return new long[] {knownNext >= 0 ? knownNext : next, it.position()};
+    }
+
     /** The file position after the last whole, valid batch: the segment's bytes without a torn tail (as the
      *  Python core's segment size), so that sizes of a range to the log end agree on both sides. */
     public int wholeBatchesEnd() {

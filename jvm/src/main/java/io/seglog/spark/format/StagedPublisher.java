@@ -102,10 +102,20 @@ public final class StagedPublisher {
      */
     public static Result publish(Path root, String topic, int partition, List<StagedSegment> staged, AppendRules rules,
                                  long renameMinBytes) {
+        return publish(root, topic, partition, staged, rules, renameMinBytes, null);
+    }
+
+    /**
+     * {@link #publish(Path, String, int, List, AppendRules, long)} starting from the folder as the roll back just
+     * made under the partition's lock, still held, read it ({@code opened}; null: read it here): its listing, gap
+     * rule, epoch bound and log end are not read again.
+     */
+    public static Result publish(Path root, String topic, int partition, List<StagedSegment> staged, AppendRules rules,
+                                 long renameMinBytes, CommittedEndRollBack.Opened opened) {
         Path dir = TopicLayout.partitionDir(root, topic, partition);
         try {
-            GroupShared.createDirectories(dir);
-            return new Publish(root, dir, topic, partition, rules).run(staged, renameMinBytes);
+            if (opened == null) GroupShared.createDirectories(dir);   // else the roll back found it
+            return new Publish(root, dir, topic, partition, rules, opened).run(staged, renameMinBytes);
         } catch (IOException e) {
             throw new StorageException(dir + ": publishing staged segments failed: " + e, e);
         }
@@ -123,6 +133,7 @@ public final class StagedPublisher {
         private final List<Long> bases = new ArrayList<>();
         private final List<ActiveSegment> sealed = new ArrayList<>();   // sealed here, forced at the end
         private final List<Long> adopted = new ArrayList<>();
+        private final CommittedEndRollBack.Opened opened;   // the folder as the roll back read it, or null
         private ActiveSegment active;        // open while copies append to it
         private long end;
         private long openedEnd;
@@ -130,23 +141,26 @@ public final class StagedPublisher {
         private int copied;
         private int appends;                 // runs of batches appended by copies (the crash test's count)
 
-        Publish(Path root, Path dir, String topic, int partition, AppendRules rules) {
+        Publish(Path root, Path dir, String topic, int partition, AppendRules rules, CommittedEndRollBack.Opened opened) {
             this.root = root;
             this.dir = dir;
             this.topic = topic;
             this.partition = partition;
             this.rules = rules;
-            this.dense = !OffsetGaps.at(root).mayHaveGaps(topic, partition);
-            this.epochs = LeaderEpochs.maxLeaderEpoch(dir);
+            this.opened = opened;
+            this.dense = opened != null ? opened.dense : !OffsetGaps.at(root).mayHaveGaps(topic, partition);
+            this.epochs = opened != null ? opened.epochs : LeaderEpochs.maxLeaderEpoch(dir);
         }
 
         Result run(List<StagedSegment> staged, long renameMinBytes) throws IOException {
             List<StagedSegment> todo = new ArrayList<>();
             for (StagedSegment s : staged) if (s.records() > 0) todo.add(s);
             for (StagedSegment s : todo) checkCodec(s, rules.codec());   // refused before anything is written
-            for (long b : PartitionLog.listBases(dir, null)) bases.add(b);
+            for (long b : opened != null ? opened.bases : PartitionLog.listBases(dir, null)) bases.add(b);
             long point = RecoveryPointFile.read(dir, topic, partition);
-            if (bases.isEmpty()) {
+            if (opened != null) {
+                end = opened.logEnd;   // the roll back found whole batches only, ending there
+            } else if (bases.isEmpty()) {
                 // a new partition: the core's writable open starts it at the checkpointed log start
                 end = LogStartCheckpoint.readFile(root.resolve("log-start-offset-checkpoint")).getOrDefault(topic + "-" + partition, 0L);
             } else {

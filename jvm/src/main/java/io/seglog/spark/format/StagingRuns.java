@@ -73,7 +73,7 @@ public final class StagingRuns {
                 if (p.equals(mine)) continue;
                 if (p.getFileName().toString().startsWith(NASCENT) && !nascentLeftover(p)) continue;
                 try (FileLock over = runLock(p).acquire(0L)) {
-                    TopicAdmin.deleteTree(p);
+                    TopicAdmin.deleteTree(p, false);   // a crash that undoes it leaves it over again
                 } catch (LockedException live) {
                     // another driver's run, staging now: not ours to remove
                 } catch (IOException | RuntimeException e) {
@@ -116,7 +116,9 @@ public final class StagingRuns {
             doomed = run;                // removed in place: a straggler may leave a file, swept as a run over
         }
         try {
-            if (doomed != null) TopicAdmin.deleteTree(doomed);
+            // not fsynced: a crash that undoes the removal leaves a run that is over (its lock free), which the
+            // writer's next write removes (removeOver); its staged files were never published past a commit
+            if (doomed != null) TopicAdmin.deleteTree(doomed, false);
         } catch (IOException | RuntimeException e) {
             return;                      // what stays is a run that is over: the writer's next write removes it
         }

@@ -178,6 +178,12 @@ public final class TopicAdmin {
 
     /** Unlinks a tree without following a link (a link planted in it is removed, never its target). */
     static void deleteTree(Path dir) throws IOException {
+        deleteTree(dir, true);
+    }
+
+    /** {@link #deleteTree(Path)}; {@code durable}: the parent folder fsynced after (false: a removal whose undoing by a
+     *  crash loses nothing, such as a staging run's, StagingRuns). */
+    static void deleteTree(Path dir, boolean durable) throws IOException {
         if (!Files.exists(dir, LinkOption.NOFOLLOW_LINKS)) return;
         Files.walkFileTree(dir, new SimpleFileVisitor<Path>() {
             @Override
@@ -193,6 +199,6 @@ public final class TopicAdmin {
                 return FileVisitResult.CONTINUE;
             }
         });
-        FileSync.directory(dir.getParent());
+        if (durable) FileSync.directory(dir.getParent());
     }
 }

@@ -135,10 +135,20 @@ public final class TopicCatalog {
      * configuration is refused, naming both (an existing topic keeps its own).
      */
     public static TopicMetadata create(Path root, String topic, int partitions, Map<String, ?> config) {
+        return create(root, topic, partitions, config, null);
+    }
+
+    /**
+     * {@link #create(Path, String, int, Map)} with the topic's metadata as its caller loaded it ({@code recorded};
+     * null: loaded here). Only under the topic's writer lock, held since that load: then nothing but a creator that
+     * loses the link race below (handled there) can change what it says.
+     */
+    public static TopicMetadata create(Path root, String topic, int partitions, Map<String, ?> config,
+                                       Optional<TopicMetadata> recorded) {
         checkTopic(topic);
         checkPartitions(topic, partitions);
         Map<String, Object> overrides = TopicConfigRules.requested(config, "config of topic '" + topic + "'");
-        Optional<TopicMetadata> existing = load(root, topic);
+        Optional<TopicMetadata> existing = recorded != null ? recorded : load(root, topic);
         if (existing.isEmpty()) {
             checkNoCollision(root, topic);
             Path path = topicFile(root, topic);

@@ -29,6 +29,10 @@ import java.util.concurrent.TimeUnit;
  * the forces of one round, and the closes at the task's end, run on {@link #THREADS} threads at once, so
  * the journal commits them together.
  *
+ * <p>The threads are started by the first job asked: a task of small segments (copied by the driver, which
+ * forces the copy) asks for none, and closes its files itself (issue 41: threads started and stopped per
+ * task, and a close handed to them, for nothing).
+ *
  * <p>Invariant: a channel is never forced after the task asked to close it. Each channel's jobs take its
  * {@link Slot}'s lock, and a force finds a closed slot and does nothing (the close forced it, if it was
  * to be durable). Used from the task's thread only (the sync threads see only their jobs).
@@ -65,12 +69,7 @@ final class BackgroundSync implements AutoCloseable {
         }
     }
 
-    private final ThreadPoolExecutor threads = new ThreadPoolExecutor(THREADS, THREADS, 10, TimeUnit.SECONDS,
-            new LinkedBlockingQueue<>(), r -> {
-                Thread t = new Thread(r, "seglog-staged-sync");
-                t.setDaemon(true);
-                return t;
-            });
+    private ThreadPoolExecutor threads;   // started by the first job asked (threads())
     private final Map<FileChannel, Slot> open = new LinkedHashMap<>();   // written and not yet closed
     private final List<Future<?>> pending = new ArrayList<>();
     private final List<FileChannel> closing = new ArrayList<>();   // closed by close() if never reached
@@ -87,7 +86,7 @@ final class BackgroundSync implements AutoCloseable {
                 if (s.unforced >= FORCE_MIN) {
                     s.unforced = 0;
                     forcesAsked++;
-                    pending.add(threads.submit(() -> {
+                    pending.add(threads().submit(() -> {
                         s.force();
                         return null;
                     }));
@@ -96,17 +95,32 @@ final class BackgroundSync implements AutoCloseable {
         }
     }
 
+    private ThreadPoolExecutor threads() {
+        if (threads == null) {
+            threads = new ThreadPoolExecutor(THREADS, THREADS, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+                Thread t = new Thread(r, "seglog-staged-sync");
+                t.setDaemon(true);
+                return t;
+            });
+        }
+        return threads;
+    }
+
     /** How many forces of open files {@link #wrote} has asked for so far. */
     int forcesAsked() {
         return forcesAsked;
     }
 
     /** A finished segment: forced (if {@code durable}) then closed, after every force asked before. */
-    void close(FileChannel ch, boolean durable) {
+    void close(FileChannel ch, boolean durable) throws IOException {
         Slot s = open.remove(ch);
+        if (!durable && pending.isEmpty()) {
+            ch.close();   // no job outstanding (pending holds every job until finish): none can reach ch
+            return;
+        }
         Slot slot = s != null ? s : new Slot(ch);
         closing.add(ch);
-        pending.add(threads.submit(() -> {
+        pending.add(threads().submit(() -> {
             slot.close(durable);
             return null;
         }));
@@ -135,7 +149,7 @@ final class BackgroundSync implements AutoCloseable {
     /** Stop the threads (after {@link #finish}, or for a failed task: its files are removed anyway). */
     @Override
     public void close() {
-        threads.shutdownNow();
+        if (threads != null) threads.shutdownNow();
         for (FileChannel ch : closing) {
             try {
                 ch.close();   // a no-op for the ones the threads closed

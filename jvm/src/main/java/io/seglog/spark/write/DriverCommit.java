@@ -36,11 +36,14 @@ import io.seglog.spark.format.TopicMetadata;
  *   txnVersion): a re-run of an idempotent write;</li>
  * <li>create (or check) the {@code topic} option's topic, and create the topics the tasks planned
  *   ({@link TopicRequest}: a row's new topic, a quarantine topic);</li>
- * <li>roll every partition back to its committed end (a crashed write's records past it are cut) and
- *   remove the staged files of this writer's crashed runs;</li>
- * <li>take the written partitions' locks (ascending) and publish each one's staged segments at its log end, in
- *   task order (StagedPublisher): small ones copied onto the active segment, as the Python sink does
- *   (micro-batches leave no tiny segments), large ones renamed in; everything forced before the commit;</li>
+ * <li>roll every partition back to its committed end (a crashed write's records past it are cut): first the
+ *   partitions no task wrote, each under its lock for its cut; then the written partitions' locks are taken (each
+ *   topic's ascending) and held to the end of step 6, and they are rolled back; then the staged files of this
+ *   writer's crashed runs are removed;</li>
+ * <li>publish each written partition's staged segments at its log end, in task order (StagedPublisher), starting
+ *   from the folder as its roll back read it under the same lock hold: small ones copied onto the active segment,
+ *   as the Python sink does (micro-batches leave no tiny segments), large ones renamed in; everything forced
+ *   before the commit;</li>
  * <li>commit once per topic, still holding those locks: the new end offsets and the writer's version, in one
  *   commit file. Only now do readers see the write;</li>
  * <li>remove this run's staging folder ({@link StagingRuns#endRun}, as an abort does: no task attempt still
@@ -71,8 +74,13 @@ final class DriverCommit {
 
     /** Whether {@code topic}'s commit log holds this idempotent write already. */
     static boolean committed(Path root, String topic, WriteOptions o) {
+        return o.txnVersion != null && committed(CommitLogReader.latest(root, topic), o);
+    }
+
+    /** Whether a commit log whose newest state is {@code latest} holds this idempotent write already. */
+    private static boolean committed(Optional<CommitState> latest, WriteOptions o) {
         if (o.txnVersion == null) return false;
-        Long last = CommitLogReader.latest(root, topic).map(s -> s.lastBatch(o.writer)).orElse(null);
+        Long last = latest.map(s -> s.lastBatch(o.writer)).orElse(null);
         return last != null && last >= o.txnVersion;
     }
 
@@ -91,8 +99,17 @@ final class DriverCommit {
         List<FileLock> locks = new ArrayList<>();
         try {
             for (String t : topics) locks.add(FileLock.topicWriter(root, t).acquire(o.lockTimeoutMs));
+            // Each topic's commit log and metadata are read once here, under its writer lock, and passed down: every
+            // committer of a topic holds that lock (a commit's own link race is still handled by CommitLogWriter),
+            // and only TopicAdmin, under it too, changes a recorded topic.
+            Map<String, Map<Integer, Long>> committedEnds = new HashMap<>();
             List<String> todo = new ArrayList<>();
-            for (String t : topics) if (!committed(root, t, o)) todo.add(t);
+            for (String t : topics) {
+                Optional<CommitState> latest = CommitLogReader.latest(root, t);
+                if (committed(latest, o)) continue;
+                todo.add(t);
+                committedEnds.put(t, latest.map(CommitState::endOffsets).orElse(Map.of()));
+            }
             if (todo.isEmpty() || plan.skip) return;
             // The topic option's topic is committed last: the tasks' skip hint (WritePlan.skip) reads only its
             // commit log, so once it holds the version every other topic of the write (a quarantine topic) does.
@@ -102,16 +119,47 @@ final class DriverCommit {
             Map<String, boolean[]> existed = new HashMap<>();
             try {
                 for (String t : todo) {
-                    if (TopicCatalog.load(root, t).isEmpty()) created.add(t);
-                    TopicMetadata m = topic(root, t, o, messages);
+                    Optional<TopicMetadata> recorded = TopicCatalog.load(root, t);
+                    if (recorded.isEmpty()) created.add(t);
+                    TopicMetadata m = topic(root, t, o, messages, recorded);
                     metas.put(t, m);
                     boolean[] e = new boolean[m.partitions()];
                     for (int p = 0; p < e.length; p++) e[p] = Files.isDirectory(io.seglog.spark.format.TopicLayout.partitionDir(root, t, p));
                     existed.put(t, e);
                 }
-                for (TopicMetadata m : metas.values()) rollBack(root, m, o.lockTimeoutMs);
-                removeCrashedRuns(o, plan);
-                publishAndCommit(root, o, metas, messages);
+                Map<String, TreeMap<Integer, List<StagedSegment>>> staged = staged(metas, messages);
+                // The partitions no task wrote are rolled back first, each under its lock for its cut only, with no
+                // other partition lock held here. Then the written partitions' locks are taken (each topic's in
+                // ascending order) and held from their roll back through the publish to the last commit: nothing
+                // runs on such a partition in between, so its publish starts from the folder as its roll back read it
+                // (CommittedEndRollBack.Opened: no second listing, no second segment open), and no lock is dropped
+                // and taken again (two flocks, a lock file opened and checked, per partition: issue 41). Every
+                // partition is still rolled back before any is published.
+                for (TopicMetadata m : metas.values()) {
+                    List<Integer> unwritten = new ArrayList<>();
+                    Map<Integer, List<StagedSegment>> mine = staged.getOrDefault(m.name(), new TreeMap<>());
+                    for (int p = 0; p < m.partitions(); p++) if (!mine.containsKey(p)) unwritten.add(p);
+                    rollBack(root, m, unwritten, committedEnds.get(m.name()), o.lockTimeoutMs);
+                }
+                List<FileLock> held = new ArrayList<>();
+                try {
+                    Map<String, List<CommittedEndRollBack.Opened>> opened = new HashMap<>();
+                    for (TopicMetadata m : metas.values()) {
+                        for (int p : staged.getOrDefault(m.name(), new TreeMap<>()).keySet()) {
+                            held.add(FileLock.partition(root, m.name(), p).acquire(o.lockTimeoutMs));
+                        }
+                    }
+                    for (TopicMetadata m : metas.values()) {
+                        List<Integer> written = new ArrayList<>(staged.getOrDefault(m.name(), new TreeMap<>()).keySet());
+                        Map<Integer, Long> ends = committedEnds.get(m.name());
+                        opened.put(m.name(), written.isEmpty() ? List.of() : PartitionWork.run(written, p -> cut(root, m, p, ends).opened()));
+                    }
+                    removeCrashedRuns(o, plan);
+                    publishAndCommit(root, o, metas, staged, opened);
+                } finally {
+                    // released before a failure's restore, which takes every partition's lock itself
+                    for (int i = held.size() - 1; i >= 0; i--) held.get(i).release();
+                }
             } catch (RuntimeException | Error e) {
                 restore(root, metas, existed, created, e, o.lockTimeoutMs);
                 throw e;
@@ -159,9 +207,9 @@ final class DriverCommit {
      * partitioned by (TopicCatalog.create refuses a topic made meanwhile with another); a row's existing topic is
      * as the tasks found it.
      */
-    private static TopicMetadata topic(Path root, String t, WriteOptions o, StagedMessage[] messages) {
+    private static TopicMetadata topic(Path root, String t, WriteOptions o, StagedMessage[] messages,
+                                       Optional<TopicMetadata> existing) {
         if (t.equals(o.topic)) {
-            Optional<TopicMetadata> existing = TopicCatalog.load(root, t);
             if (existing.isPresent() && o.partitions == null && !o.configGiven) return existing.get();
             if (existing.isEmpty() && o.partitions == null) {
                 throw new SeglogWriteException("seglog write: topic '" + t + "' does not exist under " + root
@@ -169,7 +217,8 @@ final class DriverCommit {
             }
             int n = o.partitions != null ? o.partitions : existing.get().partitions();
             try {
-                return TopicCatalog.create(root, t, n, o.configGiven ? o.config : existing.map(TopicMetadata::config).orElse(Map.of()));
+                return TopicCatalog.create(root, t, n, o.configGiven ? o.config : existing.map(TopicMetadata::config).orElse(Map.of()),
+                        existing);
             } catch (io.seglog.spark.format.InvalidTopicException e) {
                 throw new TopicRefusedException("seglog InvalidTopicError: " + e.getMessage(), e);
             }
@@ -178,31 +227,44 @@ final class DriverCommit {
             for (StagedMessage.NewTopic planned : m.newTopics()) {
                 if (!planned.name().equals(t)) continue;
                 try {
-                    return TopicCatalog.create(root, t, planned.partitions(), planned.config());
+                    return TopicCatalog.create(root, t, planned.partitions(), planned.config(), existing);
                 } catch (io.seglog.spark.format.InvalidTopicException e) {
                     throw new TopicRefusedException("seglog InvalidTopicError: " + e.getMessage(), e);
                 }
             }
         }
-        return TopicCatalog.load(root, t).orElseThrow(() -> new SeglogWriteException(
+        return existing.orElseThrow(() -> new SeglogWriteException(
                 "seglog write: topic '" + t + "' vanished during the write"));
     }
 
     /** Every partition of the topic back to its committed end, each under its lock, the partitions at once
      *  ({@link PartitionWork}: a cut touches only its own folder, and each waits on its own fsyncs). */
     private static void rollBack(Path root, TopicMetadata meta, Long lockTimeoutMs) {
-        Map<Integer, Long> ends = CommitLogReader.committedEnds(root, meta.name());
-        int indexBytes = ((Long) meta.topicConfig().get("segment.index.bytes")).intValue();
         List<Integer> all = new ArrayList<>(meta.partitions());
         for (int p = 0; p < meta.partitions(); p++) all.add(p);
-        PartitionWork.run(all, p -> {
+        rollBack(root, meta, all, CommitLogReader.committedEnds(root, meta.name()), lockTimeoutMs);
+    }
+
+    /** {@code partitions} of the topic back to their committed {@code ends}, as {@link #rollBack(Path, TopicMetadata, Long)}. */
+    private static void rollBack(Path root, TopicMetadata meta, List<Integer> partitions, Map<Integer, Long> ends,
+                                 Long lockTimeoutMs) {
+        if (partitions.isEmpty()) return;
+        PartitionWork.run(partitions, p -> {
             try (FileLock lock = FileLock.partition(root, meta.name(), p).acquire(lockTimeoutMs)) {
-                return CommittedEndRollBack.rollBack(root, meta.name(), p, ends.getOrDefault(p, 0L), indexBytes);
-            } catch (io.seglog.spark.format.TieredOffsetsException e) {
-                // its class crosses to Python as OffsetOutOfRangeError (sink/write_errors.py)
-                throw new OffsetOutOfRangeException("seglog OffsetOutOfRangeError: " + e.getMessage(), e);
+                return cut(root, meta, p, ends);
             }
         });
+    }
+
+    /** One partition back to its committed end; the caller holds the partition's lock. */
+    private static CommittedEndRollBack.Result cut(Path root, TopicMetadata meta, int p, Map<Integer, Long> ends) {
+        int indexBytes = ((Long) meta.topicConfig().get("segment.index.bytes")).intValue();
+        try {
+            return CommittedEndRollBack.rollBack(root, meta.name(), p, ends.getOrDefault(p, 0L), indexBytes);
+        } catch (io.seglog.spark.format.TieredOffsetsException e) {
+            // its class crosses to Python as OffsetOutOfRangeError (sink/write_errors.py)
+            throw new OffsetOutOfRangeException("seglog OffsetOutOfRangeError: " + e.getMessage(), e);
+        }
     }
 
     /**
@@ -257,7 +319,9 @@ final class DriverCommit {
         StagingRuns.removeOver(mine.getParent(), mine);
     }
 
-    private static void publishAndCommit(Path root, WriteOptions o, Map<String, TopicMetadata> metas, StagedMessage[] messages) {
+    /** (topic, partition) -> staged segments, in task order, then in the order each task wrote them. */
+    private static Map<String, TreeMap<Integer, List<StagedSegment>>> staged(Map<String, TopicMetadata> metas,
+                                                                           StagedMessage[] messages) {
         StagedMessage[] byTask = messages.clone();
         Arrays.sort(byTask, Comparator.comparingInt(StagedMessage::task));
         // (topic, partition) -> staged segments, in task order, then in the order each task wrote them
@@ -269,29 +333,29 @@ final class DriverCommit {
                         .computeIfAbsent(out.partition(), k -> new ArrayList<>()).addAll(out.segments());
             }
         }
+        return staged;
+    }
+
+    /** Each topic's written partitions published and committed, under their locks, which the caller holds since
+     *  their roll back ({@code opened}: what each roll back read, by the written partitions' ascending order). */
+    private static void publishAndCommit(Path root, WriteOptions o, Map<String, TopicMetadata> metas,
+                                         Map<String, TreeMap<Integer, List<StagedSegment>>> staged,
+                                         Map<String, List<CommittedEndRollBack.Opened>> opened) {
         for (TopicMetadata meta : metas.values()) {
             TopicTarget target = TopicTarget.of(meta);
             TreeMap<Integer, List<StagedSegment>> mine = staged.getOrDefault(meta.name(), new TreeMap<>());
-            List<Integer> written = new ArrayList<>(mine.keySet());   // ascending: the lock order
-            List<FileLock> held = new ArrayList<>();
-            try {
-                // The written partitions' locks, taken once and held from the publish to the commit (the locks the
-                // commit held before, taken earlier): nothing runs on a partition between its publish and the commit,
-                // and a lock taken, dropped and taken again for the commit cost two more flocks per partition.
-                for (int p : written) held.add(FileLock.partition(root, meta.name(), p).acquire(o.lockTimeoutMs));
-                // the partitions at once (PartitionWork, under the locks held here: a flock is the open file's, not a
-                // thread's); each step forces its own files, and all have ended before the commit below
-                List<Long> published = PartitionWork.run(written, p ->
-                        StagedPublisher.publish(root, meta.name(), p, mine.get(p), target.append, o.renameMinBytes).end());
-                Map<Integer, Long> ends = new TreeMap<>();
-                for (int i = 0; i < written.size(); i++) ends.put(written.get(i), published.get(i));
-                CrashPoint.reached(o.txnVersion);   // published, not committed: the crash tests kill the driver here
-                CommitLogWriter log = new CommitLogWriter(root, meta.name());
-                // an idempotent write's version is its txnVersion: the commit log is read once, by the commit itself
-                log.commit(o.writer, o.txnVersion != null ? o.txnVersion : version(o, log.latest()), ends, false);
-            } finally {
-                for (int i = held.size() - 1; i >= 0; i--) held.get(i).release();
-            }
+            List<Integer> written = new ArrayList<>(mine.keySet());   // ascending, as opened
+            List<CommittedEndRollBack.Opened> rolled = opened.get(meta.name());
+            // the partitions at once (PartitionWork, under the locks the caller holds: a flock is the open file's, not a
+            // thread's); each step forces its own files, and all have ended before the commit below
+            List<Long> published = PartitionWork.run(written, p -> StagedPublisher.publish(root, meta.name(), p, mine.get(p),
+                    target.append, o.renameMinBytes, rolled.get(written.indexOf(p))).end());
+            Map<Integer, Long> ends = new TreeMap<>();
+            for (int i = 0; i < written.size(); i++) ends.put(written.get(i), published.get(i));
+            CrashPoint.reached(o.txnVersion);   // published, not committed: the crash tests kill the driver here
+            CommitLogWriter log = new CommitLogWriter(root, meta.name());
+            // an idempotent write's version is its txnVersion: the commit log is read once, by the commit itself
+            log.commit(o.writer, o.txnVersion != null ? o.txnVersion : version(o, log.latest()), ends, false);
         }
     }
 

@@ -26,6 +26,18 @@ final class SeglogBatchWrite implements BatchWrite {
         return new SeglogDataWriterFactory(plan);
     }
 
+    /**
+     * No commit coordinator, as Spark's own file writes and {@code noop}: each task attempt stages in a folder of its
+     * own ({@code t<partition>-<taskId>}), and Spark hands {@link #commit} the message of one successful attempt per
+     * partition (the scheduler drops a later attempt's result), the only one published; another attempt's staging
+     * goes with the run ({@code StagingRuns.endRun}). The coordinator's permission cost every task a round trip to
+     * the driver before it could report (issue 41).
+     */
+    @Override
+    public boolean useCommitCoordinator() {
+        return false;
+    }
+
     @Override
     public void commit(WriterCommitMessage[] messages) {
         StagedMessage[] staged = new StagedMessage[messages.length];

@@ -62,6 +62,30 @@ class BackgroundSyncTest {
         assertFalse(b.isOpen());
     }
 
+    /** Issue 41: a task of small segments (copied, and forced, by the driver) asks for no force, so it starts no
+     *  sync thread and closes its files itself, at once. */
+    @Test
+    void aTaskThatForcesNothingStartsNoThread() throws IOException {
+        java.util.Set<Thread> before = syncThreads();
+        FileChannel a = open("a.log");
+        a.write(ByteBuffer.wrap(new byte[100]));
+        try (BackgroundSync sync = new BackgroundSync()) {
+            sync.wrote(a, 100);
+            sync.close(a, false);
+            assertFalse(a.isOpen());
+            sync.finish();
+            java.util.Set<Thread> started = syncThreads();
+            started.removeAll(before);
+            assertEquals(java.util.Set.of(), started);
+        }
+    }
+
+    private static java.util.Set<Thread> syncThreads() {
+        java.util.Set<Thread> out = new java.util.HashSet<>();
+        for (Thread t : Thread.getAllStackTraces().keySet()) if (t.getName().equals("seglog-staged-sync")) out.add(t);
+        return out;
+    }
+
     @Test
     void aFailedForceFailsTheTask() throws IOException {
         FileChannel a = open("a.log");
