@@ -206,18 +206,37 @@ def micro_batch(spark, broker: Broker, work: Path, rounds: int) -> dict:
     def kafka(flush_each: bool):
         return lambda: _kafka_write(small, broker.bootstrap, topics[flush_each])
 
+    # the floor (issue 41): the same DataFrame written to Spark's noop sink, plus one fsync of the bytes a seglog
+    # write adds to its log (counted on a first write, untimed)
+    logs = work / "mb-seglog"
+    seglog()
+    payload = os.urandom(sum(p.stat().st_size for p in logs.rglob("*.log")))
+
+    def noop_fsync():
+        _noop(small)
+        fd = os.open(work / "floor.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, payload)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     load = _load()
     try:
-        times = method.interleaved({"seglog": seglog, "kafka": kafka(False), "kafka_flush1": kafka(True)},
-                                   rounds, warmup=3, settle=os.sync)
+        times = method.interleaved({"seglog": seglog, "kafka": kafka(False), "kafka_flush1": kafka(True),
+                                    "noop_fsync": noop_fsync}, rounds, warmup=3, settle=os.sync)
     finally:
         small.unpersist()
         for t in topics.values():
             broker.delete(t)
-        shutil.rmtree(work / "mb-seglog", ignore_errors=True)
-    ratios = _compare(times)
+        shutil.rmtree(logs, ignore_errors=True)
+    ratios = _compare({k: v for k, v in times.items() if k != "noop_fsync"})
     return {"rows": 1000, "time_multiple": ratios,
             "spread_max_over_min": {k: r["max"] / r["min"] for k, r in ratios.items()},
+            "floor": {"what": "the same DataFrame written to Spark's noop sink plus one fsync of the bytes one seglog "
+                              f"write adds ({len(payload)} bytes)",
+                      "seglog_over_floor": method.ratio(times["seglog"], times["noop_fsync"]),
+                      "floor_over_kafka": method.ratio(times["noop_fsync"], times["kafka"])},
             "seconds": {k: method.summary(v) for k, v in times.items()},
             "batches_written": version[0], "load_before": load, "load_after": _load()}
 

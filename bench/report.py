@@ -53,9 +53,22 @@ def _kafka_rows(kf: dict) -> list[str]:
     out.append(row(f"`format(\"seglog\")` vs Spark's Kafka connector on a local broker: write {w['rows']:,} rows", w))
     r = mb["time_multiple"]["seglog_over_kafka"]
     spread = mb["spread_max_over_min"]["seglog_over_kafka"]
-    out.append(row(f"... a 1,000-row micro-batch write (txnAppId/txnVersion); spread (max/min) {spread:.1f}", mb,
-                   "<= 0.5, spread < 3",
-                   "met" if r["median"] <= 0.5 and spread < 3 else "**not met**"))
+    fl = mb.get("floor")
+    if fl is None:
+        out.append(row(f"... a 1,000-row micro-batch write (txnAppId/txnVersion); spread (max/min) {spread:.1f}", mb,
+                       "<= 0.5, spread < 3",
+                       "met" if r["median"] <= 0.5 and spread < 3 else "**not met**"))
+    else:
+        # issue 41: <= 0.5x Kafka with a spread under 3; where the floor itself is above 0.5x Kafka, within 1.2x of it
+        of, fk = fl["seglog_over_floor"], fl["floor_over_kafka"]
+        held = ("met (0.5x Kafka)" if r["median"] <= 0.5 and spread < 3
+                else "met (1.2x the floor, which is above 0.5x Kafka)" if fk["median"] > 0.5 and of["median"] <= 1.2
+                else "**not met**")
+        out.append(row(f"... a 1,000-row micro-batch write (txnAppId/txnVersion); spread (max/min) {spread:.1f}", mb,
+                       "<= 0.5, spread < 3; or <= 1.2x the floor where the floor is above 0.5x Kafka", held))
+        out.append(f"| ... the micro-batch's floor: the same DataFrame to `noop` plus one fsync of its bytes{quick} "
+                   f"| {secs(mb, 'seglog')} | floor {secs(mb, 'noop_fsync')}, x{_span(fk)} Kafka's time "
+                   f"| x{_span(of)} the floor | <= 1.2 | {_ok(of['median'], 1.2, False)} |")
     out.append(row(f"... replay the last 1% (startingOffsets, {rp['narrow_rows']['seglog']:,} rows)", rp["last_1pct"]))
     out.append(row(f"... full replay ({rp['rows']:,} rows, noop)", rp["full"]))
     out.append(row("... full `sum(length(value))`", rp["full_sum_length"]))
@@ -186,7 +199,13 @@ def summary_markdown(results: Path) -> str:
             d, f = tr["replay_remote_over_parallel_download"], tr["parallel_download_over_local"]
             rows.append(f"| replay of the remote tier vs the server's best floor | {rs['remote']['median_s']:.2f} s | the "
                         f"same objects in parallel 4 MiB ranged GETs {rs['parallel_download']['median_s']:.2f} s "
-                        f"(x{_span(f)} the local replay) | x{_span(d)} | | |")
+                        f"(x{_span(f)} the local replay) | x{_span(d)} | <= 1.3 | {_ok(d['median'], 1.3, False)} |")
+        cf = tr.get("cpu_floor")
+        if cf:
+            c = cf["replay_remote_over_cpu_floor"]
+            rows.append(f"| replay of the remote tier vs this machine's floor: the local replay's JVM CPU plus the server's "
+                        f"CPU for the download, over {cf['cores']} cores | {rs['remote']['median_s']:.2f} s "
+                        f"| {cf['floor_s']['median_s']:.2f} s | x{_span(c)} | <= 1.3 | {_ok(c['median'], 1.3, False)} |")
         big = tr.get("replay_10x")
         if big:
             bs, r, f = big["replay_seconds"], big["replay_remote_over_local"], big["parallel_download_over_local"]
@@ -194,6 +213,10 @@ def summary_markdown(results: Path) -> str:
                         f"| {bs['remote']['median_s']:.2f} s | local tier {bs['local']['median_s']:.2f} s; the same objects in "
                         f"parallel ranged GETs {bs['parallel_download']['median_s']:.2f} s (x{_span(f)} the local replay) "
                         f"| x{_span(r)} | <= 2 | {_ok(r['median'], 2, False)} |")
+            d = big["replay_remote_over_parallel_download"]
+            rows.append(f"| ... at 10x history vs the server's best floor | {bs['remote']['median_s']:.2f} s | parallel ranged "
+                        f"GETs {bs['parallel_download']['median_s']:.2f} s | x{_span(d)} | <= 1.3 "
+                        f"| {_ok(d['median'], 1.3, False)} |")
         r = tr["tier_pass_over_plain_upload"]
         rows.append(f"| tier job copy (objects, manifests, records, local retention) | {cs['tier_pass']['median_s']:.2f} s "
                     f"| plain upload of the same files {cs['plain_upload']['median_s']:.2f} s | x{_span(r)} | <= 2 "
