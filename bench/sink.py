@@ -53,13 +53,17 @@ def _frame(spark, rows: int, partitions: int):
                     F.timestamp_millis(F.lit(TS) + F.col("id")).alias("timestamp")))
 
 
-def _compare(seglog, delta, rounds: int, seglog_over_delta: bool, warmup: int = 1, disk=None) -> dict:
+def _compare(seglog, delta, rounds: int, seglog_over_delta: bool, warmup: int = 1, disk=None, spark=None) -> dict:
     """bench/method.py's interleaved rounds; the ratio Delta/seglog (throughput multiple) or
     seglog/Delta (time multiple), median with min and max. `disk`: a third case, the same bytes
-    written durably with no encoding (the disk's floor for a writer that fsyncs before it commits)."""
+    written durably with no encoding (the disk's floor for a writer that fsyncs before it commits).
+    `spark`: a fourth, the same DataFrame written to Spark's `noop` sink (what Spark itself costs any sink:
+    the job and every row reaching a writer); the floor of a Spark sink is the larger of the two."""
     cases = {"seglog": seglog, "delta": delta}
     if disk is not None:
         cases["disk"] = disk
+    if spark is not None:
+        cases["noop"] = spark
     # os.sync before every run (untimed): no run pays for the writeback of pages the other left dirty
     times = method.interleaved(cases, rounds, warmup=warmup, settle=os.sync)
     r = (method.ratio(times["seglog"], times["delta"]) if seglog_over_delta
@@ -69,6 +73,10 @@ def _compare(seglog, delta, rounds: int, seglog_over_delta: bool, warmup: int = 
     if disk is not None:
         out["disk_floor"] = dict(method.ratio(times["seglog"], times["disk"]), disk_s=times["disk"],
                                  what="seglog's time / the time to write and fsync its .log bytes raw")
+    if disk is not None and spark is not None:
+        floor = [max(d, n) for d, n in zip(times["disk"], times["noop"])]
+        out["sink_floor"] = dict(method.ratio(times["seglog"], floor), noop_s=times["noop"],
+                                 what="seglog's time / the larger of the disk's floor and the same DataFrame to noop")
     return out
 
 
@@ -205,7 +213,11 @@ def run(quick: bool = False, spark=None) -> dict:
                     durable_write(target, last["bytes"])
                     return time.perf_counter() - t0
 
-                r = _compare(seglog, delta, rounds, seglog_over_delta=False, disk=disk, warmup=THROUGHPUT_WARMUP)
+                def noop() -> None:
+                    df.write.format("noop").mode("overwrite").save()
+
+                r = _compare(seglog, delta, rounds, seglog_over_delta=False, disk=disk, warmup=THROUGHPUT_WARMUP,
+                             spark=noop)
                 r["seglog_log_bytes"] = last["bytes"]
                 r["seglog_rows_per_s"] = rows / r["seglog_median_s"]
                 r["delta_rows_per_s"] = rows / r["delta_median_s"]
