@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.ports import free_port
+
 START_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 30.0
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -27,16 +29,10 @@ class ConnectServerError(RuntimeError):
     pass
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class ConnectServer:
     def __init__(self, workdir: Path):
         self.workdir = Path(workdir)
-        self.port = _free_port()
+        self.port = free_port()
         self.log_path = self.workdir / "connect-server.log"
         self.proc: subprocess.Popen | None = None
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from tests.ports import free_port
 
 START_TIMEOUT_S = 60.0
 FAKE_GCS_VERSION = "v1.56.1"      # scripts/fake-gcs-server.sh
@@ -31,12 +32,6 @@ AZURITE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1
 
 def _cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "seglog"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class LoopbackServer:

@@ -33,6 +33,8 @@ if __package__ in (None, ""):                      # run as a script
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.kafka_tools import KafkaToolError, cache_dir, ensure_jars, java_executable  # noqa: E402
 
+from tests.ports import free_port
+
 KAFKA_MAIN = "kafka.Kafka"
 STORAGE_TOOL = "kafka.tools.StorageTool"           # `kafka-storage.sh` in Kafka 4.1's distribution
 START_TIMEOUT_S = 120.0                             # 10-20 s on two busy cores; generous, still bounded
@@ -90,12 +92,6 @@ def _log_binding_jar() -> Path:
 def broker_classpath() -> str:
     jars = sorted(p for p in ensure_jars().glob("*.jar") if not p.name.startswith("slf4j-nop"))
     return os.pathsep.join(str(p) for p in [*jars, _log_binding_jar()])
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _cluster_id() -> str:

@@ -8,7 +8,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,8 @@ from tests.crash_states import unseal_rolled_segments
 from seglog.indexer import Log, Record
 from seglog.indexer.topics import create_topic
 
+from tests.ports import free_port
+
 REPO = Path(__file__).resolve().parents[2]
 DAY = 86_400_000
 SMALL = {"segment.bytes": 1024, "segment.ms": 1 << 62, "index.interval.bytes": 64}
@@ -32,12 +33,6 @@ pytestmark = pytest.mark.slow
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def write_partition(root: Path, topic: str, partition: int, partitions: int, old: int, recent: int,

@@ -81,7 +81,7 @@ from soak_parts import (CONNECT_QUERIES, CONNECT_TOPIC, REMOTE_ROWS, REMOTE_READ
                         Child, Generator, Ledger, WriterBatches, connect_server_argv, connect_spark_home, header,
                         log_start, now_ms, partition_state, read_partition, sidecar_events, tier_counts,
                         tier_history)
-from tests.connect_server import _free_port  # noqa: E402
+from tests.ports import free_port  # noqa: E402
 
 SOAK_MIN = float(os.environ.get("SEGLOG_SOAK_MINUTES", "2.5"))
 SOAK_S = SOAK_MIN * 60
@@ -579,7 +579,7 @@ def test_system_soak(tmp_path, s3_server):
 
     def start_connect() -> None:
         """The Connect server on a new port, and its client (which waits for it)."""
-        port = _free_port()
+        port = free_port()
         server.argv = connect_server_argv(port, server_log4j)
         client.argv = [sys.executable, PARTS, "connect", f"sc://127.0.0.1:{port}", str(root), str(flags["connect"]),
                        *[str(x) for q in range(CONNECT_QUERIES) for x in (c_src[q], c_ckpt[q])]]
