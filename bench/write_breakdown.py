@@ -59,9 +59,10 @@ _UNFINISHED = re.compile(r"^(?P<tid>\d+)\s+(?P<t>\d+\.\d+)\s+(?P<call>\w+)\((?P<
 _RESUMED = re.compile(r"^(?P<tid>\d+)\s+\d+\.\d+\s+<\.\.\. \w+ resumed>(?P<rest>.*)$")
 
 
-def _java_wrapper(folder: Path, trace: Path) -> str | None:
+def java_home_under_strace(folder: Path, trace: Path) -> str | None:
     """A JAVA_HOME whose bin/java runs the real java under strace (the driver JVM, tasks included in
-    local mode); None where strace or java is missing (the breakdown then has no fsync figures)."""
+    local mode); None where strace or java is missing or tracing is not allowed (the breakdown then has no fsync
+    figures). tests/system/test_new_partition_durable.py reads its trace too."""
     strace, java = shutil.which("strace"), _real_java()
     if strace is None or java is None:
         return None
@@ -249,7 +250,7 @@ def measure(quick: bool = False) -> dict:
     work = Path(tempfile.mkdtemp(prefix="seglog-bench-breakdown-"))
     evdir, trace = work / "events", work / "driver.strace"
     evdir.mkdir()
-    java_home = _java_wrapper(work / "java", trace)
+    java_home = java_home_under_strace(work / "java", trace)
     saved = os.environ.get("JAVA_HOME")
     if java_home:
         os.environ["JAVA_HOME"] = java_home

@@ -232,7 +232,12 @@ def make_dirs(path: str | os.PathLike) -> None:
     """`mkdir -p path` (no error when it exists), each folder it creates under the rule above: group
     read, write and search (and setgid, which Linux copies from the parent by itself) when its parent
     is group-writable. Between a folder's mkdir and its chmod another user's create in it may fail:
-    a first-use window only (the writer creates the root's folders before the sidecar needs them)."""
+    a first-use window only (the writer creates the root's folders before the sidecar needs them).
+
+    Invariant: each folder made here is durable in its parent (the parent fsynced after its mkdir) before this
+    returns, so before anything is put in it: a folder's own fsync covers only its entries, not its name in its
+    parent, and a crash must not lose a partition or commit-log folder a commit names (the JVM's
+    GroupShared.createDirectories keeps the same rule). An fsync only when a folder is made, never per write."""
     path = Path(path)
     missing = []
     p = path
@@ -247,11 +252,13 @@ def make_dirs(path: str | os.PathLike) -> None:
         except FileExistsError:
             if not os.path.isdir(d):
                 raise
-            continue                      # a concurrent creator made it; it applies the rule
+            fsync_dir(d.parent)           # a concurrent creator made it and applies the rule; its fsync may be to come
+            continue
         if group_shared(d.parent):
             mode = stat.S_IMODE(os.stat(d).st_mode)
             if mode & _GROUP_RWX != _GROUP_RWX:
                 os.chmod(d, mode | _GROUP_RWX)
+        fsync_dir(d.parent)
 
 
 def atomic_write(path: str | os.PathLike, data: bytes, *, fsync_folder: bool = True) -> None:

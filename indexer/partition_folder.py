@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 
 from seglog.errors import UnknownTopicOrPartitionError
-from seglog.indexer.fsutil import fsync_dir, make_dirs, refuse_symlink
+from seglog.indexer.fsutil import make_dirs, refuse_symlink
 from seglog.indexer.locks import FileLock, partition_lock, topic_writer_lock
 from seglog.indexer.names import parse_partition_dir
 
@@ -51,8 +51,7 @@ def lock_partition(path: Path, timeout: float | None, *, create: bool) -> FileLo
         try:
             if not _is_folder(path):
                 _check_topic_exists(root, topic, path)
-                make_dirs(path)     # shared roots: group-writable as the root (fsutil)
-                fsync_dir(root)     # the new folder's entry is durable before any record is written into it
+                make_dirs(path)     # group-writable in a shared root, and durable in it before any record (fsutil)
         except BaseException:
             lock.release()
             raise

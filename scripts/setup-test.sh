@@ -2,8 +2,9 @@
 # Everything the tests and benchmarks need on top of scripts/setup.sh: the test and bench extras,
 # Kafka's jars (the format judge), Delta's jars (the baseline), S3A's jars (format("seglog") on an s3a://
 # remote tier), Azurite (the abfs:// remote tier, through npm), fake-gcs-server (the gs:// remote tier, a Go
-# build of 3 to 4 minutes the first time), Helm (the chart checks) and Debian's chromium with its
-# chromedriver (the console's browser tests; installed through apt-get when running as root).
+# build of 3 to 4 minutes the first time), Helm (the chart checks), and from Debian's packages chromium
+# with its chromedriver (the console's browser tests) and strace (the durability tests), installed through
+# apt-get when running as root.
 # Idempotent. Needs Python 3.10+, Java 17+ with Maven, npm and Go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,5 +16,5 @@ bash scripts/s3a-jars.sh
 bash scripts/azurite.sh
 bash scripts/fake-gcs-server.sh
 bash .ci/helm.sh > /dev/null
-bash scripts/chromium.sh
+bash scripts/debian-packages.sh
 echo "seglog's test set-up is complete"

@@ -32,7 +32,7 @@ CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 @pytest.fixture
 def browser():
     if CHROMIUM is None or CHROMEDRIVER is None:
-        pytest.fail("chromium and chromedriver are not installed: `bash scripts/chromium.sh` as root "
+        pytest.fail("chromium and chromedriver are not installed: `bash scripts/debian-packages.sh` as root "
                     "(run by scripts/setup-test.sh) installs Debian's")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service

@@ -42,6 +42,12 @@ public final class GroupShared {
     /**
      * {@link Files#createDirectories}, each folder it creates under the rule; returns whether
      * {@code dir} itself is group-writable (the rule for the files then created in it).
+     *
+     * <p>Invariant: each folder made here is durable in its parent (the parent fsynced after its mkdir) before this
+     * returns, so before anything is put in it. A folder's own fsync covers only its entries, not its name in its
+     * parent: without this, a crash after a commit could lose the partition folder or commit-log folder it names
+     * (indexer/fsutil.py's make_dirs keeps the same rule). It costs an fsync only when a folder is made: once per
+     * topic and partition, never per write. A staging task's folder ({@link #createDirectory}) needs none.
      */
     public static boolean createDirectories(Path dir) throws IOException {
         Deque<Path> missing = new ArrayDeque<>();
@@ -56,11 +62,14 @@ public final class GroupShared {
                 if (!Files.isDirectory(d)) {
                     throw e;
                 }
-                continue;   // a concurrent creator made it, and applied the rule
+                // a concurrent creator made it and applies the rule; it may not have fsynced the parent yet
+                FileSync.directory(d.getParent());
+                continue;
             }
             if (isShared(d.getParent())) {
                 addMode(d, GROUP_RWX);
             }
+            FileSync.directory(d.getParent());
         }
         return isShared(dir);
     }

@@ -114,12 +114,9 @@ public final class StagedPublisher {
                                  long renameMinBytes, CommittedEndRollBack.Opened opened) {
         Path dir = TopicLayout.partitionDir(root, topic, partition);
         try {
-            if (opened == null && !Files.isDirectory(dir)) {        // else the roll back found it
-                GroupShared.createDirectories(dir);
-                // a new partition's entry in the root is durable before the commit names its records (the folder's
-                // own fsync, at the publish's end, covers only the files in it)
-                FileSync.directory(dir.getParent());
-            }
+            // a new partition's entry in the root is made durable there (GroupShared's invariant) before the commit
+            // names its records; the folder's own fsync, at the publish's end, covers only the files in it
+            if (opened == null && !Files.isDirectory(dir)) GroupShared.createDirectories(dir);   // else the roll back found it
             return new Publish(root, dir, topic, partition, rules, opened).run(staged, renameMinBytes);
         } catch (IOException e) {
             throw new StorageException(dir + ": publishing staged segments failed: " + e, e);

@@ -1,0 +1,127 @@
+"""A folder seglog makes is durable in its parent before anything is put in it (indexer/fsutil.py's make_dirs,
+the JVM's GroupShared.createDirectories). A folder's own fsync covers only its entries, not its name in its
+parent: a first write that fsynced its segment files and commit but not the root after making `<topic>-<p>`
+(or `_seglog/commits/<topic>`) could, after a crash on a file system that does not order directory updates,
+lose the folder the commit names. A lost directory entry needs a block-level crash to show, so this reads the
+order of the calls instead: each public write path runs in a real process under strace, and every folder it
+made under the root must have had its parent fsynced after its mkdir and before the write's first data fsync
+(the Python API) or its commit (format("seglog")).
+
+Needs strace (scripts/debian-packages.sh installs Debian's, run by scripts/setup-test.sh); without it the
+test fails, it never skips."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+STRACE = shutil.which("strace")
+# made per write and never named by a commit: their loss in a crash loses nothing (StagingRuns, locks.py)
+UNCOMMITTED = ("_seglog/staging", "_seglog/locks")
+# 123  mkdir("/r/events-0", 0777) = 0   and   123  fsync(5</r>) = 0   (bench's trace adds a time after the thread
+# id and a duration at the end)
+_HEAD = r"^\d+\s+(?:\d+\.\d+\s+)?"
+_MKDIR = re.compile(_HEAD + r'mkdir(?:at)?\((?:[^,]*, )?"(?P<path>[^"]+)", \d+\)\s+= 0(?:\s+<[\d.]+>)?$')
+_FSYNC = re.compile(_HEAD + r"f(?:data)?sync\(\d+<(?P<path>[^>]+)>")
+
+
+def _strace() -> str:
+    if STRACE is None:
+        pytest.fail("strace is not installed: `bash scripts/debian-packages.sh` as root (run by "
+                    "scripts/setup-test.sh) installs Debian's")
+    return STRACE
+
+
+def _calls(trace: Path) -> list[str]:
+    """The trace's lines, an interrupted call joined with its resumption (strace splits a call that
+    overlapped another thread's into `<unfinished ...>` and `<... x resumed>`)."""
+    pending: dict[str, str] = {}
+    calls = []
+    for line in trace.read_text().splitlines():
+        tid = line.split(None, 1)[0]
+        if line.endswith("<unfinished ...>"):
+            pending[tid] = line[: -len("<unfinished ...>")].rstrip()
+        elif " resumed>" in line and tid in pending:
+            calls.append(pending.pop(tid) + line.split(" resumed>", 1)[1])
+        else:
+            calls.append(line)
+    return calls
+
+
+def _unsynced_folders(calls: list[str], root: Path, until: re.Pattern) -> tuple[list[str], bool]:
+    """The folders made under `root` (the uncommitted ones aside) whose parent had no fsync after their mkdir
+    and before the first call matching `until`; and whether `until` was reached at all."""
+    made: dict[str, bool] = {}          # folder -> its parent fsynced since
+    for call in calls:
+        if until.search(call):
+            return [f for f, synced in made.items() if not synced], True
+        if m := _MKDIR.match(call):
+            path = m["path"]
+            inside = os.path.relpath(path, root)
+            if not inside.startswith("..") and inside != "." and not inside.startswith(UNCOMMITTED):
+                made[path] = False
+        elif m := _FSYNC.match(call):
+            for folder in made:
+                if os.path.dirname(folder) == m["path"]:
+                    made[folder] = True
+    return [f for f, synced in made.items() if not synced], False
+
+
+def test_python_api_makes_a_new_partition_folder_durable_before_its_first_record(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    trace = tmp_path / "trace"
+    script = textwrap.dedent(f"""
+        from seglog.indexer import Log, Record
+        with Log.open({str(root / 'events-0')!r}) as log:
+            log.append([Record(key=b"k", value=b"v", timestamp=1_700_000_000_000)])
+    """)
+    subprocess.run([_strace(), "-f", "--seccomp-bpf", "-qq", "-y", "-e", "signal=none", "-e",
+                    "trace=mkdir,mkdirat,fsync,fdatasync", "-o", str(trace), sys.executable, "-c", script],
+                   check=True, capture_output=True, timeout=120)
+    calls = _calls(trace)
+    # the first record's data fsync: everything the folder must hold by then
+    first_data = re.compile(rf"f(?:data)?sync\(\d+<{re.escape(str(root / 'events-0'))}/\d+\.log>")
+    unsynced, reached = _unsynced_folders(calls, root, first_data)
+    assert reached, "the append's fsync of its segment was not seen in the trace:\n" + "\n".join(calls[-40:])
+    assert any(_MKDIR.match(c) and c.count(f'"{root / "events-0"}"') for c in calls), "events-0 was not made here"
+    assert unsynced == [], f"folders made without an fsync of their parent before the first record's: {unsynced}"
+
+
+@pytest.mark.slow
+def test_format_seglog_write_makes_new_folders_durable_before_its_commit(tmp_path):
+    """The JVM's write: a new topic's partition folders and its commit-log folder, made by the driver's
+    publish and commit (StagedPublisher, CommitLogWriter), in a Spark session whose JVM runs under strace."""
+    from bench.write_breakdown import java_home_under_strace
+
+    root = tmp_path / "root"
+    trace = tmp_path / "trace"
+    _strace()
+    home = java_home_under_strace(tmp_path / "java", trace)   # traces mkdir, fsync, link, rename among others
+    assert home is not None, "strace cannot trace here (ptrace refused): this test needs it"
+    script = textwrap.dedent(f"""
+        from seglog.sink.session import local_session
+        from seglog.source import register
+        spark = local_session("durable-folders")
+        register(spark)
+        (spark.range(100).selectExpr("cast(id as string) as value").write.format("seglog")
+            .option("topic", "events").option("partitions", "3").mode("append").save({str(root)!r}))
+        assert spark.read.format("seglog").option("topic", "events").load({str(root)!r}).count() == 100
+        spark.stop()
+    """)
+    env = dict(os.environ, JAVA_HOME=home)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    calls = _calls(trace)
+    commit = re.compile(rf'(?:link|rename)\w*\(.*"{re.escape(str(root))}/_seglog/commits/events/\d+\.json"')
+    unsynced, reached = _unsynced_folders(calls, root, commit)
+    assert reached, "the commit's link was not seen in the trace"
+    made = [c for c in calls if _MKDIR.match(c) and re.search(r'/(events-\d|commits/events)"', c)]
+    assert len(made) == 4, f"expected the 3 partition folders and the commit-log folder made by this write: {made}"
+    assert unsynced == [], f"folders made without an fsync of their parent before the commit: {unsynced}"
