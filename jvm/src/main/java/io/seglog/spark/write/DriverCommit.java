@@ -355,7 +355,12 @@ final class DriverCommit {
             List<Integer> written = new ArrayList<>(mine.keySet());   // ascending, as opened
             List<CommittedEndRollBack.Opened> rolled = opened.get(meta.name());
             // the partitions at once (PartitionWork, under the locks the caller holds: a flock is the open file's, not a
-            // thread's); each step forces its own files, and all have ended before the commit below
+            // thread's); each step forces its own files, and all have ended before the commit below.
+            // Invariant (the fsync order the crash argument needs): every published file's data, and every partition
+            // folder's entries (the folder's fsync; a new folder's entry in the root at its creation), are durable
+            // before the commit file is linked; the commit file's data before its link; its folder's entry after the
+            // link, before the write returns. The partitions' fsyncs are independent and run at once (one journal
+            // commit on ext4); the commit file's fsync waits for them because its content is their ends.
             List<Long> published = PartitionWork.run(written, p -> StagedPublisher.publish(root, meta.name(), p, mine.get(p),
                     target.append, o.renameMinBytes, rolled.get(written.indexOf(p))).end());
             Map<Integer, Long> ends = new TreeMap<>();
