@@ -55,8 +55,18 @@ public final class CommitLogReader {
 
     /** The newest commit file of {@code dir}, read whole: the one parser of every reader ({@link #parseState}). */
     private static java.util.Optional<CommitState> newest(Path dir) {
+        return newest(dir, null);
+    }
+
+    /** {@link #newest(Path)}, and the listing that named it put in {@code listed} (null: not kept): a committer
+     *  prunes by it (CommitLogWriter) instead of listing the folder again. */
+    static java.util.Optional<CommitState> newest(Path dir, TreeSet<Long> listed) {
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
             TreeSet<Long> seqs = seqs(dir);
+            if (listed != null) {
+                listed.clear();
+                listed.addAll(seqs);
+            }
             if (seqs.isEmpty()) return java.util.Optional.empty();
             Path newest = file(dir, seqs.last());
             try {

@@ -71,8 +71,9 @@ public final class CommitLogWriter {
         } catch (IOException e) {
             throw new StorageException("commit log " + dir + ": cannot create it: " + e, e);
         }
+        java.util.TreeSet<Long> listed = new java.util.TreeSet<>();
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-            Optional<CommitState> current = latest();
+            Optional<CommitState> current = CommitLogReader.newest(dir, listed);
             Map<Integer, Long> merged = new HashMap<>(current.map(CommitState::endOffsets).orElse(Map.of()));
             if (!allowLower) {
                 StringBuilder lowered = new StringBuilder();
@@ -95,7 +96,7 @@ public final class CommitLogWriter {
             long seq = current.map(s -> s.seq() + 1).orElse(0L);
             CommitState state = new CommitState(seq, writerId, batchId, merged, writers, System.currentTimeMillis());
             if (publish(state, shared)) {
-                prune(seq);
+                prune(seq, listed);
                 return state;
             }
         }
@@ -114,8 +115,14 @@ public final class CommitLogWriter {
         }
     }
 
-    private void prune(long newest) {
-        for (long seq : CommitLogReader.seqs(dir)) {   // ascending: see the class comment
+    /**
+     * The files {@code retain} or more below {@code newest}, from {@code listed}: the listing that named the state this
+     * commit linked {@code newest} after (issue 41: the folder was listed again here). It holds every prunable file a
+     * new listing would: the link at the listed newest + 1 succeeded, so every file made since has a higher seq than
+     * any listed, and {@code newest - retain} is below them.
+     */
+    private void prune(long newest, java.util.SortedSet<Long> listed) {
+        for (long seq : listed) {   // ascending: see the class comment
             if (seq > newest - retain) break;
             try {
                 Files.deleteIfExists(CommitLogReader.file(dir, seq));

@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -107,23 +106,32 @@ public final class CommittedEndRollBack {
      * torn tail past it). {@code segmentIndexBytes} is the topic's {@code segment.index.bytes}.
      */
     public static Result rollBack(Path root, String topic, int partition, long committed, int segmentIndexBytes) {
+        return rollBack(root, topic, partition, committed, segmentIndexBytes, null);
+    }
+
+    /**
+     * {@link #rollBack(Path, String, int, long, int)} with the gap rule's files as read once for every partition of a
+     * commit ({@code gaps}, taken with this partition's lock already held: {@link OffsetGaps#at}; null: read here).
+     */
+    public static Result rollBack(Path root, String topic, int partition, long committed, int segmentIndexBytes,
+                                  OffsetGaps gaps) {
         Path dir = TopicLayout.partitionDir(root, topic, partition);
         if (!Files.isDirectory(dir)) return new Result(false, 0);
         try {
-            return cut(root, dir, topic, partition, committed, segmentIndexBytes);
+            return cut(root, dir, topic, partition, committed, segmentIndexBytes, gaps != null ? gaps : OffsetGaps.at(root));
         } catch (IOException e) {
             throw new StorageException(dir + ": roll back to the committed end " + committed + " failed: " + e, e);
         }
     }
 
-    private static Result cut(Path root, Path dir, String topic, int partition, long committed, int indexBytes) throws IOException {
+    private static Result cut(Path root, Path dir, String topic, int partition, long committed, int indexBytes,
+                              OffsetGaps gaps) throws IOException {
         refuseBelowRemoteEnd(dir, root, topic, partition, committed);
-        finishIntent(root, dir, topic, partition, indexBytes);
-        refuseUnrecovered(dir);
-        List<Long> swaps = new ArrayList<>();
-        long[] bases = PartitionLog.listBases(dir, swaps);
+        finishIntent(root, dir, topic, partition, indexBytes, gaps);
+        // one listing: refused by an unrecovered trace's name, else the segments' bases (issue 41: it was listed twice)
+        long[] bases = PartitionLog.listBases(dir, null, name -> refuseUnrecovered(dir, name));
         if (bases.length == 0) return new Result(false, 0);
-        boolean dense = !OffsetGaps.at(root).mayHaveGaps(topic, partition);
+        boolean dense = !gaps.mayHaveGaps(topic, partition);
         int epochs = LeaderEpochs.maxLeaderEpoch(dir);
         long last = bases[bases.length - 1];
         long logEnd;
@@ -208,7 +216,8 @@ public final class CommittedEndRollBack {
      * waiting for the sidecar. An intent that rewrites a straddling batch (the core's, never this class's) is left
      * to the core: refused by {@link #refuseUnrecovered}. True if it finished one.
      */
-    private static boolean finishIntent(Path root, Path dir, String topic, int partition, int indexBytes) throws IOException {
+    private static boolean finishIntent(Path root, Path dir, String topic, int partition, int indexBytes,
+                                        OffsetGaps gaps) throws IOException {
         Path file = dir.resolve(INTENT);
         if (!Files.exists(file)) return false;
         com.fasterxml.jackson.databind.JsonNode intent;
@@ -233,7 +242,7 @@ public final class CommittedEndRollBack {
             restart(root, dir, topic, partition, offset, bases);
             return true;
         }
-        boolean dense = !OffsetGaps.at(root).mayHaveGaps(topic, partition);
+        boolean dense = !gaps.mayHaveGaps(topic, partition);
         int epochs = LeaderEpochs.maxLeaderEpoch(dir);
         long position = intent.path("position").asLong();
         // the intent must name the batch boundary of its offset in its segment, as the cut that wrote it found it
@@ -289,17 +298,12 @@ public final class CommittedEndRollBack {
         }
     }
 
-    /** Traces only the core's writable open finishes: refused, named. */
-    private static void refuseUnrecovered(Path dir) throws IOException {
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
-            for (Path p : ds) {
-                String name = p.getFileName().toString();
-                if (name.equals(INTENT) || name.endsWith(".swap")) {
-                    throw new RecoveryNeededException(dir + " holds " + name + " (an interrupted "
-                            + (name.equals(INTENT) ? "truncation" : "clean or merge swap") + "): the Python core's "
-                            + "writable open finishes it (`seglog recover`, or the sidecar); the JVM writes nothing there");
-                }
-            }
+    /** Traces only the core's writable open finishes: refused, named (each name of the roll back's listing). */
+    private static void refuseUnrecovered(Path dir, String name) {
+        if (name.equals(INTENT) || name.endsWith(".swap")) {
+            throw new RecoveryNeededException(dir + " holds " + name + " (an interrupted "
+                    + (name.equals(INTENT) ? "truncation" : "clean or merge swap") + "): the Python core's "
+                    + "writable open finishes it (`seglog recover`, or the sidecar); the JVM writes nothing there");
         }
     }
 

@@ -1,8 +1,8 @@
 package io.seglog.spark.format;
 
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Whether a partition's offsets may have gaps between batches (compaction's doing: surviving records
@@ -20,7 +20,8 @@ public final class OffsetGaps {
 
     private final Path root;
     private final Map<String, Long> cleaned;
-    private final Map<String, Boolean> compacted = new HashMap<>();   // topic -> its recorded config compacts
+    // topic -> its recorded config compacts; concurrent: a driver's commit shares one among its partitions' threads
+    private final Map<String, Boolean> compacted = new ConcurrentHashMap<>();
 
     private OffsetGaps(Path root, Map<String, Long> cleaned) {
         this.root = root;
@@ -28,7 +29,9 @@ public final class OffsetGaps {
     }
 
     /** The rule's files as of now, read once for every partition a look opens (the cleaner checkpoint names
-     *  every cleaned partition of the root: reading it per partition cost O(partitions) each). */
+     *  every cleaned partition of the root: reading it per partition cost O(partitions) each; a topic's recorded
+     *  config is read once, at its first partition). A writer takes it with the locks of the partitions it asks
+     *  about already held: the cleaner records a partition here before it swaps anything in, under that lock. */
     public static OffsetGaps at(Path root) {
         return new OffsetGaps(root, LogStartCheckpoint.readFile(root.resolve(CLEANER_CHECKPOINT)));
     }

@@ -153,15 +153,31 @@ public final class PartitionLog implements Closeable {
     }
 
     static long[] listBases(Path dir, List<Long> swaps) {
+        return listBases(dir, swaps, null);
+    }
+
+    /**
+     * {@link #listBases(Path, List)}, every name of the folder first shown to {@code refuse} (null: none), which
+     * throws to refuse the folder: so a caller that refuses a folder by some of its names (the roll back's
+     * unrecovered traces) lists it once. Invariant: a name {@code refuse} throws for is refused whatever the order of
+     * the listing, even when a name that is not a segment's is listed too (its error is thrown after the whole
+     * listing was shown to {@code refuse}), as a separate listing for {@code refuse} taken first would.
+     */
+    static long[] listBases(Path dir, List<Long> swaps, java.util.function.Consumer<String> refuse) {
         LISTINGS.increment();
         List<Long> found = new ArrayList<>();
+        SegmentNameException badName = null;
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
             for (Path p : ds) {
+                String name = p.getFileName().toString();
+                if (refuse != null) refuse.accept(name);
                 SegmentName.Parsed s;
                 try {
-                    s = SegmentName.parse(p.getFileName().toString());
+                    s = SegmentName.parse(name);
                 } catch (SegmentNameException e) {
-                    throw new SegmentNameException(dir + ": " + e.getMessage());
+                    if (refuse == null) throw new SegmentNameException(dir + ": " + e.getMessage());
+                    if (badName == null) badName = new SegmentNameException(dir + ": " + e.getMessage());
+                    continue;
                 }
                 if (s == null) continue;
                 if (s.tail().equals(Segment.LOG)) {
@@ -175,6 +191,7 @@ public final class PartitionLog implements Closeable {
         } catch (IOException e) {
             throw new CorruptLogException("cannot list " + dir + ": " + e, e);
         }
+        if (badName != null) throw badName;
         long[] out = found.stream().mapToLong(Long::longValue).toArray();
         Arrays.sort(out);
         return out;

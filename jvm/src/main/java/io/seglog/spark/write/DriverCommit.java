@@ -20,6 +20,7 @@ import io.seglog.spark.format.CommitLogWriter;
 import io.seglog.spark.format.CommitState;
 import io.seglog.spark.format.CommittedEndRollBack;
 import io.seglog.spark.format.FileLock;
+import io.seglog.spark.format.OffsetGaps;
 import io.seglog.spark.format.StagingRuns;
 import io.seglog.spark.format.StagedPublisher;
 import io.seglog.spark.format.StagedSegment;
@@ -149,10 +150,15 @@ final class DriverCommit {
                             held.add(FileLock.partition(root, m.name(), p).acquire(o.lockTimeoutMs));
                         }
                     }
+                    // the gap rule's files read once for every written partition (issue 41: once per partition, the
+                    // topic's metadata too), now that all their locks are held (OffsetGaps.at: the cleaner records a
+                    // partition before it swaps anything in, under that partition's lock)
+                    OffsetGaps gaps = OffsetGaps.at(root);
                     for (TopicMetadata m : metas.values()) {
                         List<Integer> written = new ArrayList<>(staged.getOrDefault(m.name(), new TreeMap<>()).keySet());
                         Map<Integer, Long> ends = committedEnds.get(m.name());
-                        opened.put(m.name(), written.isEmpty() ? List.of() : PartitionWork.run(written, p -> cut(root, m, p, ends).opened()));
+                        opened.put(m.name(), written.isEmpty() ? List.of()
+                                : PartitionWork.run(written, p -> cut(root, m, p, ends, gaps).opened()));
                     }
                     removeCrashedRuns(o, plan);
                     publishAndCommit(root, o, metas, staged, opened);
@@ -251,16 +257,18 @@ final class DriverCommit {
         if (partitions.isEmpty()) return;
         PartitionWork.run(partitions, p -> {
             try (FileLock lock = FileLock.partition(root, meta.name(), p).acquire(lockTimeoutMs)) {
-                return cut(root, meta, p, ends);
+                return cut(root, meta, p, ends, null);   // the gap rule read under this partition's lock
             }
         });
     }
 
-    /** One partition back to its committed end; the caller holds the partition's lock. */
-    private static CommittedEndRollBack.Result cut(Path root, TopicMetadata meta, int p, Map<Integer, Long> ends) {
+    /** One partition back to its committed end; the caller holds the partition's lock ({@code gaps}: the gap rule's
+     *  files read with it held, or null: read here). */
+    private static CommittedEndRollBack.Result cut(Path root, TopicMetadata meta, int p, Map<Integer, Long> ends,
+                                                   OffsetGaps gaps) {
         int indexBytes = ((Long) meta.topicConfig().get("segment.index.bytes")).intValue();
         try {
-            return CommittedEndRollBack.rollBack(root, meta.name(), p, ends.getOrDefault(p, 0L), indexBytes);
+            return CommittedEndRollBack.rollBack(root, meta.name(), p, ends.getOrDefault(p, 0L), indexBytes, gaps);
         } catch (io.seglog.spark.format.TieredOffsetsException e) {
             // its class crosses to Python as OffsetOutOfRangeError (sink/write_errors.py)
             throw new OffsetOutOfRangeException("seglog OffsetOutOfRangeError: " + e.getMessage(), e);
@@ -347,7 +355,12 @@ final class DriverCommit {
             List<Integer> written = new ArrayList<>(mine.keySet());   // ascending, as opened
             List<CommittedEndRollBack.Opened> rolled = opened.get(meta.name());
             // the partitions at once (PartitionWork, under the locks the caller holds: a flock is the open file's, not a
-            // thread's); each step forces its own files, and all have ended before the commit below
+            // thread's); each step forces its own files, and all have ended before the commit below.
+            // Invariant (the fsync order the crash argument needs): every published file's data, and every partition
+            // folder's entries (the folder's fsync; a new folder's entry in the root at its creation), are durable
+            // before the commit file is linked; the commit file's data before its link; its folder's entry after the
+            // link, before the write returns. The partitions' fsyncs are independent and run at once (one journal
+            // commit on ext4); the commit file's fsync waits for them because its content is their ends.
             List<Long> published = PartitionWork.run(written, p -> StagedPublisher.publish(root, meta.name(), p, mine.get(p),
                     target.append, o.renameMinBytes, rolled.get(written.indexOf(p))).end());
             Map<Integer, Long> ends = new TreeMap<>();
