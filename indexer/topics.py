@@ -5,6 +5,10 @@ processes: the file is written under a temporary name, fsynced, then `os.link`ed
 which fails if it already exists (no rename-over: a second creator never replaces the first's file).
 Every later creator reads the recorded metadata and must ask for the same thing.
 
+A topic's id (`topic_id`, Kafka's topic ID, KIP-516) is a random UUID drawn at creation and kept by every change to
+the file: a topic dropped and created again under its name gets another, so a stream's checkpointed offsets of the
+old topic are never taken for the new one's (docs/spec.md §8). A file written before topic ids has none (None).
+
 Invariant: once <topic>.json exists only Kafka's admin operations change it (the SQL catalog's ALTER TABLE, the
 JVM's format/TopicAdmin.java: the overrides, and a partition count that only grows), by a whole new file renamed
 over it under the topic's writer lock; every reader reads it afresh (the sidecar on each pass).
@@ -13,7 +17,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -35,14 +41,34 @@ class TopicMetadata:
     # configuration always wins over the sidecar file's `log:` defaults (docs/spec.md §5, §9).
     config: dict[str, Any] = field(default_factory=dict)
     created_ms: int = 0
+    topic_id: str | None = None     # None: recorded before topic ids
 
     def topic_config(self) -> TopicConfig:
         """The defaults with this topic's overrides applied."""
         return validate_topic_config(self.config, where=f"topic {self.name!r}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": TOPIC_METADATA_VERSION, "name": self.name, "partitions": self.partitions,
-                "config": dict(self.config), "created_ms": self.created_ms}
+        doc = {"version": TOPIC_METADATA_VERSION, "name": self.name, "partitions": self.partitions,
+               "config": dict(self.config), "created_ms": self.created_ms}
+        if self.topic_id is not None:
+            doc["topic_id"] = self.topic_id
+        return doc
+
+
+_TOPIC_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def new_topic_id() -> str:
+    """A new topic's id: a random UUID in its canonical text (the JVM's TopicMetadata.newTopicId)."""
+    return str(uuid.uuid4())
+
+
+def _topic_id(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _TOPIC_ID.fullmatch(value):
+        raise ValueError(f"topic_id is {shown(repr(value), 60)}, not a UUID")
+    return value
 
 
 def topics_dir(root: str | os.PathLike) -> Path:
@@ -70,7 +96,8 @@ def _parse(path: Path, raw: bytes) -> TopicMetadata:
             # `uncompressed` (docs/kafka.md, "Compression"), and new configurations must say so.
             config["compression.type"] = "uncompressed"
         meta = TopicMetadata(name=str(doc["name"]), partitions=int(doc["partitions"]),
-                             config=config, created_ms=int(doc.get("created_ms", 0)))
+                             config=config, created_ms=int(doc.get("created_ms", 0)),
+                             topic_id=_topic_id(doc.get("topic_id")))
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:   # nested 10,000 deep: RecursionError
         raise InvalidTopicError(f"topic metadata {path} is unreadable: {type(exc).__name__}: "
                                 f"{shown(str(exc), 200)}") from None
@@ -113,7 +140,7 @@ def create_topic(root: str | os.PathLike, topic: str, partitions: int,
         check_no_collision(root, topic)
         path = topic_file(root, topic)
         make_dirs(path.parent)
-        meta = TopicMetadata(topic, partitions, overrides, int(time.time() * 1000))
+        meta = TopicMetadata(topic, partitions, overrides, int(time.time() * 1000), new_topic_id())
         # False when another creator got there first: read what the winner recorded, below
         if publish_by_link(path, temp_path(path), json.dumps(meta.to_json(), sort_keys=True, indent=1).encode(),
                            what=f"topic metadata {path}: cannot publish it"):

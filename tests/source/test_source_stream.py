@@ -11,7 +11,7 @@ import pytest
 
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.log import Log
-from seglog.indexer.topics import create_topic
+from seglog.indexer.topics import create_topic, load_topic
 
 pytestmark = pytest.mark.spark
 
@@ -91,7 +91,8 @@ def test_committed_records_exactly_once_across_restarts_and_new_partitions(spark
     for p in range(3):
         assert [v for q_, _, v in got if q_ == p] == core_values(root, "s", p)
     offsets = offsets_of(q.lastProgress["sources"][0])
-    assert offsets == {"s": {"0": 350, "1": 225, "2": 40}}   # checkpointed per topic-partition, Kafka's JSON
+    # checkpointed per topic-partition, Kafka's JSON, with the topic's id beside (docs/spec.md §8)
+    assert offsets == {"s": {"0": 350, "1": 225, "2": 40}, "@topicIds": {"s": load_topic(root, "s").topic_id}}
 
 
 def test_max_offsets_per_trigger_and_offsets_behind_metrics(spark, tmp_path):
@@ -104,7 +105,7 @@ def test_max_offsets_per_trigger_and_offsets_behind_metrics(spark, tmp_path):
     # admission control over 600 offsets: at most 100 a batch (shares rounded down, as Spark's Kafka source)
     assert sum(sizes) == 600 and max(sizes) <= 100 and len(sizes) == 7
     first = batches[0]["sources"][0]
-    assert offsets_of(first) == {"m": {"0": 66, "1": 33}}   # shares in proportion to backlog
+    assert offsets_of(first)["m"] == {"0": 66, "1": 33}   # shares in proportion to backlog
     assert int(first["metrics"]["maxOffsetsBehindLatest"]) == 400 - 66
     assert int(batches[-1]["sources"][0]["metrics"]["maxOffsetsBehindLatest"]) == 0
     assert len(output(spark, out)) == 600

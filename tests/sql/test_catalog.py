@@ -132,6 +132,7 @@ def test_alter_table_is_incremental_alter_configs_and_create_partitions(spark, c
     spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ('partitions' = '4')")
     assert load_topic(root, "events").partitions == 4
     assert load_topic(root, "events").created_ms == meta.created_ms
+    assert load_topic(root, "events").topic_id == meta.topic_id is not None    # ALTER keeps the topic's id
     refused(spark, root, f"ALTER TABLE {table} SET TBLPROPERTIES ('partitions' = '3')", "never removed")
     refused(spark, root, f"ALTER TABLE {table} UNSET TBLPROPERTIES ('partitions')", "can only grow")
     refused(spark, root, f"ALTER TABLE {table} SET TBLPROPERTIES ('retention.ms' = '-7')", "'retention.ms' = -7 is out of range")

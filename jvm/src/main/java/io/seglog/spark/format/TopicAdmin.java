@@ -82,7 +82,7 @@ public final class TopicAdmin {
             }
         }
         TopicConfigRules.validate(config, null, "topic '" + topic + "'");
-        return new TopicMetadata(topic, count, config, meta.createdMs());
+        return new TopicMetadata(topic, count, config, meta.createdMs(), meta.topicId());   // the id is kept
     }
 
     /**

@@ -92,8 +92,12 @@ public final class TopicCatalog {
             if (n == null || !n.canConvertToLong()) throw new IllegalArgumentException("partitions is " + n);
             JsonNode name = doc.get("name");
             if (name == null || name.isNull()) throw new IllegalArgumentException("no name");
+            JsonNode id = doc.get("topic_id");   // absent in a file written before topic ids
+            if (id != null && !(id.isTextual() && TopicMetadata.validTopicId(id.asText()))) {
+                throw new IllegalArgumentException("topic_id is " + id + ", not a UUID");
+            }
             TopicMetadata meta = new TopicMetadata(name.asText(), (int) n.asLong(), config,
-                    doc.has("created_ms") ? doc.get("created_ms").asLong() : 0L);
+                    doc.has("created_ms") ? doc.get("created_ms").asLong() : 0L, id == null ? null : id.asText());
             checkPartitions(meta.name(), n.asLong());
             return meta;
         } catch (IOException | RuntimeException e) {
@@ -152,7 +156,8 @@ public final class TopicCatalog {
         if (existing.isEmpty()) {
             checkNoCollision(root, topic);
             Path path = topicFile(root, topic);
-            TopicMetadata meta = new TopicMetadata(topic, partitions, overrides, System.currentTimeMillis());
+            TopicMetadata meta = new TopicMetadata(topic, partitions, overrides, System.currentTimeMillis(),
+                    TopicMetadata.newTopicId());
             Path tmp = AtomicFile.tempSibling(path);
             try {
                 boolean shared = GroupShared.createDirectories(path.getParent());

@@ -80,8 +80,9 @@ final class ConsumerPositions {
             try (FileLock lock = ConsumerPositionFiles.lock(root).acquire(LOCK_TIMEOUT_MS)) {
                 Map<String, Map<Integer, Long>> live = new TreeMap<>();
                 for (Map.Entry<String, TreeMap<Integer, Long>> t : committed.offsets.entrySet()) {
-                    if (TopicLayout.exists(root, t.getKey())) live.put(t.getKey(), t.getValue());
-                    else tellGone(queryId, t.getKey());
+                    if (!TopicLayout.exists(root, t.getKey())) tellGone(queryId, t.getKey());
+                    else if (recreated(committed, t.getKey())) tellRecreated(queryId, t.getKey());
+                    else live.put(t.getKey(), t.getValue());
                 }
                 if (!live.isEmpty() && !write(queryId, live, nowMs)) return;
             }
@@ -111,6 +112,23 @@ final class ConsumerPositions {
         }
         AtomicFile.write(file, data);
         return true;
+    }
+
+    /** Whether the offsets of {@code topic} were taken under another topic id than the topic's now (deleted and
+     *  created again since): Kafka applies no committed offset of one topic id to another. */
+    private boolean recreated(SeglogSourceOffset committed, String topic) {
+        String id = committed.topicId(topic);
+        if (id == null) return false;
+        String now = io.seglog.spark.format.TopicCatalog.load(root, topic)
+            .map(io.seglog.spark.format.TopicMetadata::topicId).orElse(null);
+        return now != null && !now.equals(id);
+    }
+
+    private void tellRecreated(String queryId, String topic) {
+        if (toldGone.add(topic)) {
+            LOG.warn("seglog source: topic '{}' under {} was deleted and created again since query {} read it (another "
+                + "topic id): its position in the old topic is not recorded for the new one", topic, root, queryId);
+        }
     }
 
     private void tellGone(String queryId, String topic) {

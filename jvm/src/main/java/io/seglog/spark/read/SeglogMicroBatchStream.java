@@ -124,9 +124,34 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
             () -> offsetsOf(opts.asLatestRead(), DataLoss.untold(), true));
     }
 
-    /** Each partition's resolved end (`ends`) or start, as an offset; partitions without a folder yet
-     *  (never written) at 0; a topic not created yet has none (the stream waits for it, as subscribe does). */
+    /** Each partition's resolved end (`ends`) or start, as an offset, with each topic's id; partitions without a
+     *  folder yet (never written) at 0; a topic not created yet has none (the stream waits for it, as subscribe does).
+     *  The ids are read before and after the offsets, and must agree: offsets resolved while the topic was deleted
+     *  and created again are resolved again, never labelled with the id of another topic than theirs. */
     private SeglogSourceOffset offsetsOf(ReadOptions read, DataLoss loss, boolean ends) {
+        for (int attempt = 1; ; attempt++) {
+            Map<String, String> before = topicIds(read);
+            SeglogSourceOffset offsets = offsetsOf(read, loss, ends, before);
+            if (before.equals(topicIds(read))) return offsets;
+            if (attempt == 5) {
+                throw new io.seglog.spark.format.DataLossException("seglog source: the topics of " + this + " were deleted "
+                    + "and created again while their offsets were read, " + attempt + " times running; try again");
+            }
+        }
+    }
+
+    /** The topic id of each topic the read selects whose metadata records one. */
+    private static Map<String, String> topicIds(ReadOptions read) {
+        Map<String, String> ids = new TreeMap<>();
+        Path root = Paths.get(read.root);
+        for (String topic : Planner.layout(read, false).keySet()) {
+            io.seglog.spark.format.TopicCatalog.load(root, topic).map(io.seglog.spark.format.TopicMetadata::topicId)
+                .ifPresent(id -> ids.put(topic, id));
+        }
+        return ids;
+    }
+
+    private SeglogSourceOffset offsetsOf(ReadOptions read, DataLoss loss, boolean ends, Map<String, String> ids) {
         Map<String, TreeMap<Integer, Long>> out = new TreeMap<>();
         List<PartitionLog> logs = new ArrayList<>();
         try {
@@ -140,7 +165,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
             TreeMap<Integer, Long> parts = out.computeIfAbsent(e.getKey(), k -> new TreeMap<>());
             for (int p : e.getValue()) parts.putIfAbsent(p, 0L);
         }
-        return new SeglogSourceOffset(out);
+        return new SeglogSourceOffset(out, ids);
     }
 
     // ------------------------------------------------------------------ MicroBatchStream
@@ -215,7 +240,8 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
         long total = 0;
         for (Map.Entry<String, TreeMap<Integer, Long>> t : latest.offsets.entrySet()) {
             for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
-                long s = Math.min(start.get(t.getKey(), p.getKey(), 0L), p.getValue());
+                // a topic created again since the start reads from its beginning (or fails, when the batch is planned)
+                long s = start.recreated(t.getKey(), latest) ? 0L : Math.min(start.get(t.getKey(), p.getKey(), 0L), p.getValue());
                 from.computeIfAbsent(t.getKey(), k -> new TreeMap<>()).put(p.getKey(), s);
                 total += Math.max(0, p.getValue() - s);
             }
@@ -278,7 +304,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                 out.computeIfAbsent(t.getKey(), k -> new TreeMap<>()).put(p.getKey(), Math.max(begin, end));
             }
         }
-        return new SeglogSourceOffset(out);
+        return new SeglogSourceOffset(out, latest.topicIds);
     }
 
     private static long totalBetween(Map<String, TreeMap<Integer, Long>> from, SeglogSourceOffset to) {
@@ -299,7 +325,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                 out.computeIfAbsent(t.getKey(), k -> new TreeMap<>()).put(p.getKey(), Math.min(now, p.getValue()));
             }
         }
-        return new SeglogSourceOffset(out);
+        return new SeglogSourceOffset(out, cap.topicIds);
     }
 
     /** As Spark's Kafka source: each partition gets a share of the limit in proportion to its backlog. */
@@ -315,7 +341,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                 out.computeIfAbsent(t.getKey(), k -> new TreeMap<>()).put(p.getKey(), Math.min(p.getValue(), begin + take));
             }
         }
-        return new SeglogSourceOffset(out);
+        return new SeglogSourceOffset(out, latest.topicIds);
     }
 
     @Override
@@ -337,6 +363,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
         DataLoss loss = new DataLoss(opts.failOnDataLoss, skipped, told);
         List<List<Slice>> tasks = retrying("planning a batch of " + this, loss, () -> {
             reportGone(start, end, loss);
+            reportRecreated(start, end, root, loss);
             Map<String, Long> checkpointed = LogStartCheckpoint.read(root);
             OffsetGaps gaps = OffsetGaps.at(root);
             List<PartitionLog> logs = new ArrayList<>();
@@ -349,7 +376,8 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                     for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
                         int partition = p.getKey();
                         long until = p.getValue();
-                        long from = start.get(topic, partition, 0L);
+                        boolean recreated = start.recreated(topic, end);   // told above; read from its earliest
+                        long from = recreated ? 0L : start.get(topic, partition, 0L);
                         if (!Files.isDirectory(root.resolve(topic + "-" + partition))) {
                             if (from > 0 || until > from) {
                                 loss.report(topic + "-" + partition + ": the partition folder is gone; offsets from " + from
@@ -362,6 +390,7 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
                         logs.add(log);
                         log.requireStartWithinEnd();
                         long logStart = log.logStartOffset();
+                        if (recreated) from = Math.min(logStart, until);
                         if (from < logStart && from < until) {
                             loss.report(Planner.lossOf(topic, partition, from, logStart), Math.min(logStart, until) - from, GO_ON);
                             from = Math.min(logStart, until);
@@ -392,10 +421,46 @@ final class SeglogMicroBatchStream implements MicroBatchStream, SupportsTriggerA
 
     private static final String GO_ON = "Set failOnDataLoss=false to go on from the offsets that remain.";
 
-    /** Partitions the stream was reading that the end offsets no longer name (Kafka's "are gone"). */
+    /**
+     * Topics deleted and created again under their name since the start (the start's topic id is not the topic's
+     * now: Kafka's topic IDs, KIP-516): the start's offsets are another topic's, so none is applied to the new one.
+     * Reported as data loss, per partition, with the checkpointed offset and the new topic's range: with
+     * failOnDataLoss=false the new topic is read from its earliest offset.
+     */
+    private void reportRecreated(SeglogSourceOffset start, SeglogSourceOffset end, Path root, DataLoss loss) {
+        for (Map.Entry<String, TreeMap<Integer, Long>> t : start.offsets.entrySet()) {
+            String topic = t.getKey();
+            if (!end.offsets.containsKey(topic) || !start.recreated(topic, end)) continue;
+            Map<Integer, Long> committed = looks.committedEnds(root, topic);
+            for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
+                int partition = p.getKey();
+                String range;
+                if (!end.has(topic, partition)) {
+                    range = "the new topic has no partition " + partition;
+                } else {
+                    range = "the new topic's partition holds offsets [" + logStartOf(root, topic, partition) + ", "
+                        + committed.getOrDefault(partition, 0L) + ")";
+                }
+                loss.report("topic '" + topic + "' was deleted and created again since the checkpoint (topic id "
+                    + start.topicId(topic) + " in the checkpoint, " + end.topicId(topic) + " now): partition " + topic + "-"
+                    + partition + "'s checkpointed offset " + p.getValue() + " is the old topic's; " + range,
+                    0, "Set failOnDataLoss=false to read the new topic from its earliest offset, or start the "
+                    + "query from a new checkpoint.");
+            }
+        }
+    }
+
+    /** A partition's log start, as the log start checkpoint records it (0 when it records none). */
+    private static long logStartOf(Path root, String topic, int partition) {
+        return LogStartCheckpoint.read(root).getOrDefault(topic + "-" + partition, 0L);
+    }
+
+    /** Partitions the stream was reading that the end offsets no longer name (Kafka's "are gone"); a topic created
+     *  again is told by {@link #reportRecreated} instead. */
     private static void reportGone(SeglogSourceOffset start, SeglogSourceOffset end, DataLoss loss) {
         List<String> gone = new ArrayList<>();
         for (Map.Entry<String, TreeMap<Integer, Long>> t : start.offsets.entrySet()) {
+            if (start.recreated(t.getKey(), end)) continue;
             for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) {
                 if (!end.has(t.getKey(), p.getKey())) gone.add(t.getKey() + "-" + p.getKey() + " (at offset " + p.getValue() + ")");
             }

@@ -12,19 +12,46 @@ import org.apache.spark.sql.connector.read.streaming.Offset;
 
 /**
  * A streaming position: the next offset to read of every topic-partition, checkpointed as JSON in the
- * shape of Spark's Kafka source ({@code KafkaSourceOffset}): {@code {"events":{"0":23,"1":45}}}.
+ * shape of Spark's Kafka source ({@code KafkaSourceOffset}): {@code {"events":{"0":23,"1":45}}}, plus the topic id
+ * of each topic whose metadata records one (Kafka's topic IDs) under {@value #IDS}, a key no topic can have ('@' is
+ * not in a topic name): {@code {"@topicIds":{"events":"0f8fad5b-..."},"events":{"0":23,"1":45}}}. The id tells the
+ * offsets of a topic from those of a topic created again under its name (docs/spec.md §8); a checkpoint written
+ * before topic ids has none, and nothing is compared for it.
  */
 public final class SeglogSourceOffset extends Offset {
     private static final ObjectMapper JSON = new ObjectMapper();
+    static final String IDS = "@topicIds";
 
     /** topic -> partition -> next offset; sorted, so equal positions have equal JSON. */
     final TreeMap<String, TreeMap<Integer, Long>> offsets;
+    /** topic -> topic id, for the topics whose metadata records one; sorted too. */
+    final TreeMap<String, String> topicIds;
 
     SeglogSourceOffset(Map<String, ? extends Map<Integer, Long>> offsets) {
+        this(offsets, Map.of());
+    }
+
+    SeglogSourceOffset(Map<String, ? extends Map<Integer, Long>> offsets, Map<String, String> topicIds) {
         this.offsets = new TreeMap<>();
         for (Map.Entry<String, ? extends Map<Integer, Long>> e : offsets.entrySet()) {
             this.offsets.put(e.getKey(), new TreeMap<>(e.getValue()));
         }
+        this.topicIds = new TreeMap<>();
+        for (Map.Entry<String, String> e : topicIds.entrySet()) {
+            if (this.offsets.containsKey(e.getKey()) && e.getValue() != null) this.topicIds.put(e.getKey(), e.getValue());
+        }
+    }
+
+    /** The topic id these offsets of {@code topic} were taken under, or null when not known. */
+    String topicId(String topic) {
+        return topicIds.get(topic);
+    }
+
+    /** Whether {@code topic}'s offsets here and in {@code other} are known to be of two topics of one name: both
+     *  carry a topic id and the ids differ (the topic was deleted and created again in between). */
+    boolean recreated(String topic, SeglogSourceOffset other) {
+        String mine = topicId(topic), theirs = other.topicId(topic);
+        return mine != null && theirs != null && !mine.equals(theirs);
     }
 
     long get(String topic, int partition, long dflt) {
@@ -41,6 +68,10 @@ public final class SeglogSourceOffset extends Offset {
     @Override
     public String json() {
         ObjectNode root = JSON.createObjectNode();
+        if (!topicIds.isEmpty()) {
+            ObjectNode ids = root.putObject(IDS);
+            for (Map.Entry<String, String> e : topicIds.entrySet()) ids.put(e.getKey(), e.getValue());
+        }
         for (Map.Entry<String, TreeMap<Integer, Long>> t : offsets.entrySet()) {
             ObjectNode parts = root.putObject(t.getKey());
             for (Map.Entry<Integer, Long> p : t.getValue().entrySet()) parts.put(String.valueOf(p.getKey()), p.getValue());
@@ -69,9 +100,22 @@ public final class SeglogSourceOffset extends Offset {
         }
         if (doc == null || !doc.isObject()) throw bad(json, "not a JSON object of topic -> {partition: offset} offsets", null);
         TreeMap<String, TreeMap<Integer, Long>> out = new TreeMap<>();
+        TreeMap<String, String> ids = new TreeMap<>();
         Iterator<Map.Entry<String, JsonNode>> topics = doc.fields();
         while (topics.hasNext()) {
             Map.Entry<String, JsonNode> t = topics.next();
+            if (t.getKey().equals(IDS)) {
+                if (!t.getValue().isObject()) throw bad(json, IDS + " holds " + t.getValue() + ", not an object of topic -> topic id", null);
+                Iterator<Map.Entry<String, JsonNode>> it = t.getValue().fields();
+                while (it.hasNext()) {
+                    Map.Entry<String, JsonNode> i = it.next();
+                    if (!i.getValue().isTextual() || !io.seglog.spark.format.TopicMetadata.validTopicId(i.getValue().asText())) {
+                        throw bad(json, "the topic id of '" + i.getKey() + "' is " + i.getValue() + ", not a UUID", null);
+                    }
+                    ids.put(i.getKey(), i.getValue().asText());
+                }
+                continue;
+            }
             if (!t.getValue().isObject()) {
                 throw bad(json, "topic '" + t.getKey() + "' holds " + t.getValue() + ", not an object of partition -> offset", null);
             }
@@ -88,7 +132,10 @@ public final class SeglogSourceOffset extends Offset {
             }
             out.put(t.getKey(), parts);
         }
-        return new SeglogSourceOffset(out);
+        for (String topic : ids.keySet()) {
+            if (!out.containsKey(topic)) throw bad(json, "a topic id is given for '" + topic + "', which has no offsets", null);
+        }
+        return new SeglogSourceOffset(out, ids);
     }
 
     private static int partition(String json, String topic, String key) {

@@ -181,19 +181,32 @@ final class DriverCommit {
      * its committed end, the folders this write created for partitions that hold nothing committed removed,
      * and a topic this write created forgotten when nothing was ever committed to it, so a corrected request
      * (another partition count) is not refused as a conflict. Failures here are added to {@code failure}.
+     *
+     * <p>Invariant: a folder is removed only in the same hold of its partition's lock as its cut, and only with its
+     * maintenance lock taken too (tried once: the order is that lock first, so a holder of the partition's lock never
+     * waits for it). Nobody else can be working in it then: writers and the sidecar's jobs hold the partition's lock,
+     * a clean, merge or tier job builds its files under the maintenance lock alone (indexer/locks.py), and a new folder
+     * is made only under the topic's writer lock, which this write holds. A folder whose maintenance lock is held is
+     * left as it is (empty of records after the cut): deleted, a live build's files went with it. Lock files live
+     * under {@code _seglog/locks/} and are never removed (a waiter may hold one open: a new inode would let a third
+     * process lock beside it). Removed outside the lock (as before), a folder could vanish under a holder.
      */
     private static void restore(Path root, Map<String, TopicMetadata> metas, Map<String, boolean[]> existed,
                                 List<String> created, Throwable failure, Long lockTimeoutMs) {
         for (TopicMetadata m : metas.values()) {
             try {
-                rollBack(root, m, lockTimeoutMs);
+                // read under the topic's writer lock, which every committer holds: no commit can come in meanwhile
                 Map<Integer, Long> ends = CommitLogReader.committedEnds(root, m.name());
                 boolean[] before = existed.get(m.name());
-                for (int p = 0; p < m.partitions(); p++) {
-                    if (!before[p] && ends.getOrDefault(p, 0L) == 0L) {
-                        deleteTree(io.seglog.spark.format.TopicLayout.partitionDir(root, m.name(), p));
+                List<Integer> all = new ArrayList<>(m.partitions());
+                for (int p = 0; p < m.partitions(); p++) all.add(p);
+                PartitionWork.run(all, p -> {
+                    try (FileLock lock = FileLock.partition(root, m.name(), p).acquire(lockTimeoutMs)) {
+                        CommittedEndRollBack.Result r = cut(root, m, p, ends, null);   // the gap rule read under this partition's lock
+                        if (!before[p] && ends.getOrDefault(p, 0L) == 0L) removeNewFolder(root, m.name(), p);
+                        return r;
                     }
-                }
+                });
             } catch (RuntimeException again) {
                 failure.addSuppressed(again);
             }
@@ -204,6 +217,21 @@ final class DriverCommit {
             } catch (RuntimeException again) {
                 failure.addSuppressed(again);
             }
+        }
+    }
+
+    /** A partition folder this failed write made, removed; the caller holds its partition's lock (see restore). */
+    private static void removeNewFolder(Path root, String topic, int p) {
+        FileLock maintenance = FileLock.maintenance(root, topic, p);
+        try {
+            maintenance.acquire(0L);
+        } catch (io.seglog.spark.format.LockedException busy) {
+            return;     // a clean, merge or tier job is building in it: its files are not this write's to delete
+        }
+        try {
+            deleteTree(io.seglog.spark.format.TopicLayout.partitionDir(root, topic, p));
+        } finally {
+            maintenance.release();
         }
     }
 
@@ -243,15 +271,8 @@ final class DriverCommit {
                 "seglog write: topic '" + t + "' vanished during the write"));
     }
 
-    /** Every partition of the topic back to its committed end, each under its lock, the partitions at once
-     *  ({@link PartitionWork}: a cut touches only its own folder, and each waits on its own fsyncs). */
-    private static void rollBack(Path root, TopicMetadata meta, Long lockTimeoutMs) {
-        List<Integer> all = new ArrayList<>(meta.partitions());
-        for (int p = 0; p < meta.partitions(); p++) all.add(p);
-        rollBack(root, meta, all, CommitLogReader.committedEnds(root, meta.name()), lockTimeoutMs);
-    }
-
-    /** {@code partitions} of the topic back to their committed {@code ends}, as {@link #rollBack(Path, TopicMetadata, Long)}. */
+    /** {@code partitions} of the topic back to their committed {@code ends}, each under its lock, the partitions at
+     *  once ({@link PartitionWork}: a cut touches only its own folder, and each waits on its own fsyncs). */
     private static void rollBack(Path root, TopicMetadata meta, List<Integer> partitions, Map<Integer, Long> ends,
                                  Long lockTimeoutMs) {
         if (partitions.isEmpty()) return;

@@ -3,6 +3,7 @@ package io.seglog.spark.format;
 import io.seglog.spark.ConformanceVectors;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -46,7 +47,20 @@ class TopicMetadataVectorsTest {
             assertTrue(e.getMessage().contains(file.toString()), name + ": " + e.getMessage());
         } else {
             assertEquals(c.get("partitions").asInt(), TopicCatalog.load(root, "t").orElseThrow().partitions(), name);
+            if (c.has("topic_id")) {
+                String id = c.get("topic_id").isNull() ? null : c.get("topic_id").asText();
+                assertEquals(id, TopicCatalog.load(root, "t").orElseThrow().topicId(), name);
+            }
         }
+    }
+
+    @Test
+    void aTopicCreatedAgainGetsAnotherTopicId(@TempDir Path root) throws Exception {
+        String first = TopicCatalog.create(root, "w", 1, Map.of()).topicId();
+        assertTrue(TopicMetadata.validTopicId(first), first);
+        assertEquals(first, TopicCatalog.load(root, "w").orElseThrow().topicId());
+        Files.delete(TopicCatalog.topicFile(root, "w"));
+        assertNotEquals(first, TopicCatalog.create(root, "w", 1, Map.of()).topicId());
     }
 
     @Test
