@@ -55,7 +55,7 @@ class TopicMetadata:
         return doc
 
 
-_TOPIC_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+TOPIC_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def new_topic_id() -> str:
@@ -66,7 +66,7 @@ def new_topic_id() -> str:
 def _topic_id(value: object) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not _TOPIC_ID.fullmatch(value):
+    if not isinstance(value, str) or not TOPIC_ID.fullmatch(value):
         raise ValueError(f"topic_id is {shown(repr(value), 60)}, not a UUID")
     return value
 

@@ -243,8 +243,9 @@ def _parse_selection(opts: Mapping[str, str]) -> TopicSelection:
 
 
 def _parse_partition_json(option: str, raw: str, selection: TopicSelection, *,
-                          what: str, value_ok, value_rule: str) -> dict[tuple[str, int], int]:
-    """{"topic": {"0": v, "1": v}} -> {(topic, 0): v, ...}; every topic named must be one the read can take."""
+                          what: str, value_ok, value_rule: str, root: str | None = None) -> dict[tuple[str, int], int]:
+    """{"topic": {"0": v, "1": v}} -> {(topic, 0): v, ...}; every topic named must be one the read can take.
+    Offsets (`root` given) may carry a stream's topic ids under TOPIC_IDS_KEY, checked by `_check_topic_ids`."""
     example = '{"events": {"0": 23, "1": -2}}' if what == "offset" else '{"events": {"0": 1700000000000}}'
     try:
         doc = json.loads(raw)
@@ -254,6 +255,9 @@ def _parse_partition_json(option: str, raw: str, selection: TopicSelection, *,
         raise _bad(option, raw, f"a non-empty JSON object of topic -> {{partition: {what}}}, e.g. {example}")
     out: dict[tuple[str, int], int] = {}
     for topic, parts in doc.items():
+        if root is not None and topic == TOPIC_IDS_KEY:
+            _check_topic_ids(option, raw, root, parts)
+            continue
         if not selection.may_read(topic):
             raise ConfigError(f"seglog source: option {option!r} names topic {topic!r}, which is not read "
                               f"({selection.option}: {selection.describe()})")
@@ -269,7 +273,32 @@ def _parse_partition_json(option: str, raw: str, selection: TopicSelection, *,
     return out
 
 
-def _parse_start_offsets(raw: str | None, topics: TopicSelection) -> Bound:
+# A stream's offsets carry each topic's id under this key, which no topic name can be ('@' is not allowed in one):
+# the JVM's SeglogSourceOffset.IDS. A query's progress given back as startingOffsets or endingOffsets holds it.
+TOPIC_IDS_KEY = "@topicIds"
+
+
+def _check_topic_ids(option: str, raw: str, root: str, ids: object) -> None:
+    """The topic ids given with offsets against each topic's id now (the JVM's ReadOptions.checkTopicIds, the same
+    rule): offsets taken from a topic deleted and created again under its name are another topic's, refused naming
+    both ids, never applied to the new one. A topic with no id recorded (or not there) is not checked."""
+    from seglog.indexer.topics import TOPIC_ID, load_topic
+
+    if not isinstance(ids, dict):
+        raise _bad(option, raw, f"{TOPIC_IDS_KEY} is an object of topic -> topic id")
+    for topic, given in ids.items():
+        if not isinstance(given, str) or not TOPIC_ID.fullmatch(given):
+            raise _bad(option, raw, f"the topic id of {topic!r} in {TOPIC_IDS_KEY} is {given!r}, not a UUID")
+        meta = load_topic(root, topic)
+        now = meta.topic_id if meta is not None else None
+        if now is not None and now != given:
+            raise ConfigError(
+                f"seglog source: option {option!r} holds offsets of topic {topic!r} with topic id {given}, but the "
+                f"topic's id is now {now}: it was deleted and created again since those offsets were taken, so they "
+                f"are another topic's. Remove {TOPIC_IDS_KEY!r} to apply them to the new topic anyway")
+
+
+def _parse_start_offsets(raw: str | None, topics: TopicSelection, root: str | None = None) -> Bound:
     option = "startingOffsets"
     if raw is None or str(raw).strip().lower() == "earliest":
         return Bound("earliest", option)
@@ -279,11 +308,11 @@ def _parse_start_offsets(raw: str | None, topics: TopicSelection) -> Bound:
                                 "read, as in Spark's Kafka source)")
     values = _parse_partition_json(
         option, text, topics, what="offset", value_ok=lambda v: v >= 0 or v == EARLIEST,
-        value_rule="an offset >= 0, or -2 for earliest (-1, latest, is not allowed for a batch read)")
+        value_rule="an offset >= 0, or -2 for earliest (-1, latest, is not allowed for a batch read)", root=root)
     return Bound("offsets", option, values=values)
 
 
-def _parse_end_offsets(raw: str | None, topics: TopicSelection) -> Bound:
+def _parse_end_offsets(raw: str | None, topics: TopicSelection, root: str | None = None) -> Bound:
     option = "endingOffsets"
     if raw is None or str(raw).strip().lower() == "latest":
         return Bound("latest", option)
@@ -293,7 +322,7 @@ def _parse_end_offsets(raw: str | None, topics: TopicSelection) -> Bound:
                                 "endingOffsets, as in Spark's Kafka source)")
     values = _parse_partition_json(
         option, text, topics, what="offset", value_ok=lambda v: v >= 0 or v == LATEST,
-        value_rule="an offset >= 0, or -1 for latest (-2, earliest, is not allowed for endingOffsets)")
+        value_rule="an offset >= 0, or -1 for latest (-2, earliest, is not allowed for endingOffsets)", root=root)
     return Bound("offsets", option, values=values)
 
 
@@ -345,10 +374,10 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
                          values=_parse_timestamps_json("startingOffsetsByTimestamp",
                                                        opts["startingoffsetsbytimestamp"], topics))
     else:
-        starting = _parse_start_offsets(opts.get("startingoffsets"), topics)
+        starting = _parse_start_offsets(opts.get("startingoffsets"), topics, root)
     # The other start options are still checked, so a typo is never silently ignored.
     if "startingoffsets" in opts and starting.kind in ("timestamp", "timestamps"):
-        _parse_start_offsets(opts["startingoffsets"], topics)
+        _parse_start_offsets(opts["startingoffsets"], topics, root)
 
     if "endingtimestamp" in opts:
         ending = Bound("timestamp", "endingTimestamp",
@@ -358,9 +387,9 @@ def parse_options(options: Mapping[str, str]) -> SourceOptions:
                        values=_parse_timestamps_json("endingOffsetsByTimestamp",
                                                      opts["endingoffsetsbytimestamp"], topics))
     else:
-        ending = _parse_end_offsets(opts.get("endingoffsets"), topics)
+        ending = _parse_end_offsets(opts.get("endingoffsets"), topics, root)
     if "endingoffsets" in opts and ending.kind in ("timestamp", "timestamps"):
-        _parse_end_offsets(opts["endingoffsets"], topics)
+        _parse_end_offsets(opts["endingoffsets"], topics, root)
 
     strategy = str(opts.get("startingoffsetsbytimestampstrategy", "error")).strip().lower()
     if strategy not in ("error", "latest"):

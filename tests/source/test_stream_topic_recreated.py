@@ -31,10 +31,11 @@ def _run(spark, root, cp, seen: list, **options) -> object:
     return q
 
 
-def _drop_and_create_again(spark, root, n: int) -> None:
-    spark.conf.set("spark.sql.catalog.recat", "io.seglog.spark.SeglogCatalog")
-    spark.conf.set("spark.sql.catalog.recat.root", str(root))
-    spark.sql("DROP TABLE recat.t PURGE")
+def _drop_and_create_again(spark, root, n: int, catalog: str = "recat") -> None:
+    # one catalog name per root: Spark keeps a catalog as first initialized, whatever its root setting says later
+    spark.conf.set(f"spark.sql.catalog.{catalog}", "io.seglog.spark.SeglogCatalog")
+    spark.conf.set(f"spark.sql.catalog.{catalog}.root", str(root))
+    spark.sql(f"DROP TABLE {catalog}.t PURGE")
     _write(spark, root, n, "new")
 
 
@@ -68,3 +69,46 @@ def test_a_topic_created_again_fails_the_restarted_query_or_is_read_from_its_ear
     q.awaitTermination(180)
     assert seen == [(i, "new") for i in range(8)]
     assert {dict(c.offsets).get(("t", 0)) for c in read_consumer_positions(root) if c.query_id == q.id} == {8}
+
+
+def test_a_progress_given_back_as_starting_offsets_is_checked_against_the_topic_id(spark, tmp_path):
+    """A query's progress offsets (Kafka's shape plus '@topicIds') given back as startingOffsets, as Kafka users do
+    to start another query where one stopped: read from those offsets while the topic is the same; refused naming
+    both ids once it was deleted and created again (through format("seglog") and the Python reader's options)."""
+    import json
+
+    from seglog.errors import ConfigError
+    from seglog.source.options import parse_options
+
+    root = tmp_path / "log"
+    _write(spark, root, 5, "old")
+    q = _run(spark, root, tmp_path / "cp", [])
+    q.awaitTermination(180)
+    progress = [json.loads(p.json) for p in q.recentProgress if p.numInputRows > 0][-1]   # as a user logs it
+    end = progress["sources"][0]["endOffset"]
+    given = end if isinstance(end, str) else json.dumps(end)
+    assert "@topicIds" in json.loads(given), given
+    _write(spark, root, 3, "more")
+
+    def read():
+        return spark.read.format("seglog").option("subscribe", "t").option("startingOffsets", given).load(str(root))
+
+    assert sorted(r.offset for r in read().select("offset").collect()) == [5, 6, 7]
+    parse_options({"path": str(root), "subscribe": "t", "startingOffsets": given})   # accepted, as by the JVM
+
+    _drop_and_create_again(spark, root, 8, catalog="recat_progress")
+    with pytest.raises(Exception) as refused:
+        read().count()
+    text = str(refused.value)
+    assert "option 'startingOffsets' holds offsets of topic 't' with topic id" in text, text
+    assert "deleted and created again" in text, text
+    with pytest.raises(ConfigError, match="deleted and created again"):
+        parse_options({"path": str(root), "subscribe": "t", "startingOffsets": given})
+    # without the ids, the offsets are the caller's word, applied to the new topic
+    plain = {k: v for k, v in json.loads(given).items() if k != "@topicIds"}
+    assert read_offsets(spark, root, json.dumps(plain)) == [5, 6, 7]
+
+
+def read_offsets(spark, root, starting: str) -> list[int]:
+    return sorted(r.offset for r in spark.read.format("seglog").option("subscribe", "t")
+                  .option("startingOffsets", starting).load(str(root)).select("offset").collect())

@@ -269,6 +269,10 @@ public final class ReadOptions implements Serializable {
         Iterator<Map.Entry<String, JsonNode>> topicsIt = doc.fields();
         while (topicsIt.hasNext()) {
             Map.Entry<String, JsonNode> t = topicsIt.next();
+            if (what.equals("offset") && t.getKey().equals(SeglogSourceOffset.IDS)) {
+                checkTopicIds(option, raw, t.getValue());
+                continue;
+            }
             if (!selection.mayRead(t.getKey())) {
                 throw new SeglogConfigException("seglog source: option '" + option + "' names topic '" + t.getKey()
                     + "', which is not read (" + selection.option + ": " + selection.describe() + ")");
@@ -292,6 +296,33 @@ public final class ReadOptions implements Serializable {
             }
         }
         return out;
+    }
+
+    /**
+     * The topic ids a stream's offsets carry ({@link SeglogSourceOffset#IDS}: a query's progress, given back as
+     * startingOffsets or endingOffsets) against each topic's id now (source/options.py's _check_topic_ids, the same
+     * rule): offsets taken from a topic deleted and created again under its name are another topic's, and are refused
+     * naming both ids, never applied to the new one. A topic with no id recorded (or not there) is not checked.
+     */
+    private void checkTopicIds(String option, String raw, JsonNode ids) {
+        if (!ids.isObject()) throw bad(option, raw, SeglogSourceOffset.IDS + " is an object of topic -> topic id");
+        Iterator<Map.Entry<String, JsonNode>> it = ids.fields();
+        while (it.hasNext()) {
+            Map.Entry<String, JsonNode> e = it.next();
+            String topic = e.getKey(), given = e.getValue().isTextual() ? e.getValue().asText() : null;
+            if (!io.seglog.spark.format.TopicMetadata.validTopicId(given)) {
+                throw bad(option, raw, "the topic id of '" + topic + "' in " + SeglogSourceOffset.IDS + " is "
+                    + e.getValue() + ", not a UUID");
+            }
+            String now = io.seglog.spark.format.TopicCatalog.load(java.nio.file.Paths.get(root), topic)
+                .map(io.seglog.spark.format.TopicMetadata::topicId).orElse(null);
+            if (now != null && !now.equals(given)) {
+                throw new SeglogConfigException("seglog source: option '" + option + "' holds offsets of topic '" + topic
+                    + "' with topic id " + given + ", but the topic's id is now " + now + ": it was deleted and created "
+                    + "again since those offsets were taken, so they are another topic's. Remove '"
+                    + SeglogSourceOffset.IDS + "' to apply them to the new topic anyway");
+            }
+        }
     }
 
     private Bound parseStart(String raw) {
