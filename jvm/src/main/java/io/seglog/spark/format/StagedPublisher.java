@@ -403,9 +403,11 @@ public final class StagedPublisher {
     }
 
     /** A staged segment's {@code .batches}: one 36-byte row per batch (position, relative last offset, first
-     *  and largest timestamp, record count). */
+     *  and largest timestamp, record count), as the task sent them with its report or, if it did not, read from
+     *  the file. */
     private static ByteBuffer readMeta(StagedSegment s) throws IOException {
-        ByteBuffer meta = ByteBuffer.wrap(Files.readAllBytes(Path.of(s.stem() + ".batches")));
+        byte[] rows = s.batchRows() != null ? s.batchRows() : Files.readAllBytes(Path.of(s.stem() + ".batches"));
+        ByteBuffer meta = ByteBuffer.wrap(rows).asReadOnlyBuffer();
         if (meta.capacity() != s.batches() * META) {
             throw new CorruptLogException(s.stem() + ".batches: " + meta.capacity() / META + " batches, the writer reported " + s.batches());
         }
