@@ -346,15 +346,19 @@ public final class StagedPublisher {
 
         /**
          * The core's _advance_recovery_point at its close: to the active segment's base when that is above the
-         * point, after forcing the segments it newly covers that were there before this publish (the ones
-         * sealed here are forced already). A failed write leaves the old point, which stays true.
+         * point, after forcing the segments it newly covers that were there before this publish, except the ones
+         * sealed here: {@link #finish} forced those already, .log and both indexes, after their seal (issue 41: the
+         * previous write's active segment, sealed by a rename, was forced twice, 3 fsyncs a partition more). A failed
+         * write leaves the old point, which stays true.
          */
         private void raiseRecoveryPoint(long point) throws IOException {
             long to = last();
             if (to <= point) return;
+            java.util.Set<Long> forced = new java.util.HashSet<>();
+            for (ActiveSegment s : sealed) forced.add(s.base);
             for (int i = 0; i < bases.size(); i++) {
                 long next = i + 1 < bases.size() ? bases.get(i + 1) : end;
-                if (next > point && bases.get(i) < openedEnd && next <= to) {
+                if (next > point && bases.get(i) < openedEnd && next <= to && !forced.contains(bases.get(i))) {
                     for (String suffix : new String[] {".log", ".index", ".timeindex"}) {
                         FileSync.file(dir.resolve(Segment.fileName(bases.get(i), suffix)));
                     }
