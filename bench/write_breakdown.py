@@ -23,7 +23,11 @@ timestamps and durations, and which file; each traced call costs the traced side
   split at the commit file's fsync into publish (locks, roll-back check, the segments published and forced)
   and commit (the commit file written, fsynced and linked, the staging run removed);
 - after_execution: the execution's end to the Python call's return.
-Run: `python -m bench --only write_breakdown [--quick] [--no-readme]`.
+Run: `python -m bench --only write_breakdown [--quick] [--no-readme]`; another shape of write, printed and not
+saved: `python bench/write_breakdown.py --rows 1000000 --partitions 32 --tasks 4` (issue 41's 1e6-row writes; the
+noop_fsync case then fsyncs the same bytes in one file). task_cpu_ms is the tasks' own CPU time (Spark's executor
+CPU time: user and kernel), beside task_run_ms (their wall time): a write's tasks waiting on the disk show as the
+difference.
 """
 from __future__ import annotations
 
@@ -129,7 +133,8 @@ def _executions(events: list[dict]) -> dict[int, dict]:
             job = jobs.get(stage_job.get(e["Stage ID"], -1))
             if job is not None:
                 job["tasks"].append({"launch": info["Launch Time"], "finish": info["Finish Time"],
-                                     "run_ms": metrics.get("Executor Run Time", 0)})
+                                     "run_ms": metrics.get("Executor Run Time", 0),
+                                     "cpu_ms": metrics.get("Executor CPU Time", 0) / 1e6})
     return ex
 
 
@@ -184,7 +189,7 @@ def _split(run: dict, ex: dict | None, calls: list[dict]) -> dict:
     first_launch = min(t["launch"] for t in tasks) if tasks else job["submit"]
     last_finish = max(t["finish"] for t in tasks) if tasks else last_job_end
     out.update({"jobs": len(ex["jobs"]), "task_count": len(tasks),
-                "task_run_ms": sum(t["run_ms"] for t in tasks),
+                "task_run_ms": sum(t["run_ms"] for t in tasks), "task_cpu_ms": sum(t["cpu_ms"] for t in tasks),
                 "before_execution": ex["start"] - t0, "to_job": job["submit"] - ex["start"],
                 "job_scheduling": first_launch - job["submit"], "tasks": last_finish - first_launch,
                 "task_to_job_end": last_job_end - last_finish, "after_job": ex["end"] - last_job_end,
@@ -220,7 +225,7 @@ def _split(run: dict, ex: dict | None, calls: list[dict]) -> dict:
 
 
 def _median_breakdown(splits: list[dict]) -> dict:
-    keys = ["wall_ms", *PHASES, "publish", "commit", "task_run_ms", "fsync_ms", "fsync_count", "own_fsync_ms", "jobs",
+    keys = ["wall_ms", *PHASES, "publish", "commit", "task_run_ms", "task_cpu_ms", "fsync_ms", "fsync_count", "own_fsync_ms", "jobs",
             "task_count"]
     med = {k: statistics.median(s[k] for s in splits) for k in keys if all(k in s for s in splits)}
     for group in ("fsyncs", "syscalls"):
@@ -231,19 +236,20 @@ def _median_breakdown(splits: list[dict]) -> dict:
     return med
 
 
-def run(quick: bool = False) -> dict:
+def run(quick: bool = False, shape: list[str] | None = None) -> dict:
     """The measurement in a Python process of its own: PySpark keeps one driver JVM per process, so a part run
     after another (`python -m bench`) would otherwise reuse a JVM that was not started under strace."""
     with tempfile.TemporaryDirectory(prefix="seglog-bench-breakdown-out-") as tmp:
         out = Path(tmp) / "result.json"
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", str(out)] + (["--quick"] if quick else [])
+        cmd = ([sys.executable, str(Path(__file__).resolve()), "--measure", str(out)] + (["--quick"] if quick else [])
+               + (shape or []))
         proc = subprocess.run(cmd, cwd=REPO)
         if proc.returncode != 0 or not out.exists():
             raise RuntimeError(f"bench/write_breakdown.py --measure exited {proc.returncode}")
         return json.loads(out.read_text())
 
 
-def measure(quick: bool = False) -> dict:
+def measure(quick: bool = False, rows: int = 1000, partitions: int = PARTITIONS, tasks: int = 1) -> dict:
     from seglog.sink.session import local_session
 
     rounds = 6 if quick else 21
@@ -260,7 +266,7 @@ def measure(quick: bool = False) -> dict:
         spark = local_session("seglog-bench-breakdown", driver_memory="4g",
                               extra_conf={"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(evdir),
                                           "spark.eventLog.compress": "false"})
-        small = _frame(spark, 1000, 1).cache()
+        small = _frame(spark, rows, tasks).cache()
         small.count()
         log = work / "log"
         version = [0]
@@ -281,7 +287,7 @@ def measure(quick: bool = False) -> dict:
 
         def seglog():
             (small.write.format("seglog").mode("append").option("topic", "small")
-             .option("partitions", str(PARTITIONS)).option("txnAppId", "bench")
+             .option("partitions", str(partitions)).option("txnAppId", "bench")
              .option("txnVersion", str(version[0])).save(str(log)))
             version[0] += 1
 
@@ -332,7 +338,7 @@ def measure(quick: bool = False) -> dict:
                 splits.append(_split(r, ex, calls))
             breakdown[name] = {"median_ms": _median_breakdown(splits), "runs": splits}
         return {
-            "rows": 1000, "partitions": PARTITIONS, "rounds": rounds, "bytes_per_seglog_write": nbytes[0],
+            "rows": rows, "partitions": partitions, "input_tasks": tasks, "rounds": rounds, "bytes_per_seglog_write": nbytes[0],
             "method": __doc__.split("Cases (")[0].strip().replace("\n", " "),
             "phases": list(PHASES), "fsync_trace": "strace --seccomp-bpf" if java_home else "none (strace not found)",
             "time_multiple": {"seglog_over_noop": method.ratio(times["seglog"], times["noop"]),
@@ -348,7 +354,7 @@ def table(result: dict) -> str:
     names = list(result["breakdown"])
     meds = {n: result["breakdown"][n]["median_ms"] for n in names}
     lines = [f"{'ms (median of ' + str(result['rounds']) + ' rounds)':<34}" + "".join(f"{n:>12}" for n in names)]
-    for k in ["wall_ms", *PHASES, "  publish", "  commit", "task_run_ms", "fsync_ms", "fsync_count", "own_fsync_ms"]:
+    for k in ["wall_ms", *PHASES, "  publish", "  commit", "task_run_ms", "task_cpu_ms", "fsync_ms", "fsync_count", "own_fsync_ms"]:
         lines.append(f"{k:<34}" + "".join(f"{meds[n].get(k.strip(), float('nan')):>12.1f}" for n in names))
     for group, label in (("fsyncs", "fsync "), ("syscalls", "")):
         for kind in sorted({k for n in names for k in meds[n].get(group, {})}):
@@ -358,11 +364,21 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _shape(argv: list[str]) -> dict:
+    """--rows, --partitions, --tasks from the command line (the defaults: bench/sink.py's micro-batch)."""
+    out = {}
+    for flag, key in (("--rows", "rows"), ("--partitions", "partitions"), ("--tasks", "tasks")):
+        if flag in argv:
+            out[key] = int(argv[argv.index(flag) + 1])
+    return out
+
+
 if __name__ == "__main__":
+    shape = _shape(sys.argv)
     if "--measure" in sys.argv:          # the child run() starts
         dest = Path(sys.argv[sys.argv.index("--measure") + 1])
-        dest.write_text(json.dumps(measure(quick="--quick" in sys.argv), default=float))
+        dest.write_text(json.dumps(measure(quick="--quick" in sys.argv, **shape), default=float))
     else:
-        res = run(quick="--quick" in sys.argv)
+        res = run(quick="--quick" in sys.argv, shape=[a for k, v in shape.items() for a in (f"--{k}", str(v))])
         print(table(res))
         print(json.dumps({k: v for k, v in res.items() if k != "breakdown"}, indent=2, default=float))

@@ -125,3 +125,39 @@ def test_format_seglog_write_makes_new_folders_durable_before_its_commit(tmp_pat
     made = [c for c in calls if _MKDIR.match(c) and re.search(r'/(events-\d|commits/events)"', c)]
     assert len(made) == 4, f"expected the 3 partition folders and the commit-log folder made by this write: {made}"
     assert unsynced == [], f"folders made without an fsync of their parent before the commit: {unsynced}"
+
+
+@pytest.mark.slow
+def test_format_seglog_first_write_fsyncs_the_root_once_for_its_new_partition_folders(tmp_path):
+    """Issue 41: a first write into 8 new partitions makes their folders together (DriverCommit, GroupShared
+    .createSiblings) and fsyncs the root once for all of them, after the last mkdir and before any file goes in
+    one; it fsynced the root once per partition, at the head of each partition's publish."""
+    from bench.write_breakdown import java_home_under_strace
+
+    root = tmp_path / "root"
+    trace = tmp_path / "trace"
+    _strace()
+    home = java_home_under_strace(tmp_path / "java", trace)
+    assert home is not None, "strace cannot trace here (ptrace refused): this test needs it"
+    script = textwrap.dedent(f"""
+        from seglog.sink.session import local_session
+        spark = local_session("sibling-folders")
+        (spark.range(1000).selectExpr("cast(id as string) as key", "cast(id as string) as value").write
+            .format("seglog").option("topic", "events").option("partitions", "8").mode("append").save({str(root)!r}))
+        spark.stop()
+    """)
+    env = dict(os.environ, JAVA_HOME=home)
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    calls = _calls(trace)
+    partition = re.compile(rf'"{re.escape(str(root))}/events-\d"')
+    commit = re.compile(rf'(?:link|rename)\w*\(.*"{re.escape(str(root))}/_seglog/commits/events/\d+\.json"')
+    first = next(i for i, c in enumerate(calls) if _MKDIR.match(c) and partition.search(c))
+    end = next(i for i, c in enumerate(calls) if commit.search(c))
+    window = calls[first:end]
+    made = [c for c in window if _MKDIR.match(c) and partition.search(c)]
+    root_syncs = [c for c in window if (m := _FSYNC.match(c)) and m["path"] == str(root)]
+    assert len(made) == 8, made
+    assert len(root_syncs) == 1, f"the root fsynced {len(root_syncs)} times for 8 new partition folders: {root_syncs}"
+    unsynced, reached = _unsynced_folders(calls, root, commit)
+    assert reached and unsynced == [], unsynced

@@ -12,6 +12,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.EnumSet;
+import java.util.List;
 
 /**
  * The permissions of what the write path creates, for a root shared by two users (Spark's uid 185 and
@@ -72,6 +73,27 @@ public final class GroupShared {
             FileSync.directory(d.getParent());
         }
         return isShared(dir);
+    }
+
+    /**
+     * New folders of one existing {@code parent} (a first write's partition folders), under {@link #createDirectories}'s
+     * invariant with one fsync of the parent for all of them, after the last mkdir and before this returns, rather than
+     * one each (issue 41: a first write into 32 partitions fsynced the root 32 times, each at the head of a
+     * partition's publish). An existing folder is kept (a concurrent creator's: the fsync covers its entry too).
+     */
+    public static void createSiblings(Path parent, List<Path> dirs) throws IOException {
+        if (dirs.isEmpty()) return;
+        boolean shared = isShared(parent);
+        for (Path d : dirs) {
+            if (!parent.equals(d.getParent())) throw new IllegalArgumentException(d + " is not a folder of " + parent);
+            try {
+                Files.createDirectory(d);
+                if (shared) addMode(d, GROUP_RWX);
+            } catch (FileAlreadyExistsException e) {
+                if (!Files.isDirectory(d)) throw e;
+            }
+        }
+        FileSync.directory(parent);
     }
 
     /**

@@ -346,15 +346,19 @@ public final class StagedPublisher {
 
         /**
          * The core's _advance_recovery_point at its close: to the active segment's base when that is above the
-         * point, after forcing the segments it newly covers that were there before this publish (the ones
-         * sealed here are forced already). A failed write leaves the old point, which stays true.
+         * point, after forcing the segments it newly covers that were there before this publish, except the ones
+         * sealed here: {@link #finish} forced those already, .log and both indexes, after their seal (issue 41: the
+         * previous write's active segment, sealed by a rename, was forced twice, 3 fsyncs a partition more). A failed
+         * write leaves the old point, which stays true.
          */
         private void raiseRecoveryPoint(long point) throws IOException {
             long to = last();
             if (to <= point) return;
+            java.util.Set<Long> forced = new java.util.HashSet<>();
+            for (ActiveSegment s : sealed) forced.add(s.base);
             for (int i = 0; i < bases.size(); i++) {
                 long next = i + 1 < bases.size() ? bases.get(i + 1) : end;
-                if (next > point && bases.get(i) < openedEnd && next <= to) {
+                if (next > point && bases.get(i) < openedEnd && next <= to && !forced.contains(bases.get(i))) {
                     for (String suffix : new String[] {".log", ".index", ".timeindex"}) {
                         FileSync.file(dir.resolve(Segment.fileName(bases.get(i), suffix)));
                     }
@@ -403,9 +407,11 @@ public final class StagedPublisher {
     }
 
     /** A staged segment's {@code .batches}: one 36-byte row per batch (position, relative last offset, first
-     *  and largest timestamp, record count). */
+     *  and largest timestamp, record count), as the task sent them with its report or, if it did not, read from
+     *  the file. */
     private static ByteBuffer readMeta(StagedSegment s) throws IOException {
-        ByteBuffer meta = ByteBuffer.wrap(Files.readAllBytes(Path.of(s.stem() + ".batches")));
+        byte[] rows = s.batchRows() != null ? s.batchRows() : Files.readAllBytes(Path.of(s.stem() + ".batches"));
+        ByteBuffer meta = ByteBuffer.wrap(rows).asReadOnlyBuffer();
         if (meta.capacity() != s.batches() * META) {
             throw new CorruptLogException(s.stem() + ".batches: " + meta.capacity() / META + " batches, the writer reported " + s.batches());
         }

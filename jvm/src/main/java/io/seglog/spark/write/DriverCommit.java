@@ -161,6 +161,7 @@ final class DriverCommit {
                                 : PartitionWork.run(written, p -> cut(root, m, p, ends, gaps).opened()));
                     }
                     removeCrashedRuns(o, plan);
+                    makePartitionFolders(root, metas, staged);
                     publishAndCommit(root, o, metas, staged, opened);
                 } finally {
                     // released before a failure's restore, which takes every partition's lock itself
@@ -363,6 +364,28 @@ final class DriverCommit {
             }
         }
         return staged;
+    }
+
+    /** The written partitions' folders a first write makes, under their locks (held by the caller), made together
+     *  with one fsync of their parent for all (GroupShared.createSiblings) before any publish puts a file in them;
+     *  a publish makes its folder itself only where this did not (the Python core's path). */
+    private static void makePartitionFolders(Path root, Map<String, TopicMetadata> metas,
+                                             Map<String, TreeMap<Integer, List<StagedSegment>>> staged) {
+        Map<Path, List<Path>> missing = new LinkedHashMap<>();
+        for (TopicMetadata m : metas.values()) {
+            for (int p : staged.getOrDefault(m.name(), new TreeMap<>()).keySet()) {
+                Path dir = io.seglog.spark.format.TopicLayout.partitionDir(root, m.name(), p);
+                if (!Files.isDirectory(dir)) missing.computeIfAbsent(dir.getParent(), k -> new ArrayList<>()).add(dir);
+            }
+        }
+        for (Map.Entry<Path, List<Path>> e : missing.entrySet()) {
+            try {
+                io.seglog.spark.format.GroupShared.createSiblings(e.getKey(), e.getValue());
+            } catch (IOException failed) {
+                throw new io.seglog.spark.format.StorageException(e.getKey() + ": making partition folders "
+                        + e.getValue() + " failed: " + failed, failed);
+            }
+        }
     }
 
     /** Each topic's written partitions published and committed, under their locks, which the caller holds since

@@ -55,6 +55,7 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
     private final Map<String, SegmentStager[]> stagers = new HashMap<>();
     private final List<String[]> order = new ArrayList<>();    // (topic, partition) in first-written order
     private final BackgroundSync sync = new BackgroundSync();
+    private final BatchRowsBudget rowsBudget = new BatchRowsBudget();   // batch rows sent with the report
     private final BytesView keyView = new BytesView();
     private final BytesView value = new BytesView();
     private final ZoneId sessionZone;
@@ -225,7 +226,8 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
         if (s == null) {
             // a staged segment the driver renames in is forced by the task (durable); a smaller one is copied,
             // and the copy is forced by the publisher (StagedPublisher)
-            s = new SegmentStager(dir, "s" + staged++, t.stage, System.currentTimeMillis(), sync, plan.renameMinBytes);
+            s = new SegmentStager(dir, "s" + staged++, t.stage, System.currentTimeMillis(), sync, plan.renameMinBytes,
+                    rowsBudget);
             byPartition[partition] = s;
             order.add(new String[] {t.name, Integer.toString(partition)});
         }
@@ -250,7 +252,7 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
             SegmentStager s = stagers.get(tp[0])[Integer.parseInt(tp[1])];
             List<StagedSegment> segs = new ArrayList<>();
             for (SegmentStager.Staged g : s.segments()) {
-                segs.add(new StagedSegment(g.stem, g.size, g.records, g.batches, g.durable));
+                segs.add(new StagedSegment(g.stem, g.size, g.records, g.batches, g.durable, g.batchRows));
             }
             outputs.add(new StagedMessage.Output(tp[0], Integer.parseInt(tp[1]), s.records(), segs));
         }

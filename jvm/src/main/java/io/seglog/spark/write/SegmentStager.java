@@ -32,6 +32,7 @@ import io.seglog.spark.format.StagingRuns;
  *   grew; never the all-zero entry while the segment is written (docs/format.md "Time index").</li>
  * <li>Every staged segment is sealed when finished (seal entry, trimmed indexes), so whichever
  *   segment follows it at publish time, it is a valid sealed segment (docs/spec.md §2.5).</li>
+ * <li>Batch rows: written to {@code .batches}, or sent with the task's report within its {@link BatchRowsBudget}.</li>
  * <li>Durability: a staged file is either copied (its copy is fsynced by the Log's flush) or
  *   patched and renamed by the driver, which fsyncs it after patching and before the commit. The
  *   bytes of a large one are written back while the task runs ({@link BackgroundSync}), so that
@@ -48,13 +49,15 @@ final class SegmentStager {
         final long records;
         final int batches;
         final boolean durable;   // all its files forced by the task (BackgroundSync) before it reported
+        final byte[] batchRows;  // its .batches rows, sent with the report (null: written to <stem>.batches)
 
-        Staged(String stem, long size, long records, int batches, boolean durable) {
+        Staged(String stem, long size, long records, int batches, boolean durable, byte[] batchRows) {
             this.stem = stem;
             this.size = size;
             this.records = records;
             this.batches = batches;
             this.durable = durable;
+            this.batchRows = batchRows;
         }
     }
 
@@ -65,6 +68,7 @@ final class SegmentStager {
     private final long now;
     private final BackgroundSync sync;   // the task's: writes staged bytes back while it encodes
     private final long durableMinBytes;  // a finished segment this large is forced (it will be renamed in)
+    private final BatchRowsBudget rowsBudget;   // the task's (null: every segment's rows in its .batches file)
     private final BatchEncoder encoder;
     // the open batch's first key (at most KEY_SHOWN + 1 bytes; null: none): a batch over max.message.bytes holds
     // one record (the batching budget is below the limit), this one, and the error names it
@@ -87,7 +91,15 @@ final class SegmentStager {
     private SegmentIndexer indexes;
 
     SegmentStager(Path dir, String prefix, StageConfig cfg, long now, BackgroundSync sync, long durableMinBytes) {
+        this(dir, prefix, cfg, now, sync, durableMinBytes, null);
+    }
+
+    /** {@code rowsBudget}: the task's budget for batch rows sent with its report instead of a {@code .batches}
+     *  file (null: always the file, as tests/oracles/staged.py reads it). */
+    SegmentStager(Path dir, String prefix, StageConfig cfg, long now, BackgroundSync sync, long durableMinBytes,
+                  BatchRowsBudget rowsBudget) {
         this.dir = dir;
+        this.rowsBudget = rowsBudget;
         this.prefix = prefix;
         this.cfg = cfg;
         this.rules = new AppendRules(cfg.segmentBytes, cfg.segmentMs, cfg.indexBytes, cfg.indexInterval, cfg.codec);
@@ -236,9 +248,16 @@ final class SegmentStager {
         log = null;
         writeFile(file(".index"), indexes.offsetEntryBytes(0), durable);
         writeFile(file(".timeindex"), indexes.timeEntryBytes(0), durable);
-        writeFile(file(".batches"), meta.flip(), false);   // read by the driver only, never renamed in
+        meta.flip();
+        byte[] rows = null;
+        if (rowsBudget != null && rowsBudget.take(meta.remaining())) {
+            rows = new byte[meta.remaining()];
+            meta.get(rows);
+        } else {
+            writeFile(file(".batches"), meta, false);   // read by the driver only, never renamed in
+        }
         String stem = file("").toString();
-        finished.add(new Staged(stem, size, nextRel, batches, durable));
+        finished.add(new Staged(stem, size, nextRel, batches, durable, rows));
     }
 
     /** Write a whole small file ({@code data}, flipped); {@code durable}: forced and closed by the sync thread. */

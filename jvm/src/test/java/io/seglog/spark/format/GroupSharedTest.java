@@ -2,12 +2,14 @@ package io.seglog.spark.format;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -54,5 +56,22 @@ class GroupSharedTest {
         assertEquals(0, mode(dir) & 0020);
         assertEquals(0, mode(f) & 0020);
         assertTrue(GroupShared.createDirectories(dir) == false);   // existing folders: no error
+    }
+
+    @Test
+    void siblingsAreMadeUnderTheRuleAndAnExistingOneIsKept() throws IOException {
+        Path root = tmp.resolve("siblings");
+        Files.createDirectory(root);
+        Files.setAttribute(root, "unix:mode", 02775);
+        Files.createDirectory(root.resolve("t-1"));
+        Files.writeString(root.resolve("t-1").resolve("kept"), "x");
+        List<Path> dirs = List.of(root.resolve("t-0"), root.resolve("t-1"), root.resolve("t-2"));
+        GroupShared.createSiblings(root, dirs);
+        for (Path d : dirs) assertTrue(Files.isDirectory(d), d.toString());
+        assertEquals(0070, mode(root.resolve("t-2")) & 0070);
+        assertTrue(Files.exists(root.resolve("t-1").resolve("kept")));
+        assertThrows(IllegalArgumentException.class, () -> GroupShared.createSiblings(root, List.of(root.resolve("a/b"))));
+        Files.writeString(root.resolve("t-3"), "a file");
+        assertThrows(java.nio.file.FileAlreadyExistsException.class, () -> GroupShared.createSiblings(root, List.of(root.resolve("t-3"))));
     }
 }
