@@ -23,7 +23,7 @@ final class SeglogBatchWrite implements BatchWrite {
 
     @Override
     public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
-        return new SeglogDataWriterFactory(plan);
+        return new SeglogDataWriterFactory(plan, info.numPartitions());
     }
 
     /**

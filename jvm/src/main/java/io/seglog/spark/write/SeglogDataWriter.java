@@ -55,16 +55,18 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
     private final Map<String, SegmentStager[]> stagers = new HashMap<>();
     private final List<String[]> order = new ArrayList<>();    // (topic, partition) in first-written order
     private final BackgroundSync sync = new BackgroundSync();
-    private final BatchRowsBudget rowsBudget = new BatchRowsBudget();   // batch rows sent with the report
+    private final BatchRowsBudget rowsBudget;   // batch rows sent with the report
     private final BytesView keyView = new BytesView();
     private final BytesView value = new BytesView();
     private final ZoneId sessionZone;
     private int staged;
     private long nullTopicRows;   // counted, not staged: the driver refuses the write naming the count
 
-    SeglogDataWriter(WritePlan plan, int task, long taskId) {
+    /** {@code tasks}: how many tasks the write has (its reports share one bound: BatchRowsBudget). */
+    SeglogDataWriter(WritePlan plan, int task, long taskId, int tasks) {
         this.plan = plan;
         this.task = task;
+        this.rowsBudget = new BatchRowsBudget(tasks);
         // taskId is unique in the application: a zombie attempt never writes into the published attempt's folder
         this.dir = Path.of(plan.staging, "t" + task + "-" + taskId);
         this.sessionZone = ZoneId.of(plan.sessionTimeZone);

@@ -8,13 +8,15 @@ import org.apache.spark.sql.connector.write.DataWriterFactory;
 final class SeglogDataWriterFactory implements DataWriterFactory {
     private static final long serialVersionUID = 1L;
     private final WritePlan plan;
+    private final int tasks;   // the write's, Spark's PhysicalWriteInfo.numPartitions (BatchRowsBudget)
 
-    SeglogDataWriterFactory(WritePlan plan) {
+    SeglogDataWriterFactory(WritePlan plan, int tasks) {
         this.plan = plan;
+        this.tasks = tasks;
     }
 
     @Override
     public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
-        return new SeglogDataWriter(plan, partitionId, taskId);
+        return new SeglogDataWriter(plan, partitionId, taskId, tasks);
     }
 }

@@ -48,20 +48,22 @@ final class SeglogStreamingWrite implements StreamingWrite {
         if (run != null) run.release();   // a micro-batch neither committed nor aborted (the query stopped)
         current = plan;
         run = DriverCommit.startRun(staging);
-        return new Factory(plan);
+        return new Factory(plan, info.numPartitions());
     }
 
     private static final class Factory implements StreamingDataWriterFactory {
         private static final long serialVersionUID = 1L;
         private final WritePlan plan;
+        private final int tasks;   // the micro-batch's (BatchRowsBudget)
 
-        Factory(WritePlan plan) {
+        Factory(WritePlan plan, int tasks) {
             this.plan = plan;
+            this.tasks = tasks;
         }
 
         @Override
         public DataWriter<InternalRow> createWriter(int partitionId, long taskId, long epochId) {
-            return new SeglogDataWriter(plan, partitionId, taskId);
+            return new SeglogDataWriter(plan, partitionId, taskId, tasks);
         }
     }
 

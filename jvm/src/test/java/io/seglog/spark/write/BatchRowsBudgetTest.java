@@ -104,6 +104,13 @@ class BatchRowsBudgetTest {
         while (budget.take(BatchRowsBudget.SEGMENT_MAX)) taken += BatchRowsBudget.SEGMENT_MAX;
         assertEquals(BatchRowsBudget.TASK_MAX, taken);
         assertFalse(budget.take(36), "the task's budget is spent");
+        // a write of many tasks: their shares add up to WRITE_MAX at most (the driver holds every report)
+        assertEquals(BatchRowsBudget.TASK_MAX, BatchRowsBudget.taskMax(4));
+        assertEquals(BatchRowsBudget.WRITE_MAX / 1000, BatchRowsBudget.taskMax(1000));
+        BatchRowsBudget many = new BatchRowsBudget(100_000);
+        long share = 0;
+        while (many.take(36)) share += 36;
+        assertTrue(share * 100_000L <= BatchRowsBudget.WRITE_MAX, "100,000 tasks' shares: " + share + " bytes each");
         // a stager whose task's budget is spent writes the file, as without one
         for (SegmentStager.Staged g : stage("spent", budget)) {
             assertNull(g.batchRows);
