@@ -138,6 +138,56 @@ def file_location(tmp_path, name="remote"):
     return RemoteLocation(f"file://{tmp_path}/{name}")
 
 
+def test_a_whole_read_of_s3_tiered_segments_sends_no_head(spark, tmp_path, s3_server):
+    """A replay of tiered segments through S3A costs their GETs and nothing per segment beside them: no HEAD for an
+    object's length (the GET of each .log's last chunk checks it). S3A's request counts are the JVM's (its storage
+    statistics are shared by every S3A client in it; the first read makes the client, the second is counted)."""
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    conf.set("fs.s3a.access.key", "testing")
+    conf.set("fs.s3a.secret.key", "testing")
+    bucket = s3_server.make_bucket(f"h-{uuid.uuid4().hex[:10]}")
+    location = RemoteLocation(bucket.replace("s3://", "s3a://") + "/x", endpoint=s3_server.endpoint, region="us-east-1")
+    root = tmp_path / "root"
+    cfg = build(root)
+    before = rows(spark, root)
+    tier(root, cfg, location)
+    tiered = len(metadata.read_state(root, "t", 0).segments())
+    assert tiered >= 3
+
+    def heads():
+        stats = spark._jvm.org.apache.hadoop.fs.FileSystem.getGlobalStorageStatistics().get("S3AStorageStatistics")
+        return 0 if stats is None else stats.getLong("object_metadata_request")
+
+    cache = spark._jvm.io.seglog.spark.format.RemoteSegmentCache
+    spark.conf.set("seglog.remote.cache.max.bytes", "0")               # nothing kept: each read fetches anew
+    try:
+        assert rows(spark, root) == before                              # the JVM's S3A client made, and warm
+        n, fetched = heads(), cache.fetchedBytes()
+        assert rows(spark, root) == before
+    finally:
+        spark.conf.unset("seglog.remote.cache.max.bytes")
+    assert cache.fetchedBytes() > fetched and heads() == n
+
+
+@pytest.mark.parametrize("change", ["cut", "grow"])
+def test_a_remote_log_of_another_length_than_its_manifest_is_named(spark, tmp_path, location, change):
+    """A tiered .log shorter or longer than its manifest, through S3A as through file://: the read that reaches its
+    end names the object and both lengths (the last chunk's GET asks for a byte past the manifest's end; no HEAD
+    per segment), never fewer or more rows."""
+    root = tmp_path / "root"
+    cfg = build(root)
+    tier(root, cfg, location)
+    store = RemoteStore(location)
+    key = f"t-0/{metadata.read_state(root, 't', 0).segments()[1].base:020d}.log"
+    data = store.read(key)
+    store.put_bytes(key, data[:-30] if change == "cut" else data + b"\0" * 7)
+    now = len(data) - 30 if change == "cut" else len(data) + 7
+    for columnar in ("true", "false"):
+        with pytest.raises(Exception, match=f"RemoteObjectException: \\S*{key.split('/')[1]}: the object is "
+                                            f"{now} bytes but its manifest records {len(data)}"):
+            rows(spark, root, columnar)
+
+
 @pytest.mark.parametrize("damage", ["flip", "cut", "remove", "index"])
 def test_a_damaged_or_missing_remote_object_is_an_error_not_fewer_rows(spark, tmp_path, damage):
     root = tmp_path / "root"

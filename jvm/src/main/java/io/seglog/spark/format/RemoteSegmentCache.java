@@ -359,12 +359,13 @@ public final class RemoteSegmentCache {
         return t;
     });
 
-    /** Daemon threads for the objects' length checks (a HEAD each, beside the first GETs). */
-    private static final java.util.concurrent.ExecutorService CHECKS = java.util.concurrent.Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "seglog-remote-length-check");
-        t.setDaemon(true);
-        return t;
-    });
+    /** HEADs sent for a tiered .log's length (tests: a read of objects as long as their manifests sends none). */
+    private static final java.util.concurrent.atomic.LongAdder LENGTH_ASKED = new java.util.concurrent.atomic.LongAdder();
+
+    /** HEADs this JVM sent for a tiered .log's real length (only when a fetch found it differs from the manifest). */
+    public static long lengthsAsked() {
+        return LENGTH_ASKED.sum();
+    }
 
     /**
      * A remote .log's bytes in memory, chunk by chunk: {@link #channel} reads them as a file, fetching the chunks
@@ -389,8 +390,7 @@ public final class RemoteSegmentCache {
         private final long[] used;                       // guarded by this: each held chunk's last use (TICKS)
         private final BitSet read = new BitSet();        // guarded by this: held chunks a walk has read
         private final BitSet fetching = new BitSet();    // guarded by this
-        private volatile java.util.concurrent.CompletableFuture<Void> lengthCheck;   // started with the stream
-        private volatile boolean lengthChecked;          // the object's length is the manifest's
+        private volatile RuntimeException lengthError;   // a fetch found the object's length is not the manifest's
         private int aheadFrom;                           // guarded by this: the read-ahead window [aheadFrom, aheadTo)
         private int aheadTo;                             // guarded by this
         private boolean aheadRunning;                    // guarded by this: one read-ahead fetcher per log
@@ -541,17 +541,27 @@ public final class RemoteSegmentCache {
                 }
                 int done = 0;
                 // the stream (and any connection it holds) lives while its ranges arrive, no longer
-                try (FSDataInputStream in = open()) {
-                    long[] offsets = new long[claimed.size()];
-                    int[] lengths = new int[claimed.size()];
-                    for (int i = 0; i < offsets.length; i++) {
-                        offsets[i] = (long) claimed.get(i) * chunk;
-                        lengths[i] = chunkLength(claimed.get(i));
+                try {
+                    // the last chunk has a GET of its own, after the others: it asks for a byte past the end (fetch)
+                    int ranged = claimed.get(claimed.size() - 1) == chunks.length - 1 ? claimed.size() - 1 : claimed.size();
+                    if (ranged > 0) {
+                        try (FSDataInputStream in = open(size)) {
+                            long[] offsets = new long[ranged];
+                            int[] lengths = new int[ranged];
+                            for (int i = 0; i < ranged; i++) {
+                                offsets[i] = (long) claimed.get(i) * chunk;
+                                lengths[i] = chunkLength(claimed.get(i));
+                            }
+                            List<ByteBuffer> got = SparkLines.readRanges(in, offsets, lengths);
+                            for (; done < ranged; done++) {
+                                int c = claimed.get(done);
+                                settle(c, whole(c, got.get(done)), false);
+                            }
+                        }
                     }
-                    List<ByteBuffer> got = SparkLines.readRanges(in, offsets, lengths);
-                    for (; done < claimed.size(); done++) {
-                        int c = claimed.get(done);
-                        settle(c, whole(c, got.get(done)), false);
+                    if (ranged < claimed.size()) {
+                        settle(chunks.length - 1, fetch(chunks.length - 1), false);
+                        done++;
                     }
                 } catch (Exception e) {     // a read-ahead's failure: the walk that needs a chunk fetches it itself and reports
                     if (e instanceof InterruptedException) Thread.currentThread().interrupt();
@@ -585,55 +595,73 @@ public final class RemoteSegmentCache {
             return out;
         }
 
-        /** A new stream on the object for one fetch, opened with the manifest's length (no HEAD before the first
+        /** A new stream on the object for one fetch, opened as {@code declared} bytes long (no HEAD before the first
          *  GET); the caller closes it when that fetch ends. Invariant: no stream outlives the fetch that opened it,
          *  so a JVM holds a pooled connection (S3A's {@code fs.s3a.connection.maximum}) only while it reads, never
-         *  one per cached segment: a read of more segments than the pool has connections finishes. The object's
-         *  real length is asked for beside the first reads ({@link #lengthCheck}), and no walk uses the bytes before
-         *  it agrees ({@link #requireLength}): shorter or longer is reported naming the object, never fewer rows. */
-        private FSDataInputStream open() throws IOException {
-            FileSystem fs = tier.fileSystem();
-            synchronized (this) {
-                if (lengthCheck == null) {
-                    lengthCheck = java.util.concurrent.CompletableFuture.runAsync(() -> {
-                        long length = status(fs, remote, objectUri).getLen();
-                        if (length != size) throw sizeMismatch(objectUri, length, size);
-                    }, CHECKS);
-                }
-            }
-            return openKnownLength(fs, remote, objectUri, size, "vector, random");
+         *  one per cached segment: a read of more segments than the pool has connections finishes. */
+        private FSDataInputStream open(long declared, String policy) throws IOException {
+            return openKnownLength(tier.fileSystem(), remote, objectUri, declared, policy);
         }
 
-        /** Waits for the object's length check (started with its stream); its failure is the walk's. */
+        private FSDataInputStream open(long declared) throws IOException {
+            return open(declared, "vector, random");
+        }
+
+        /** Fails a read when a fetch found the object's length is not the manifest's (a check no walk skips: the
+         *  fetch of the last chunk makes it, see {@link #fetch}). */
         private void requireLength() {
-            if (lengthChecked) return;
-            java.util.concurrent.CompletableFuture<Void> check = lengthCheck;
-            if (check == null) return;              // nothing fetched yet: nothing to judge
-            try {
-                check.join();
-            } catch (java.util.concurrent.CompletionException e) {
-                if (e.getCause() instanceof RuntimeException) throw (RuntimeException) e.getCause();
-                throw new StorageException("cannot check the length of " + objectUri + ": " + e.getCause(), e.getCause());
-            }
-            lengthChecked = true;
+            RuntimeException e = lengthError;
+            if (e != null) throw e;
         }
 
+        /** The object's length disagrees with the manifest's (a fetch read fewer or more bytes than it records): its
+         *  real length is asked for (a HEAD, only now) to name it, and every later read of this copy fails too. */
+        private RuntimeException lengthMismatch(long readTo, Throwable cause) {
+            LENGTH_ASKED.increment();
+            long length = status(tier.fileSystem(), remote, objectUri).getLen();
+            RuntimeException e = length != size ? sizeMismatch(objectUri, length, size)
+                : new RemoteObjectException(objectUri + ": the object ends before position " + readTo
+                    + " though its manifest records " + size + " bytes: records of the segment are lost", cause);
+            if (length != size) lengthError = e;
+            return e;
+        }
+
+        /**
+         * Chunk c's bytes in one GET. The last chunk's GET also asks for one byte past the manifest's end (the stream
+         * declared a byte longer, read sequentially so S3A asks for the whole range at once): the object's length is
+         * checked by the fetch that reads its end, with no HEAD. Shorter (fewer bytes, or none at all) or longer (a
+         * byte there) is a {@link RemoteObjectException} naming the object, never fewer rows. Invariant: a walk that
+         * reads a tiered .log's last byte has had its length checked; one that stops before it reads only batches
+         * whose bytes are all there (each checked by its CRC), and a mismatch found by any fetch fails every later
+         * read of the copy ({@link #requireLength}).
+         */
         private byte[] fetch(int c) {
             long from = (long) c * chunk;
             int len = chunkLength(c);
+            boolean last = c == chunks.length - 1;
             byte[] buf = new byte[len];
-            try (FSDataInputStream in = open()) {       // closed when the chunk is read: its connection goes back
-                in.readFully(from, buf, 0, len);
+            // closed when the chunk is read: its connection goes back
+            try (FSDataInputStream in = last ? open(size + 1, "sequential") : open(size)) {
+                if (!last) {
+                    in.readFully(from, buf, 0, len);
+                    return buf;
+                }
+                in.seek(from);
+                int got = 0;
+                while (got < len) {
+                    int n = in.read(buf, got, len - got);
+                    if (n < 0) break;
+                    got += n;
+                }
+                if (got < len || in.read() >= 0) throw lengthMismatch(from + len, null);
+                return buf;
             } catch (FileNotFoundException e) {
                 throw gone(objectUri, e);
             } catch (EOFException e) {
-                requireLength();                   // the object's own length says it best, when it disagrees
-                throw new RemoteObjectException(objectUri + ": the object ends before position " + (from + len)
-                    + " though its manifest records " + size + " bytes: records of the segment are lost", e);
+                throw lengthMismatch(from + len, e);      // the object's own length says it best
             } catch (IOException e) {
                 throw new StorageException("cannot read " + objectUri + " at position " + from + ": " + e, e);
             }
-            return buf;
         }
 
         /**

@@ -309,6 +309,44 @@ class TieredPartitionLogTest {
         }
     }
 
+    /** An object longer than its manifest (bytes appended after it was tiered) is named by the read that reaches its
+     *  end, whether one chunk holds the .log or several do (the last chunk's GET asks for a byte past the end). */
+    @Test
+    void aRemoteObjectLongerThanItsManifestIsNamed() throws IOException {
+        Path root = tiered();
+        Path victim = tmp.resolve("remote/t-0/00000000000000000100.log");
+        byte[] bytes = Files.readAllBytes(victim);
+        Files.write(victim, java.util.Arrays.copyOf(bytes, bytes.length + 7));
+        for (int chunk : new int[] {RemoteSegmentCache.CHUNK, 1024}) {
+            try (PartitionLog log = PartitionLog.open(root, "t", 0, 200, OffsetGaps.at(root), SegmentListings.NONE,
+                    settings(RemoteSegmentCache.CHUNK_KEY, chunk, RemoteSegmentCache.READ_AHEAD_KEY, 0, RemoteSegmentCache.CACHE_MAX_KEY, 0))) {
+                RemoteObjectException e = assertThrows(RemoteObjectException.class, () -> offsets(log, 100, 200));
+                assertTrue(e.getMessage().contains("00000000000000000100.log: the object is " + (bytes.length + 7)
+                    + " bytes but its manifest records " + bytes.length + ": it was changed after it was tiered"), e.getMessage());
+            }
+        }
+    }
+
+    /** A read of tiered .logs as long as their manifests asks for no object's length (no HEAD per segment: the GET of
+     *  each .log's last chunk checks it), with and without read-ahead, in one chunk or several. */
+    @Test
+    void aWholeReadOfTieredSegmentsAsksForNoLength() throws IOException {
+        Path root = tiered();
+        List<Long> want = new ArrayList<>();
+        for (long o = 0; o < 200; o++) want.add(o);
+        long before = RemoteSegmentCache.lengthsAsked();
+        for (int ahead : new int[] {0, 3}) {
+            for (int chunk : new int[] {RemoteSegmentCache.CHUNK, 1024}) {
+                try (PartitionLog log = PartitionLog.open(root, "t", 0, 200, OffsetGaps.at(root), SegmentListings.NONE,
+                        settings(RemoteSegmentCache.CHUNK_KEY, chunk, RemoteSegmentCache.READ_AHEAD_KEY, ahead,
+                            RemoteSegmentCache.CACHE_MAX_KEY, 0))) {
+                    assertEquals(want, offsets(log, 0, 200));
+                }
+            }
+        }
+        assertEquals(before, RemoteSegmentCache.lengthsAsked());
+    }
+
     @Test
     void aFlippedByteInATieredLogIsACorruptBatchNamingTheObject() throws IOException {
         Path root = tiered();
