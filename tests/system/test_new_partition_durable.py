@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -21,38 +20,11 @@ from pathlib import Path
 
 import pytest
 
-STRACE = shutil.which("strace")
+from tests.system.syscall_trace import FSYNC, MKDIR, commit_link, spark_calls, strace
+from tests.system.syscall_trace import calls as traced_calls
+
 # made per write and never named by a commit: their loss in a crash loses nothing (StagingRuns, locks.py)
 UNCOMMITTED = ("_seglog/staging", "_seglog/locks")
-# 123  mkdir("/r/events-0", 0777) = 0   and   123  fsync(5</r>) = 0   (bench's trace adds a time after the thread
-# id and a duration at the end)
-_HEAD = r"^\d+\s+(?:\d+\.\d+\s+)?"
-_MKDIR = re.compile(_HEAD + r'mkdir(?:at)?\((?:[^,]*, )?"(?P<path>[^"]+)", \d+\)\s+= 0(?:\s+<[\d.]+>)?$')
-_FSYNC = re.compile(_HEAD + r"f(?:data)?sync\(\d+<(?P<path>[^>]+)>")
-
-
-def _strace() -> str:
-    if STRACE is None:
-        pytest.fail("strace is not installed: `bash scripts/debian-packages.sh` as root (run by "
-                    "scripts/setup-test.sh) installs Debian's")
-    return STRACE
-
-
-def _calls(trace: Path) -> list[str]:
-    """The trace's lines, an interrupted call joined with its resumption (strace splits a call that
-    overlapped another thread's into `<unfinished ...>` and `<... x resumed>`)."""
-    pending: dict[str, str] = {}
-    calls = []
-    for line in trace.read_text().splitlines():
-        tid = line.split(None, 1)[0]
-        if line.endswith("<unfinished ...>"):
-            pending[tid] = line[: -len("<unfinished ...>")].rstrip()
-        elif " resumed>" in line and tid in pending:
-            calls.append(pending.pop(tid) + line.split(" resumed>", 1)[1])
-        else:
-            calls.append(line)
-    return calls
-
 
 def _unsynced_folders(calls: list[str], root: Path, until: re.Pattern) -> tuple[list[str], bool]:
     """The folders made under `root` (the uncommitted ones aside) whose parent had no fsync after their mkdir
@@ -61,12 +33,12 @@ def _unsynced_folders(calls: list[str], root: Path, until: re.Pattern) -> tuple[
     for call in calls:
         if until.search(call):
             return [f for f, synced in made.items() if not synced], True
-        if m := _MKDIR.match(call):
+        if m := MKDIR.match(call):
             path = m["path"]
             inside = os.path.relpath(path, root)
             if not inside.startswith("..") and inside != "." and not inside.startswith(UNCOMMITTED):
                 made[path] = False
-        elif m := _FSYNC.match(call):
+        elif m := FSYNC.match(call):
             for folder in made:
                 if os.path.dirname(folder) == m["path"]:
                     made[folder] = True
@@ -82,15 +54,15 @@ def test_python_api_makes_a_new_partition_folder_durable_before_its_first_record
         with Log.open({str(root / 'events-0')!r}) as log:
             log.append([Record(key=b"k", value=b"v", timestamp=1_700_000_000_000)])
     """)
-    subprocess.run([_strace(), "-f", "--seccomp-bpf", "-qq", "-y", "-e", "signal=none", "-e",
+    subprocess.run([strace(), "-f", "--seccomp-bpf", "-qq", "-y", "-e", "signal=none", "-e",
                     "trace=mkdir,mkdirat,fsync,fdatasync", "-o", str(trace), sys.executable, "-c", script],
                    check=True, capture_output=True, timeout=120)
-    calls = _calls(trace)
+    calls = traced_calls(trace)
     # the first record's data fsync: everything the folder must hold by then
     first_data = re.compile(rf"f(?:data)?sync\(\d+<{re.escape(str(root / 'events-0'))}/\d+\.log>")
     unsynced, reached = _unsynced_folders(calls, root, first_data)
     assert reached, "the append's fsync of its segment was not seen in the trace:\n" + "\n".join(calls[-40:])
-    assert any(_MKDIR.match(c) and c.count(f'"{root / "events-0"}"') for c in calls), "events-0 was not made here"
+    assert any(MKDIR.match(c) and c.count(f'"{root / "events-0"}"') for c in calls), "events-0 was not made here"
     assert unsynced == [], f"folders made without an fsync of their parent before the first record's: {unsynced}"
 
 
@@ -98,14 +70,8 @@ def test_python_api_makes_a_new_partition_folder_durable_before_its_first_record
 def test_format_seglog_write_makes_new_folders_durable_before_its_commit(tmp_path):
     """The JVM's write: a new topic's partition folders and its commit-log folder, made by the driver's
     publish and commit (StagedPublisher, CommitLogWriter), in a Spark session whose JVM runs under strace."""
-    from bench.write_breakdown import java_home_under_strace
-
     root = tmp_path / "root"
-    trace = tmp_path / "trace"
-    _strace()
-    home = java_home_under_strace(tmp_path / "java", trace)   # traces mkdir, fsync, link, rename among others
-    assert home is not None, "strace cannot trace here (ptrace refused): this test needs it"
-    script = textwrap.dedent(f"""
+    calls = spark_calls(tmp_path, f"""
         from seglog.sink.session import local_session
         from seglog.source import register
         spark = local_session("durable-folders")
@@ -115,14 +81,9 @@ def test_format_seglog_write_makes_new_folders_durable_before_its_commit(tmp_pat
         assert spark.read.format("seglog").option("topic", "events").load({str(root)!r}).count() == 100
         spark.stop()
     """)
-    env = dict(os.environ, JAVA_HOME=home)
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    calls = _calls(trace)
-    commit = re.compile(rf'(?:link|rename)\w*\(.*"{re.escape(str(root))}/_seglog/commits/events/\d+\.json"')
-    unsynced, reached = _unsynced_folders(calls, root, commit)
+    unsynced, reached = _unsynced_folders(calls, root, commit_link(root, "events"))
     assert reached, "the commit's link was not seen in the trace"
-    made = [c for c in calls if _MKDIR.match(c) and re.search(r'/(events-\d|commits/events)"', c)]
+    made = [c for c in calls if MKDIR.match(c) and re.search(r'/(events-\d|commits/events)"', c)]
     assert len(made) == 4, f"expected the 3 partition folders and the commit-log folder made by this write: {made}"
     assert unsynced == [], f"folders made without an fsync of their parent before the commit: {unsynced}"
 
@@ -132,31 +93,21 @@ def test_format_seglog_first_write_fsyncs_the_root_once_for_its_new_partition_fo
     """Issue 41: a first write into 8 new partitions makes their folders together (DriverCommit, GroupShared
     .createSiblings) and fsyncs the root once for all of them, after the last mkdir and before any file goes in
     one; it fsynced the root once per partition, at the head of each partition's publish."""
-    from bench.write_breakdown import java_home_under_strace
-
     root = tmp_path / "root"
-    trace = tmp_path / "trace"
-    _strace()
-    home = java_home_under_strace(tmp_path / "java", trace)
-    assert home is not None, "strace cannot trace here (ptrace refused): this test needs it"
-    script = textwrap.dedent(f"""
+    calls = spark_calls(tmp_path, f"""
         from seglog.sink.session import local_session
         spark = local_session("sibling-folders")
         (spark.range(1000).selectExpr("cast(id as string) as key", "cast(id as string) as value").write
             .format("seglog").option("topic", "events").option("partitions", "8").mode("append").save({str(root)!r}))
         spark.stop()
     """)
-    env = dict(os.environ, JAVA_HOME=home)
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    calls = _calls(trace)
     partition = re.compile(rf'"{re.escape(str(root))}/events-\d"')
-    commit = re.compile(rf'(?:link|rename)\w*\(.*"{re.escape(str(root))}/_seglog/commits/events/\d+\.json"')
-    first = next(i for i, c in enumerate(calls) if _MKDIR.match(c) and partition.search(c))
+    commit = commit_link(root, "events")
+    first = next(i for i, c in enumerate(calls) if MKDIR.match(c) and partition.search(c))
     end = next(i for i, c in enumerate(calls) if commit.search(c))
     window = calls[first:end]
-    made = [c for c in window if _MKDIR.match(c) and partition.search(c)]
-    root_syncs = [c for c in window if (m := _FSYNC.match(c)) and m["path"] == str(root)]
+    made = [c for c in window if MKDIR.match(c) and partition.search(c)]
+    root_syncs = [c for c in window if (m := FSYNC.match(c)) and m["path"] == str(root)]
     assert len(made) == 8, made
     assert len(root_syncs) == 1, f"the root fsynced {len(root_syncs)} times for 8 new partition folders: {root_syncs}"
     unsynced, reached = _unsynced_folders(calls, root, commit)

@@ -6,29 +6,19 @@ tests/system/test_new_partition_durable.py reads it (no skip without strace: tha
 from __future__ import annotations
 
 import collections
-import os
 import re
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
-from tests.system.test_new_partition_durable import _FSYNC, _calls, _strace
+from tests.system.syscall_trace import FSYNC, commit_link, spark_calls
 
 
 @pytest.mark.slow
 def test_a_publish_forces_each_segment_file_once(tmp_path):
-    from bench.write_breakdown import java_home_under_strace
-
     root = tmp_path / "root"
-    trace = tmp_path / "trace"
-    _strace()
-    home = java_home_under_strace(tmp_path / "java", trace)
-    assert home is not None, "strace cannot trace here (ptrace refused): this test needs it"
     # renameMinBytes=0 (hidden, for tests): every staged segment is renamed in, so the second write seals the
     # segment the first one left active
-    script = textwrap.dedent(f"""
+    calls = spark_calls(tmp_path, f"""
         from seglog.sink.session import local_session
         spark = local_session("publish-fsyncs")
         df = spark.range(2000).selectExpr("cast(id as string) as key", "cast(id as string) as value")
@@ -38,16 +28,12 @@ def test_a_publish_forces_each_segment_file_once(tmp_path):
         assert spark.read.format("seglog").option("topic", "events").load({str(root)!r}).count() == 4000
         spark.stop()
     """)
-    env = dict(os.environ, JAVA_HOME=home)
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    calls = _calls(trace)
-    commit = re.compile(rf'(?:link|rename)\w*\(.*"{re.escape(str(root))}/_seglog/commits/events/\d+\.json"')
+    commit = commit_link(root, "events")
     commits = [i for i, c in enumerate(calls) if commit.search(c)]
     assert len(commits) >= 2, f"expected two commits in the trace: {len(commits)}"
     segment = re.compile(rf"^{re.escape(str(root))}/events-\d/\d{{20}}\.(?:log|index|timeindex)$")
     forced = collections.Counter(m["path"] for c in calls[commits[0] + 1:commits[1]]
-                                 if (m := _FSYNC.match(c)) and segment.match(m["path"]))
+                                 if (m := FSYNC.match(c)) and segment.match(m["path"]))
     assert forced, "the second write's publish forced no segment file in the partition folders"
     twice = {p: n for p, n in forced.items() if n > 1}
     assert twice == {}, f"segment files forced more than once by one publish: {twice}"
