@@ -1,5 +1,5 @@
-"""Issue 41: a format("seglog") publish forces each segment file it makes durable once. A write that renames its
-staged segments in seals the partition's active segment (the previous write's last one); the publish forced
+"""Issue 41: a format("seglog") publish forces each segment file it makes durable once, and no staging folder. A
+write that renames its staged segments in seals the partition's active segment (the previous write's last one); the publish forced
 that segment (.log and both indexes) after sealing it, then again when it raised the recovery point over it,
 3 fsyncs a partition for nothing. Read from the order of the driver JVM's calls under strace, as
 tests/system/test_new_partition_durable.py reads it (no skip without strace: that test's rule)."""
@@ -37,3 +37,8 @@ def test_a_publish_forces_each_segment_file_once(tmp_path):
     assert forced, "the second write's publish forced no segment file in the partition folders"
     twice = {p: n for p, n in forced.items() if n > 1}
     assert twice == {}, f"segment files forced more than once by one publish: {twice}"
+    # a staging run's folders (remade by every write: a run's end removes its writer's empty folders) and lock files'
+    # are named by no commit, and are never fsynced into their parents (GroupShared.createScratchDirectories)
+    staging = re.compile(rf"^{re.escape(str(root))}/_seglog/staging(?:/[^/.]+|/\.new-[^/.]+)*$")   # folders only
+    scratch = [m["path"] for c in calls[commits[0] + 1:commits[1]] if (m := FSYNC.match(c)) and staging.match(m["path"])]
+    assert scratch == [], f"the second write fsynced staging folders: {scratch}"

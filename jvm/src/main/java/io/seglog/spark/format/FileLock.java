@@ -179,7 +179,8 @@ public final class FileLock implements AutoCloseable {
 
     private void create() {
         try {
-            boolean shared = GroupShared.createDirectories(path.getParent());
+            // a lock file's folder (_seglog/locks, a staging run's) is named by no commit: no fsync (GroupShared)
+            boolean shared = GroupShared.createScratchDirectories(path.getParent());
             try {
                 GroupShared.createLockFile(path, shared);
             } catch (FileAlreadyExistsException e) {

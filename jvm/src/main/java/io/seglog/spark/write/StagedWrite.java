@@ -69,7 +69,7 @@ public final class StagedWrite {
      */
     public static String[] run(Object df, String planJson) throws IOException {
         Plan plan = parse(planJson);
-        io.seglog.spark.format.GroupShared.createDirectories(Paths.get(plan.staging));   // the driver's, as a run's
+        io.seglog.spark.format.GroupShared.createScratchDirectories(Paths.get(plan.staging));   // the driver's, as a run's
         JavaRDD<InternalRow> rows = io.seglog.spark.SparkLines.queryExecution(df).toRdd().toJavaRDD();
         List<String> reports = rows.mapPartitions(it -> Collections.singletonList(writeTask(plan, it)).iterator(),
                 false).collect();
@@ -79,7 +79,7 @@ public final class StagedWrite {
     /** One task's staging outside a Spark job (the format tests' tool stages rows it makes itself). */
     public static String writeRows(String planJson, Iterator<InternalRow> rows) throws IOException {
         Plan plan = parse(planJson);
-        io.seglog.spark.format.GroupShared.createDirectories(Paths.get(plan.staging));   // tasks make only their own folder
+        io.seglog.spark.format.GroupShared.createScratchDirectories(Paths.get(plan.staging));   // tasks make only their own folder
         return writeTask(plan, rows);
     }
 
