@@ -97,15 +97,9 @@ public final class GroupShared {
      */
     public static void createSiblings(Path parent, List<Path> dirs) throws IOException {
         if (dirs.isEmpty()) return;
-        boolean shared = isShared(parent);
         for (Path d : dirs) {
             if (!parent.equals(d.getParent())) throw new IllegalArgumentException(d + " is not a folder of " + parent);
-            try {
-                Files.createDirectory(d);
-                if (shared) addMode(d, GROUP_RWX);
-            } catch (FileAlreadyExistsException e) {
-                if (!Files.isDirectory(d)) throw e;
-            }
+            createDirectory(d);
         }
         FileSync.directory(parent);
     }
