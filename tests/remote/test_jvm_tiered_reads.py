@@ -298,11 +298,16 @@ def test_a_tight_cache_bound_reads_every_record_once_and_fetches_each_chunk_once
     try:
         for k, v in settings.items():
             spark.conf.set(k, v)
-        for columnar in ("true", "false"):
+        # several reads: a walk that fetches a chunk itself before the read-ahead asked for it runs must not see
+        # that chunk fetched again by the read-ahead (a race: it showed in about half the reads)
+        for columnar in ("true", "false") * 4:
+            # a fetch ahead may outlive the read that started it: its bytes are that read's, not the next one's
+            assert cache.awaitReadAheads(10_000), "a read-ahead still runs after 10 s"
             fetched = cache.fetchedBytes()
             assert rows(spark, root, columnar) == before
-            # each chunk once per task that reads it (a task cut shares one), plus the indexes planning reads
-            assert logs <= cache.fetchedBytes() - fetched <= logs + indexes + 2 * 1024
+            assert cache.awaitReadAheads(10_000), "a read-ahead still runs after 10 s"
+            # each chunk once (one task reads each segment here), plus the indexes planning may read
+            assert logs <= cache.fetchedBytes() - fetched <= logs + indexes
         got, batches = stream_offsets(spark, root, tmp_path / "out", tmp_path / "cp", startingOffsets="earliest",
                                       maxOffsetsPerTrigger=70)
         assert got == list(range(300)) and batches >= 300 // 70

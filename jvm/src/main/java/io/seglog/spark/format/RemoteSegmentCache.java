@@ -342,8 +342,9 @@ public final class RemoteSegmentCache {
     /** Read-ahead fetchers running (tests wait for none: a fetch left running by one read is not the next one's). */
     private static final java.util.concurrent.atomic.AtomicInteger AHEAD_RUNNING = new java.util.concurrent.atomic.AtomicInteger();
 
-    /** Waits, up to {@code timeoutMs}, until no read-ahead fetcher runs; true when none does. */
-    static boolean awaitReadAheads(long timeoutMs) throws InterruptedException {
+    /** Waits, up to {@code timeoutMs}, until no read-ahead fetcher runs; true when none does (tests: a fetch ahead
+     *  that outlives the read that started it counts in {@link #fetchedBytes} after that read returned). */
+    public static boolean awaitReadAheads(long timeoutMs) throws InterruptedException {
         long end = System.nanoTime() + timeoutMs * 1_000_000;
         while (AHEAD_RUNNING.get() > 0) {
             if (System.nanoTime() > end) return false;
@@ -391,8 +392,8 @@ public final class RemoteSegmentCache {
         private final BitSet read = new BitSet();        // guarded by this: held chunks a walk has read
         private final BitSet fetching = new BitSet();    // guarded by this
         private volatile RuntimeException lengthError;   // a fetch found the object's length is not the manifest's
-        private int aheadFrom;                           // guarded by this: the read-ahead window [aheadFrom, aheadTo)
-        private int aheadTo;                             // guarded by this
+        private final BitSet wanted = new BitSet();      // guarded by this: chunks asked of the read-ahead, not yet
+                                                         // claimed by it or by a walk
         private boolean aheadRunning;                    // guarded by this: one read-ahead fetcher per log
 
         CachedLog(RemoteTier tier, org.apache.hadoop.fs.Path remote, String objectUri, long size) {
@@ -433,6 +434,7 @@ public final class RemoteSegmentCache {
                     return chunks[c];
                 }
                 fetching.set(c);        // absent, and no one fetches it (a failed fetch leaves it so): this thread
+                wanted.clear(c);        // the walk's own fetch answers a read-ahead's ask not yet served
             }
             byte[] bytes = null;
             try {
@@ -508,8 +510,8 @@ public final class RemoteSegmentCache {
                 int c = from;
                 while (c < to && (chunks[c] != null || fetching.get(c))) c++;
                 if (c == to) return;                 // the window is held or on its way (a walk asks at every batch)
-                aheadFrom = from;
-                aheadTo = Math.max(aheadTo, to);
+                wanted.clear(0, from);               // a walk that moved on no longer wants what it passed
+                for (; c < to; c++) if (chunks[c] == null && !fetching.get(c)) wanted.set(c);
                 if (aheadRunning) return;
                 aheadRunning = true;
                 AHEAD_RUNNING.incrementAndGet();
@@ -525,14 +527,15 @@ public final class RemoteSegmentCache {
             while (true) {
                 List<Integer> claimed = new ArrayList<>();
                 synchronized (this) {
-                    for (int c = aheadFrom; c < aheadTo; c++) {
+                    for (int c = wanted.nextSetBit(0); c >= 0; c = wanted.nextSetBit(c + 1)) {
                         if (chunks[c] != null || fetching.get(c)) continue;
                         fetching.set(c);
                         claimed.add(c);
                     }
                     // each asked-for chunk once: one the bound drops before a walk reads it is the walk's to fetch
-                    // (else a copy no one holds could be fetched and dropped over and over)
-                    aheadFrom = aheadTo;
+                    // (else a copy no one holds could be fetched and dropped over and over), and one a walk fetched
+                    // itself before this fetcher ran is not fetched again (the walk read it; a tight bound dropped it)
+                    wanted.clear();
                     if (claimed.isEmpty()) {
                         aheadRunning = false;
                         AHEAD_RUNNING.decrementAndGet();
