@@ -469,23 +469,26 @@ class Log:
             if seg.seal(bases[i + 1], durable=durable):
                 sealed.append(base)
         if durable:
-            self._advance_recovery_point(bases[-1])   # every inactive segment is sealed; made durable there
+            # every inactive segment is sealed; made durable there (those sealed now were forced by their seal)
+            self._advance_recovery_point(bases[-1], forced=frozenset(sealed))
         return sealed
 
     # ------------------------------------------------------------------ the recovery point
-    def _advance_recovery_point(self, point: int) -> None:
+    def _advance_recovery_point(self, point: int, forced: frozenset[int] = frozenset()) -> None:
         """Raise the partition's recovery point to `point` (indexer/recovery_point.py), first making
         durable what it newly covers: the segments rolled since the last flush, and the segments that
         were there at open (a writer killed before its flush may have left them in the page cache
-        only). This Log's own appends below `point` were fsynced by flush(). Nothing when the point
-        would not move: a steady open and close writes nothing."""
+        only). This Log's own appends below `point` were fsynced by flush(), and the segments in `forced`
+        (their .log and indexes) by the caller. Nothing when the point would not move: a steady open and
+        close writes nothing."""
         if self.topic is None or point <= self._recovery_point:
             return
-        self._segments.flush_rolled()
+        forced = forced | self._segments.flush_rolled(forced)    # each file forced once (a seal, or here)
         bases = self._segments.bases
         for i, base in enumerate(bases):
             next_base = bases[i + 1] if i + 1 < len(bases) else self.log_end_offset
-            if next_base > self._recovery_point and base < self._opened_end and next_base <= point:
+            if (next_base > self._recovery_point and base < self._opened_end and next_base <= point
+                    and base not in forced):
                 _fsync_segment_files(self.path, base)
         try:
             recovery_point.write_recovery_point(self.path, self.topic, self.partition, point)

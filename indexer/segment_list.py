@@ -184,12 +184,16 @@ class SegmentList:
         return list(self._open.values())
 
     # ------------------------------------------------------------------ durability
-    def flush_rolled(self) -> None:
-        """fsync every segment rolled past since the last flush: its .log and its indexes."""
-        for seg in self._unflushed.values():
-            if not seg.closed:
+    def flush_rolled(self, forced: frozenset[int] = frozenset()) -> frozenset[int]:
+        """fsync every segment rolled past since the last flush: its .log and its indexes (but those in
+        `forced`, whose files the caller has just forced: a durable seal). Returns the bases forced here."""
+        done = []
+        for base, seg in self._unflushed.items():
+            if not seg.closed and base not in forced:
                 _fsync(seg)
+                done.append(base)
         self._unflushed.clear()
+        return frozenset(done)
 
     # ------------------------------------------------------------------ facts and timestamps
     def facts(self, i: int) -> tuple[int, int, int, bool]:
