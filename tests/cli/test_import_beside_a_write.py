@@ -116,3 +116,24 @@ def test_an_import_beside_a_failing_write_keeps_its_records(spark, tmp_path):
     verify = subprocess.run([sys.executable, "-m", "seglog", "verify", str(root)], capture_output=True, text=True,
                             timeout=300)
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_an_import_waits_for_the_topics_writer_lock_and_gives_up_past_its_timeout(tmp_path):
+    """The writer lock held (as a write's commit holds it): the import gives up past --lock-timeout, exit 1 naming the
+    lock, with nothing of it in the root (not its folder, not its temporary copy, not its topic); freed, it imports."""
+    from seglog.indexer.locks import topic_writer_lock
+
+    root = tmp_path / "root"
+    source = _source(tmp_path)
+    argv = [sys.executable, "-m", "seglog", "import", str(source), str(root), "--topic", "t"]
+    with topic_writer_lock(root, "t").acquire(0):
+        started = time.monotonic()
+        done = subprocess.run([*argv, "--lock-timeout", "0.5"], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 1, (done.stdout, done.stderr)
+        assert "topic t (sink writer) is locked by another writer" in done.stderr, done.stderr
+        assert time.monotonic() - started >= 0.5
+        assert sorted(p.name for p in root.iterdir()) == ["_seglog"]
+        assert load_topic(root, "t") is None
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert _imported_rows(root) == IMPORTED
