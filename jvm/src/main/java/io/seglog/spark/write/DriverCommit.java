@@ -199,31 +199,35 @@ final class DriverCommit {
                                 List<String> created, Throwable failure, Long lockTimeoutMs) {
         java.util.Set<String> kept = new TreeSet<>();
         for (TopicMetadata m : metas.values()) {
+            java.util.Set<Integer> mine = made.getOrDefault(m.name(), java.util.Set.of());
             try {
                 // read under the topic's writer lock, which every committer holds: no commit can come in meanwhile
                 Map<Integer, Long> ends = CommitLogReader.committedEnds(root, m.name());
-                java.util.Set<Integer> mine = made.getOrDefault(m.name(), java.util.Set.of());
                 List<Integer> all = new ArrayList<>(m.partitions());
                 for (int p = 0; p < m.partitions(); p++) all.add(p);
-                List<Boolean> left = PartitionWork.run(all, p -> {
-                    if (mine.contains(p) && ends.getOrDefault(p, 0L) == 0L) return !removeMadeFolder(root, m, p, lockTimeoutMs);
+                PartitionWork.run(all, p -> {
+                    if (mine.contains(p) && ends.getOrDefault(p, 0L) == 0L) {
+                        if (!removeMadeFolder(root, m, p, lockTimeoutMs)) {
+                            failure.addSuppressed(new SeglogWriteException("seglog write: partition folder "
+                                + io.seglog.spark.format.TopicLayout.partitionDir(root, m.name(), p) + ", made by this "
+                                + "write, was cut to nothing and kept (a clean, merge or tier job held its maintenance "
+                                + "lock past the write's lockTimeoutMs, or its removal failed); topic '" + m.name()
+                                + "' stays recorded, with "
+                                + "nothing committed, so readers and seglog verify see it empty"));
+                        }
+                        return null;
+                    }
                     try (FileLock lock = FileLock.partition(root, m.name(), p).acquire(lockTimeoutMs)) {
-                        cut(root, m, p, ends, null);   // the gap rule read under this partition's lock
-                        return false;
+                        return cut(root, m, p, ends, null);   // the gap rule read under this partition's lock
                     }
                 });
-                for (int i = 0; i < all.size(); i++) {
-                    if (!left.get(i)) continue;
-                    kept.add(m.name());
-                    failure.addSuppressed(new SeglogWriteException("seglog write: partition folder "
-                            + io.seglog.spark.format.TopicLayout.partitionDir(root, m.name(), all.get(i)) + ", made by "
-                            + "this write, was cut to nothing and kept: a clean, merge or tier job held its maintenance "
-                            + "lock past the write's lockTimeoutMs; topic '" + m.name() + "' stays recorded, with nothing "
-                            + "committed, so readers and seglog verify see it empty"));
-                }
             } catch (RuntimeException again) {
-                kept.add(m.name());      // not known to be removed: the topic stays
                 failure.addSuppressed(again);
+            }
+            // every step has ended (PartitionWork waits for all): a folder this write made that is still there, kept or
+            // not reached, keeps its topic
+            for (int p : mine) {
+                if (Files.exists(io.seglog.spark.format.TopicLayout.partitionDir(root, m.name(), p))) kept.add(m.name());
             }
         }
         for (String t : created) {
