@@ -8,10 +8,16 @@ readers never read past the committed end offsets (docs/spec.md §4). The import
 Order, so that a crash at any point leaves nothing half visible: every partition's checks first (CRCs,
 structure, offsets, leader epochs, the broker's log start checkpoint, open transactions; nothing is
 written when one fails), then each partition folder is copied under a temporary name (a missing
-`.index` or `.timeindex` rebuilt there from the `.log`, as Kafka's broker rebuilds one at load) and
-renamed into place, then the log start offsets, the topic record, with `abort_open_transactions` an
-ABORT marker for each open transaction (indexer/transactions.py), and last the commit that makes the
-records visible.
+`.index` or `.timeindex` rebuilt there from the `.log`, as Kafka's broker rebuilds one at load); then, under the
+topic's writer lock, the checks that the topic and its folders are still absent, each folder renamed into place
+(under its partition's lock too), the log start offsets, the topic record, with `abort_open_transactions` an ABORT
+marker for each open transaction (indexer/transactions.py), and last the commit that makes the records visible.
+
+Invariant (indexer/partition_folder.py's): a partition folder appears only under its topic's writer lock. A
+`format("seglog")` write holds that lock from its topic's creation to its commit or its restore, and a failed
+write's restore cuts and removes the folders it made for a topic it created (DriverCommit.restore): renamed in
+beside such a write without the lock, an imported folder could be cut to nothing or removed under the import,
+which then committed its end offsets over the loss.
 
 A transaction without its COMMIT/ABORT marker would stay open for good under seglog (no coordinator
 ends it): read_committed readers would stop at its first offset and never see what the sink appends
@@ -195,11 +201,18 @@ def _broker_log_starts(folder: Path) -> dict[tuple[str, int], int]:
                                f"first segment, as Kafka's log manager would)") from None
 
 
+def _temporary_folder(dest: Path) -> Path:
+    """Where a partition folder is copied before its rename to `dest`: a name no reader or writer takes for a
+    partition (it starts with a dot)."""
+    return dest.parent / f".import-{dest.name}.tmp"
+
+
 def _copy_folder(src: Path, dest: Path, link: bool, private_bases: set[int] = frozenset(),
-                 repair=None) -> None:
-    """`src` copied (or hard-linked) under a temporary name, `repair(tmp)` run on the copy, then renamed
-    into place. The files of `private_bases` are always copied: they are about to be written."""
-    tmp = dest.parent / f".import-{dest.name}.tmp"
+                 repair=None) -> Path:
+    """`src` copied (or hard-linked) under a temporary name beside `dest`, `repair(tmp)` run on the copy; the
+    temporary folder, made durable, is returned for `_rename_into_place`. The files of `private_bases` are
+    always copied: they are about to be written."""
+    tmp = _temporary_folder(dest)
     if tmp.exists():
         shutil.rmtree(tmp)                    # a previous import interrupted here: never visible
     make_dirs(tmp)
@@ -224,11 +237,22 @@ def _copy_folder(src: Path, dest: Path, link: bool, private_bases: set[int] = fr
         if repair is not None:
             repair(tmp)
         fsync_dir(tmp)
-        os.rename(tmp, dest)                  # the partition appears whole, or not at all
-        fsync_dir(dest.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    return tmp
+
+
+def _rename_into_place(tmp: Path, dest: Path, lock_timeout: float | None) -> None:
+    """The copy `tmp` renamed to the partition folder `dest`, under the partition's lock; the caller holds the
+    topic's writer lock (the order every writer takes them in). The partition appears whole, or not at all."""
+    from seglog.indexer.locks import partition_lock
+
+    with partition_lock(dest).acquire(lock_timeout):
+        if os.path.lexists(dest):             # a rename onto an empty folder would replace it: checked, never done
+            raise KafkaImportError(f"{dest} already exists; nothing more was imported")
+        os.rename(tmp, dest)
+    fsync_dir(dest.parent)
 
 
 def _keep_at_most(fd: int, source_mode: int) -> None:
@@ -270,16 +294,19 @@ def _rebuild_indexes(folder: Path, bases: list[int], missing: list[Path], cfg) -
 
 def import_kafka(source: str | os.PathLike, root: str | os.PathLike, *, topic: str | None = None,
                  link: bool = False, config: Mapping[str, Any] | None = None,
-                 abort_open_transactions: bool = False) -> list[ImportedPartition]:
+                 abort_open_transactions: bool = False, lock_timeout: float | None = 30.0) -> list[ImportedPartition]:
     """Import the Kafka partition folder(s) at `source` into the seglog root `root` (see the module
     doc). `topic` renames (one source topic) or selects (a broker's log dir holding several);
     `config` overrides `IMPORT_DEFAULTS` and seglog's defaults for the topic record. Refuses, before
     changing anything, a topic that already exists under `root`, a folder that fails its checks, and
     a folder with an open transaction unless `abort_open_transactions` (then each gets the ABORT
-    marker Kafka's coordinator writes past transaction.timeout.ms, before the commit)."""
+    marker Kafka's coordinator writes past transaction.timeout.ms, before the commit). `lock_timeout`: seconds
+    to wait for each topic's writer lock and each partition's lock (None: for ever); PartitionLockedError past
+    it, with nothing of that topic imported."""
     from seglog.conf.topic_config import validate_topic_config
     from seglog.indexer.checkpoint import CorruptCheckpointError, read_log_start_offsets, update_log_start_offsets
     from seglog.indexer.commit_log import CommitLog
+    from seglog.indexer.locks import topic_writer_lock
     from seglog.indexer.topics import check_no_collision, create_topic, load_topic
 
     root = Path(root)
@@ -329,32 +356,48 @@ def import_kafka(source: str | os.PathLike, root: str | os.PathLike, *, topic: s
                                              tuple(str(p) for p in c.missing_indexes), tuple(c.open_transactions)))
 
     make_dirs(root)
-    for p in checked:
-        c = facts[(p.topic, p.partition)]
-        private = {parse_segment_file(m.name)[0] for m in c.missing_indexes}
-        if c.open_transactions:
-            private.add(c.bases[-1])          # the ABORT markers are appended to the last segment
+    copies: dict[tuple[str, int], Path] = {}
+    try:
+        for p in checked:
+            c = facts[(p.topic, p.partition)]
+            private = {parse_segment_file(m.name)[0] for m in c.missing_indexes}
+            if c.open_transactions:
+                private.add(c.bases[-1])          # the ABORT markers are appended to the last segment
 
-        def repair(tmp: Path, c=c) -> None:
-            if c.missing_indexes:
-                _rebuild_indexes(tmp, c.bases, c.missing_indexes, cfg)
+            def repair(tmp: Path, c=c) -> None:
+                if c.missing_indexes:
+                    _rebuild_indexes(tmp, c.bases, c.missing_indexes, cfg)
 
-        _copy_folder(p.source, root / partition_dir_name(p.topic, p.partition), link, private, repair)
-    done: list[ImportedPartition] = []
-    for name in plan:
-        mine = [p for p in checked if p.topic == name]
-        starts = {(name, p.partition): p.log_start_offset for p in mine}
-        if starts:
-            update_log_start_offsets(root, starts)
-        create_topic(root, name, max(p.partition for p in mine) + 1, cfg.overrides() | {
-            k: cfg[k] for k in IMPORT_DEFAULTS})
-        mine = [_abort_open(root, p) if p.open_transactions else p for p in mine]
-        CommitLog(root, name).commit(IMPORT_WRITER, 0, {p.partition: p.log_end_offset for p in mine})
-        done += mine
+            copies[(p.topic, p.partition)] = _copy_folder(p.source, root / partition_dir_name(p.topic, p.partition),
+                                                          link, private, repair)
+        done: list[ImportedPartition] = []
+        for name in plan:
+            mine = [p for p in checked if p.topic == name]
+            # Held from the checks below to the commit: a write's commit or restore of this topic, or a DROP of it,
+            # runs wholly before or wholly after (module doc).
+            with topic_writer_lock(root, name).acquire(lock_timeout):
+                if load_topic(root, name) is not None:
+                    raise KafkaImportError(f"topic {name!r} was created under {root} during the import; nothing of "
+                                           f"it was imported")
+                check_no_collision(root, name, plan)
+                for p in mine:
+                    _rename_into_place(copies.pop((name, p.partition)), root / partition_dir_name(name, p.partition),
+                                       lock_timeout)
+                starts = {(name, p.partition): p.log_start_offset for p in mine}
+                if starts:
+                    update_log_start_offsets(root, starts)
+                create_topic(root, name, max(p.partition for p in mine) + 1, cfg.overrides() | {
+                    k: cfg[k] for k in IMPORT_DEFAULTS})
+                mine = [_abort_open(root, p, lock_timeout) if p.open_transactions else p for p in mine]
+                CommitLog(root, name).commit(IMPORT_WRITER, 0, {p.partition: p.log_end_offset for p in mine})
+            done += mine
+    finally:
+        for tmp in copies.values():           # copies not renamed in (a refusal, a lock not taken): never visible
+            shutil.rmtree(tmp, ignore_errors=True)
     return done
 
 
-def _abort_open(root: Path, p: ImportedPartition) -> ImportedPartition:
+def _abort_open(root: Path, p: ImportedPartition, lock_timeout: float | None) -> ImportedPartition:
     """The imported partition's open transactions ended with ABORT markers (under its lock), before the
     import's commit makes anything visible."""
     import dataclasses
@@ -362,7 +405,7 @@ def _abort_open(root: Path, p: ImportedPartition) -> ImportedPartition:
     from seglog.indexer.root import LogRoot
     from seglog.indexer.transactions import abort_transactions, open_transactions
 
-    with LogRoot(root).open_log(p.topic, p.partition, lock_timeout=30.0) as log:
+    with LogRoot(root).open_log(p.topic, p.partition, lock_timeout=lock_timeout) as log:
         ended = abort_transactions(log, open_transactions(log))
         log.flush()
         end = log.log_end_offset

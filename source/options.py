@@ -288,7 +288,9 @@ def _check_topic_ids(option: str, raw: str, root: str, ids: object) -> None:
         raise _bad(option, raw, f"{TOPIC_IDS_KEY} is an object of topic -> topic id")
     for topic, given in ids.items():
         if not isinstance(given, str) or not TOPIC_ID.fullmatch(given):
-            raise _bad(option, raw, f"the topic id of {topic!r} in {TOPIC_IDS_KEY} is {given!r}, not a UUID")
+            # shown as JSON, as the JVM shows it (tests/conformance/topic_ids.json)
+            shown = json.dumps(given, separators=(",", ":"))
+            raise _bad(option, raw, f"the topic id of {topic!r} in {TOPIC_IDS_KEY} is {shown}, not a UUID")
         meta = load_topic(root, topic)
         now = meta.topic_id if meta is not None else None
         if now is not None and now != given:

@@ -6,14 +6,15 @@ SOURCE is one partition folder copied from a Kafka broker (`<topic>-<partition>`
 log dir (every topic's partition folders, Kafka's internal topics left out). The files are copied byte
 for byte (`--link`: hard-linked where the filesystem allows), the topic is recorded (partition count,
 configuration: retention off unless --config says otherwise) and the partitions' end offsets are
-committed, so Spark's `seglog` source replays the broker's data offline. Prints one line per partition,
-and one per index file rebuilt (a segment whose `.index` or `.timeindex` was missing) and per transaction
+committed, so Spark's `seglog` source replays the broker's data offline. The folders are renamed in and the
+topic recorded under the topic's writer lock (waiting at most --lock-timeout seconds), as a write's commit is.
+Prints one line per partition, and one per index file rebuilt (a segment whose `.index` or `.timeindex` was missing) and per transaction
 aborted. A folder with a transaction still open (no COMMIT/ABORT marker) is refused unless
 --abort-open-transactions, which ends each with the ABORT marker Kafka's coordinator would write.
 """
 from __future__ import annotations
 
-from seglog.commands.common import EXIT_OK, key_values
+from seglog.commands.common import EXIT_OK, add_lock_timeout, key_values
 
 
 def add_parser(subparsers) -> None:
@@ -32,6 +33,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--abort-open-transactions", action="store_true",
                    help="end every transaction left open (no COMMIT/ABORT marker) with an ABORT marker, as "
                         "Kafka's coordinator does past transaction.timeout.ms (default: refuse such a folder)")
+    add_lock_timeout(p, "the topic's writer lock (a format(\"seglog\") write of the topic holds it)")
     p.set_defaults(run=run)
 
 
@@ -42,7 +44,7 @@ def run(args) -> int:
     from seglog.indexer.root import local_root
 
     imported = import_kafka(args.source, local_root(args.root, "ROOT"), topic=args.topic, link=args.link, config=key_values(args.config),
-                            abort_open_transactions=args.abort_open_transactions)
+                            abort_open_transactions=args.abort_open_transactions, lock_timeout=args.lock_timeout)
     for p in imported:
         print(f"{p.topic}:{p.partition}: offsets {p.log_start_offset} to {p.log_end_offset} "
               f"({p.segments} segment(s)) from {p.source}")

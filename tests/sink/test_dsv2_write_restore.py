@@ -1,10 +1,13 @@
 """A `format("seglog")` write that fails after publishing (DriverCommit's restore): it removes the partition
-folders it made only under their locks, and leaves a folder whose maintenance lock another process holds (a
-clean, merge or tier job builds its files there without the partition's lock), so nothing another process is
-making is deleted under it."""
+folders it made only under their locks, its maintenance lock taken first (a clean, merge or tier job builds its files
+there without the partition's lock), so nothing another process is making is deleted under it. A job holding that
+lock is waited for, as any lock of the write is (lockTimeoutMs); a folder still held past that is cut to nothing and
+kept, and then its topic stays recorded (nothing committed): never a partition folder without its topic, which every
+reader, `seglog verify`, SHOW TABLES and CREATE TABLE took for a topic of the default configuration."""
 from __future__ import annotations
 
-import shutil
+import subprocess
+import sys
 import threading
 import time
 
@@ -18,14 +21,17 @@ pytestmark = pytest.mark.spark
 FAIL_POINT = "seglog.test.failPoint"
 
 
-def _write_in_thread(spark, root, version: int) -> dict:
+def _write_in_thread(spark, root, version: int, **options) -> dict:
     df = spark.createDataFrame([(f"k{i}".encode(), b"v" * 50) for i in range(20)], "key binary, value binary")
     out: dict = {}
 
     def run():
         try:
-            (df.write.format("seglog").mode("append").option("topic", "new").option("partitions", "1")
-               .option("txnAppId", "app").option("txnVersion", str(version)).save(str(root)))
+            writer = (df.write.format("seglog").mode("append").option("topic", "new").option("partitions", "1")
+                      .option("txnAppId", "app").option("txnVersion", str(version)))
+            for k, v in options.items():
+                writer = writer.option(k, v)
+            writer.save(str(root))
         except Exception as exc:        # the failure this test asks for
             out["error"] = exc
 
@@ -42,7 +48,7 @@ def _wait_for(path, thread, seconds: float = 120.0) -> None:
         time.sleep(0.05)
 
 
-def test_a_failed_write_leaves_a_new_folder_whose_maintenance_lock_is_held(spark, tmp_path):
+def test_a_failed_write_waits_for_a_job_in_a_folder_it_made_then_removes_it(spark, tmp_path):
     root = tmp_path / "log"
     marker = tmp_path / "fail-point"
     system = spark._jvm.java.lang.System
@@ -57,27 +63,50 @@ def test_a_failed_write_leaves_a_new_folder_whose_maintenance_lock_is_held(spark
             build = folder / "00000000000000000000.log.cleaned"
             build.write_bytes(b"built by another process")
             marker.unlink()                         # the write fails now, and restores
+            time.sleep(3)
+            assert write["thread"].is_alive(), "the restore did not wait for the job holding the maintenance lock"
+            assert build.read_bytes() == b"built by another process", "restore deleted another process's build"
+        write["thread"].join(300)
+        assert not write["thread"].is_alive()
+        assert "test fail point" in str(write.get("error"))
+    finally:
+        system.clearProperty(FAIL_POINT)
+    # the job over, the folder it made goes, and the topic it created is forgotten: nothing of the write stays
+    assert not folder.exists()
+    assert load_topic(root, "new") is None
+    assert sorted(p.name for p in root.iterdir()) == ["_seglog"]
+
+
+def test_a_folder_kept_past_the_lock_timeout_keeps_its_topic_recorded(spark, tmp_path):
+    root = tmp_path / "log"
+    marker = tmp_path / "fail-point"
+    system = spark._jvm.java.lang.System
+    system.setProperty(FAIL_POINT, f"{marker}@8")
+    try:
+        write = _write_in_thread(spark, root, 8, lockTimeoutMs="2000")
+        _wait_for(marker, write["thread"])
+        folder = root / "new-0"
+        with maintenance_lock(folder).acquire(0):
+            build = folder / "00000000000000000000.log.cleaned"
+            build.write_bytes(b"built by another process")
+            marker.unlink()
             write["thread"].join(300)
             assert not write["thread"].is_alive()
             assert "test fail point" in str(write.get("error"))
             assert build.read_bytes() == b"built by another process", "restore deleted another process's build"
-        assert load_topic(root, "new") is None      # the topic it made is still forgotten
     finally:
         system.clearProperty(FAIL_POINT)
-    # the folder stays, its log cut to nothing; once it is gone, a failed write with the maintenance lock free
-    # removes the folder it made
-    assert build.exists()
-    shutil.rmtree(folder)
-    system.setProperty(FAIL_POINT, f"{marker}@8")
-    try:
-        write = _write_in_thread(spark, root, 8)
-        _wait_for(marker, write["thread"])
-        assert folder.is_dir()
-        marker.unlink()
-        write["thread"].join(300)
-        assert "test fail point" in str(write.get("error"))
-    finally:
-        system.clearProperty(FAIL_POINT)
-    assert not folder.exists()
-    assert load_topic(root, "new") is None
-    assert sorted(p.name for p in root.iterdir()) == ["_seglog"]
+    # the folder stays (cut to nothing), so the topic stays recorded as the write asked: an empty topic for every reader
+    assert folder.is_dir()
+    meta = load_topic(root, "new")
+    assert meta is not None and meta.partitions == 1, "a partition folder was left without its topic"
+    build.unlink()                                  # the job over
+    verify = subprocess.run([sys.executable, "-m", "seglog", "verify", str(root)], capture_output=True, text=True,
+                            timeout=300)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert spark.read.format("seglog").option("subscribe", "new").load(str(root)).count() == 0
+    # and the next write of the topic goes on as into any empty topic
+    write = _write_in_thread(spark, root, 9)
+    write["thread"].join(300)
+    assert write.get("error") is None, write.get("error")
+    assert spark.read.format("seglog").option("subscribe", "new").load(str(root)).count() == 20

@@ -112,3 +112,89 @@ def test_a_progress_given_back_as_starting_offsets_is_checked_against_the_topic_
 def read_offsets(spark, root, starting: str) -> list[int]:
     return sorted(r.offset for r in spark.read.format("seglog").option("subscribe", "t")
                   .option("startingOffsets", starting).load(str(root)).select("offset").collect())
+
+
+def _drop_and_create_again_remote(remote, root, n: int, catalog: str) -> None:
+    remote.conf.set(f"spark.sql.catalog.{catalog}", "io.seglog.spark.SeglogCatalog")
+    remote.conf.set(f"spark.sql.catalog.{catalog}.root", str(root))
+    remote.sql(f"DROP TABLE {catalog}.t PURGE").collect()
+    _write(remote, root, n, "new")
+
+
+def test_through_spark_connect_a_topic_created_again_fails_the_query_or_is_read_from_its_earliest(remote, tmp_path):
+    """The rule as a Spark Connect client meets it: the server's seglog source decides, the client sees the failure
+    naming the topic (and, with failOnDataLoss=false, the new topic's records from its earliest offset)."""
+    root = tmp_path / "log"
+    _write(remote, root, 5, "old")
+
+    def run(name: str, **options):
+        reader = remote.readStream.format("seglog").option("subscribe", "t").option("startingOffsets", "earliest")
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        return (reader.load(str(root)).selectExpr("offset", "CAST(value AS STRING) AS value").writeStream
+                .format("parquet").option("path", str(tmp_path / f"out-{name}"))
+                .option("checkpointLocation", str(tmp_path / f"cp-{name}")).trigger(availableNow=True).start())
+
+    def out(name: str) -> list:
+        return sorted((r.offset, r.value) for r in remote.read.parquet(str(tmp_path / f"out-{name}")).collect())
+
+    for name in ("strict", "lenient"):
+        q = run(name)
+        q.awaitTermination(180)
+        assert q.exception() is None, q.exception()
+        assert out(name) == [(i, "old") for i in range(5)]
+    _drop_and_create_again_remote(remote, root, 8, "recat_connect")
+
+    q = run("strict")
+    with pytest.raises(Exception) as failed:
+        q.awaitTermination(180)
+    text = str(failed.value)
+    assert "topic 't' was deleted and created again" in text, text
+    assert "partition t-0's checkpointed offset 5 is the old topic's" in text, text
+    assert out("strict") == [(i, "old") for i in range(5)]          # nothing of the new topic read
+
+    q = run("lenient", failOnDataLoss="false")
+    q.awaitTermination(180)
+    assert q.exception() is None, q.exception()
+    assert out("lenient") == sorted([(i, "old") for i in range(5)] + [(i, "new") for i in range(8)])
+
+
+def test_into_the_foreach_batch_sink_a_topic_created_again_fails_the_query_or_is_read_from_its_earliest(spark, tmp_path):
+    """A stream of the re-created topic copied by foreachBatch(SegmentLogSink): the restarted query fails before its
+    sink writes anything of the new topic; with failOnDataLoss=false the sink receives the new topic whole, each
+    record once, after the old one's."""
+    from seglog.sink import SegmentLogSink
+
+    root, copies = tmp_path / "log", tmp_path / "copies"
+    _write(spark, root, 5, "old")
+
+    def run(name: str, **options):
+        reader = spark.readStream.format("seglog").option("subscribe", "t").option("startingOffsets", "earliest")
+        for k, v in options.items():
+            reader = reader.option(k, v)
+        return (reader.load(str(root)).select("key", "value").writeStream
+                .foreachBatch(SegmentLogSink(str(copies), topic=name, partitions=1))
+                .option("checkpointLocation", str(tmp_path / f"cp-{name}")).trigger(availableNow=True).start())
+
+    def copied(name: str) -> list:
+        return [bytes(r.value).decode() for r in spark.read.format("seglog").option("subscribe", name)
+                .load(str(copies)).orderBy("offset").select("value").collect()]
+
+    for name in ("strict", "lenient"):
+        q = run(name)
+        q.awaitTermination(180)
+        assert q.exception() is None, q.exception()
+        assert copied(name) == ["old"] * 5
+    _drop_and_create_again(spark, root, 8, catalog="recat_sink")
+
+    q = run("strict")
+    with pytest.raises(Exception) as failed:
+        q.awaitTermination(180)
+    text = str(failed.value)
+    assert "topic 't' was deleted and created again" in text, text
+    assert copied("strict") == ["old"] * 5                          # the sink wrote nothing of the new topic
+
+    q = run("lenient", failOnDataLoss="false")
+    q.awaitTermination(180)
+    assert q.exception() is None, q.exception()
+    assert copied("lenient") == ["old"] * 5 + ["new"] * 8

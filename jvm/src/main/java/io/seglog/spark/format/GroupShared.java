@@ -96,10 +96,19 @@ public final class GroupShared {
      * partition's publish). An existing folder is kept (a concurrent creator's: the fsync covers its entry too).
      */
     public static void createSiblings(Path parent, List<Path> dirs) throws IOException {
+        createSiblings(parent, dirs, d -> { });
+    }
+
+    /**
+     * {@link #createSiblings(Path, List)}, telling {@code made} of each folder its mkdir made, as it is made (not of
+     * one found there: another creator's), so a caller that fails later removes only its own.
+     */
+    public static void createSiblings(Path parent, List<Path> dirs, java.util.function.Consumer<Path> made)
+            throws IOException {
         if (dirs.isEmpty()) return;
         for (Path d : dirs) {
             if (!parent.equals(d.getParent())) throw new IllegalArgumentException(d + " is not a folder of " + parent);
-            createDirectory(d);
+            if (makeDirectory(d)) made.accept(d);
         }
         FileSync.directory(parent);
     }
@@ -109,13 +118,20 @@ public final class GroupShared {
      * makes the parent), under the rule; an existing folder is kept. Returns whether {@code dir} is group-writable.
      */
     public static boolean createDirectory(Path dir) throws IOException {
+        makeDirectory(dir);
+        return isShared(dir);
+    }
+
+    /** {@link #createDirectory}'s mkdir; returns whether it made {@code dir} (false: a folder was there). */
+    private static boolean makeDirectory(Path dir) throws IOException {
         try {
             Files.createDirectory(dir);
-            if (isShared(dir.getParent())) addMode(dir, GROUP_RWX);
         } catch (FileAlreadyExistsException e) {
             if (!Files.isDirectory(dir)) throw e;
+            return false;
         }
-        return isShared(dir);
+        if (isShared(dir.getParent())) addMode(dir, GROUP_RWX);
+        return true;
     }
 
     /** A new file ({@code CREATE_NEW}) open for writing; group read and write when {@code shared}. */

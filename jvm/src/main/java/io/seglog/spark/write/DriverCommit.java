@@ -117,16 +117,13 @@ final class DriverCommit {
             if (todo.remove(o.topic)) todo.add(o.topic);
             Map<String, TopicMetadata> metas = new LinkedHashMap<>();
             List<String> created = new ArrayList<>();
-            Map<String, boolean[]> existed = new HashMap<>();
+            Map<String, java.util.Set<Integer>> made = new HashMap<>();   // the partition folders this write made
             try {
                 for (String t : todo) {
                     Optional<TopicMetadata> recorded = TopicCatalog.load(root, t);
                     if (recorded.isEmpty()) created.add(t);
                     TopicMetadata m = topic(root, t, o, messages, recorded);
                     metas.put(t, m);
-                    boolean[] e = new boolean[m.partitions()];
-                    for (int p = 0; p < e.length; p++) e[p] = Files.isDirectory(io.seglog.spark.format.TopicLayout.partitionDir(root, t, p));
-                    existed.put(t, e);
                 }
                 Map<String, TreeMap<Integer, List<StagedSegment>>> staged = staged(metas, messages);
                 // The partitions no task wrote are rolled back first, each under its lock for its cut only, with no
@@ -161,14 +158,14 @@ final class DriverCommit {
                                 : PartitionWork.run(written, p -> cut(root, m, p, ends, gaps).opened()));
                     }
                     removeCrashedRuns(o, plan);
-                    makePartitionFolders(root, metas, staged);
+                    makePartitionFolders(root, metas, staged, made);
                     publishAndCommit(root, o, metas, staged, opened);
                 } finally {
                     // released before a failure's restore, which takes every partition's lock itself
                     for (int i = held.size() - 1; i >= 0; i--) held.get(i).release();
                 }
             } catch (RuntimeException | Error e) {
-                restore(root, metas, existed, created, e, o.lockTimeoutMs);
+                restore(root, metas, made, created, e, o.lockTimeoutMs);
                 throw e;
             }
         } finally {
@@ -179,40 +176,62 @@ final class DriverCommit {
 
     /**
      * After a failed write, nothing of it stays (the Python sink's _restore): every partition rolled back to
-     * its committed end, the folders this write created for partitions that hold nothing committed removed,
+     * its committed end, the folders this write made for partitions that hold nothing committed removed,
      * and a topic this write created forgotten when nothing was ever committed to it, so a corrected request
      * (another partition count) is not refused as a conflict. Failures here are added to {@code failure}.
      *
-     * <p>Invariant: a folder is removed only in the same hold of its partition's lock as its cut, and only with its
-     * maintenance lock taken too (tried once: the order is that lock first, so a holder of the partition's lock never
-     * waits for it). Nobody else can be working in it then: writers and the sidecar's jobs hold the partition's lock,
-     * a clean, merge or tier job builds its files under the maintenance lock alone (indexer/locks.py), and a new folder
-     * is made only under the topic's writer lock, which this write holds. A folder whose maintenance lock is held is
-     * left as it is (empty of records after the cut): deleted, a live build's files went with it. Lock files live
-     * under {@code _seglog/locks/} and are never removed (a waiter may hold one open: a new inode would let a third
-     * process lock beside it). Removed outside the lock (as before), a folder could vanish under a holder.
+     * <p>Invariant: a folder is removed only if this write made it ({@code made}: its mkdir, not a folder found there,
+     * which may be another process's, e.g. an import's), in the same hold of its partition's lock as its cut, and with
+     * its maintenance lock held too, taken first (the lock order: maintenance, then partition; indexer/locks.py).
+     * Nobody else can be working in it then: writers and the sidecar's jobs hold the partition's lock, a clean, merge
+     * or tier job builds its files under the maintenance lock alone, and a new folder is made only under the topic's
+     * writer lock, which this write holds. A job holding the maintenance lock is waited for, as any lock of the write
+     * is (lockTimeoutMs): deleted under it, a live build's files went with it. Lock files live under
+     * {@code _seglog/locks/} and are never removed (a waiter may hold one open: a new inode would let a third process
+     * lock beside it).
+     *
+     * <p>Invariant: no partition folder is left without its topic. A folder still there (its job outlasted the wait)
+     * keeps its topic recorded, nothing committed: every reader and {@code seglog verify} see an empty topic of the
+     * recorded partition count and configuration, where a folder of a forgotten topic was taken for a topic of the
+     * default configuration, listed by SHOW TABLES and refused by CREATE TABLE.
      */
-    private static void restore(Path root, Map<String, TopicMetadata> metas, Map<String, boolean[]> existed,
+    private static void restore(Path root, Map<String, TopicMetadata> metas, Map<String, java.util.Set<Integer>> made,
                                 List<String> created, Throwable failure, Long lockTimeoutMs) {
+        java.util.Set<String> kept = new TreeSet<>();
         for (TopicMetadata m : metas.values()) {
+            java.util.Set<Integer> mine = made.getOrDefault(m.name(), java.util.Set.of());
             try {
                 // read under the topic's writer lock, which every committer holds: no commit can come in meanwhile
                 Map<Integer, Long> ends = CommitLogReader.committedEnds(root, m.name());
-                boolean[] before = existed.get(m.name());
                 List<Integer> all = new ArrayList<>(m.partitions());
                 for (int p = 0; p < m.partitions(); p++) all.add(p);
                 PartitionWork.run(all, p -> {
+                    if (mine.contains(p) && ends.getOrDefault(p, 0L) == 0L) {
+                        if (!removeMadeFolder(root, m, p, lockTimeoutMs)) {
+                            failure.addSuppressed(new SeglogWriteException("seglog write: partition folder "
+                                + io.seglog.spark.format.TopicLayout.partitionDir(root, m.name(), p) + ", made by this "
+                                + "write, was cut to nothing and kept (a clean, merge or tier job held its maintenance "
+                                + "lock past the write's lockTimeoutMs, or its removal failed); topic '" + m.name()
+                                + "' stays recorded, with "
+                                + "nothing committed, so readers and seglog verify see it empty"));
+                        }
+                        return null;
+                    }
                     try (FileLock lock = FileLock.partition(root, m.name(), p).acquire(lockTimeoutMs)) {
-                        CommittedEndRollBack.Result r = cut(root, m, p, ends, null);   // the gap rule read under this partition's lock
-                        if (!before[p] && ends.getOrDefault(p, 0L) == 0L) removeNewFolder(root, m.name(), p);
-                        return r;
+                        return cut(root, m, p, ends, null);   // the gap rule read under this partition's lock
                     }
                 });
             } catch (RuntimeException again) {
                 failure.addSuppressed(again);
             }
+            // every step has ended (PartitionWork waits for all): a folder this write made that is still there, kept or
+            // not reached, keeps its topic
+            for (int p : mine) {
+                if (Files.exists(io.seglog.spark.format.TopicLayout.partitionDir(root, m.name(), p))) kept.add(m.name());
+            }
         }
         for (String t : created) {
+            if (kept.contains(t)) continue;
             try {
                 TopicCatalog.forgetUncommitted(root, t);
             } catch (RuntimeException again) {
@@ -221,19 +240,25 @@ final class DriverCommit {
         }
     }
 
-    /** A partition folder this failed write made, removed; the caller holds its partition's lock (see restore). */
-    private static void removeNewFolder(Path root, String topic, int p) {
-        FileLock maintenance = FileLock.maintenance(root, topic, p);
+    /** A partition folder this failed write made, holding nothing committed, cut and removed (see restore): its
+     *  maintenance lock taken first, waiting as the write waits for any lock, then its partition's lock. Returns
+     *  whether it is gone; a folder whose maintenance lock stayed held is cut and kept. */
+    private static boolean removeMadeFolder(Path root, TopicMetadata m, int p, Long lockTimeoutMs) {
+        Path dir = io.seglog.spark.format.TopicLayout.partitionDir(root, m.name(), p);
+        FileLock maintenance = FileLock.maintenance(root, m.name(), p);
+        boolean free = true;
         try {
-            maintenance.acquire(0L);
+            maintenance.acquire(lockTimeoutMs);
         } catch (io.seglog.spark.format.LockedException busy) {
-            return;     // a clean, merge or tier job is building in it: its files are not this write's to delete
+            free = false;   // a job is building in it still: its files are not this write's to delete
         }
-        try {
-            deleteTree(io.seglog.spark.format.TopicLayout.partitionDir(root, topic, p));
+        try (FileLock lock = FileLock.partition(root, m.name(), p).acquire(lockTimeoutMs)) {
+            cut(root, m, p, Map.of(), null);
+            if (free) deleteTree(dir);
         } finally {
             maintenance.release();
         }
+        return !Files.exists(dir);
     }
 
     /**
@@ -368,19 +393,26 @@ final class DriverCommit {
 
     /** The written partitions' folders a first write makes, under their locks (held by the caller), made together
      *  with one fsync of their parent for all (GroupShared.createSiblings) before any publish puts a file in them;
-     *  a publish makes its folder itself only where this did not (the Python core's path). */
+     *  a publish makes its folder itself only where this did not (the Python core's path). Each folder made is
+     *  added to {@code made} as its mkdir returns (a failed restore removes only those). */
     private static void makePartitionFolders(Path root, Map<String, TopicMetadata> metas,
-                                             Map<String, TreeMap<Integer, List<StagedSegment>>> staged) {
+                                             Map<String, TreeMap<Integer, List<StagedSegment>>> staged,
+                                             Map<String, java.util.Set<Integer>> made) {
         Map<Path, List<Path>> missing = new LinkedHashMap<>();
+        Map<Path, Map.Entry<String, Integer>> partitionOf = new HashMap<>();
         for (TopicMetadata m : metas.values()) {
             for (int p : staged.getOrDefault(m.name(), new TreeMap<>()).keySet()) {
                 Path dir = io.seglog.spark.format.TopicLayout.partitionDir(root, m.name(), p);
                 if (!Files.isDirectory(dir)) missing.computeIfAbsent(dir.getParent(), k -> new ArrayList<>()).add(dir);
+                partitionOf.put(dir, Map.entry(m.name(), p));
             }
         }
         for (Map.Entry<Path, List<Path>> e : missing.entrySet()) {
             try {
-                io.seglog.spark.format.GroupShared.createSiblings(e.getKey(), e.getValue());
+                io.seglog.spark.format.GroupShared.createSiblings(e.getKey(), e.getValue(), dir -> {
+                    Map.Entry<String, Integer> tp = partitionOf.get(dir);
+                    made.computeIfAbsent(tp.getKey(), k -> new TreeSet<>()).add(tp.getValue());
+                });
             } catch (IOException failed) {
                 throw new io.seglog.spark.format.StorageException(e.getKey() + ": making partition folders "
                         + e.getValue() + " failed: " + failed, failed);

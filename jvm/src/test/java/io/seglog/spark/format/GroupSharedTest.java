@@ -66,8 +66,11 @@ class GroupSharedTest {
         Files.createDirectory(root.resolve("t-1"));
         Files.writeString(root.resolve("t-1").resolve("kept"), "x");
         List<Path> dirs = List.of(root.resolve("t-0"), root.resolve("t-1"), root.resolve("t-2"));
-        GroupShared.createSiblings(root, dirs);
+        List<Path> made = new java.util.ArrayList<>();
+        GroupShared.createSiblings(root, dirs, made::add);
         for (Path d : dirs) assertTrue(Files.isDirectory(d), d.toString());
+        // only the folders its mkdir made are reported: a failed write's restore removes those alone (DriverCommit)
+        assertEquals(List.of(root.resolve("t-0"), root.resolve("t-2")), made);
         assertEquals(0070, mode(root.resolve("t-2")) & 0070);
         assertTrue(Files.exists(root.resolve("t-1").resolve("kept")));
         assertThrows(IllegalArgumentException.class, () -> GroupShared.createSiblings(root, List.of(root.resolve("a/b"))));
