@@ -1,0 +1,57 @@
+"""Issue 41, the small micro-batch: what one 1,000-row format("seglog") append into an existing 4-partition topic
+asks of the file system, counted from the driver JVM's calls under strace (tasks included: local mode), as
+tests/system/test_publish_fsyncs.py reads them (no skip without strace: that file's rule). Each count is one cut:
+- the write task's staging folder is made once (each staged segment's open made it again: an mkdir failing with
+  EEXIST per segment after the first)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.system.syscall_trace import spark_calls
+
+TRACED = "openat,mkdir,mkdirat,fsync,fdatasync,link,linkat,rename,renameat,renameat2,unlink,unlinkat,flock"
+WRITES = 3
+
+
+@pytest.fixture(scope="module")
+def last_write(tmp_path_factory) -> tuple[list[str], str]:
+    """The calls of the last of WRITES micro-batches (the first creates the topic), between two marker folders the
+    driver makes; and the root."""
+    tmp = tmp_path_factory.mktemp("micro-batch-calls")
+    root, marks = tmp / "root", tmp / "marks"
+    marks.mkdir()
+    calls = spark_calls(tmp, f"""
+        from seglog.sink.session import local_session
+        spark = local_session("micro-batch-calls")
+        # one input task, keys spread over the 4 partitions: bench/kafka.py's micro-batch
+        df = (spark.range(1000).coalesce(1)
+              .selectExpr("cast(id as string) as key", "repeat(cast(id as string), 40) as value").cache())
+        df.count()
+        mark = spark._jvm.java.io.File
+        for v in range({WRITES}):
+            if v == {WRITES} - 1:
+                mark({str(marks / "start")!r}).mkdir()
+            (df.write.format("seglog").mode("append").option("topic", "small").option("partitions", "4")
+               .option("txnAppId", "app").option("txnVersion", str(v)).save({str(root)!r}))
+        mark({str(marks / "end")!r}).mkdir()
+        assert spark.read.format("seglog").option("topic", "small").load({str(root)!r}).count() == {WRITES} * 1000
+        spark.stop()
+    """, traced=TRACED)
+    start = next(i for i, c in enumerate(calls) if f'"{marks / "start"}"' in c)
+    end = next(i for i, c in enumerate(calls) if f'"{marks / "end"}"' in c)
+    return calls[start + 1:end], str(root)
+
+
+def _opened(calls: list[str], path: str) -> list[str]:
+    return [c for c in calls if re.search(rf'openat\([^"]*"{path}"', c)]
+
+
+@pytest.mark.slow
+def test_a_write_task_makes_its_staging_folder_once(last_write):
+    calls, root = last_write
+    task = re.compile(rf'mkdir\("{re.escape(root)}/_seglog/staging/[^"]+/t\d+-\d+"')
+    made = [c for c in calls if task.search(c)]
+    # 4 staged segments (one per partition) in one task's folder: 4 mkdirs before, 3 of them failing with EEXIST
+    assert len(made) == 1, f"the task's staging folder was made {len(made)} times: {made}"
