@@ -2,14 +2,19 @@
 asks of the file system, counted from the driver JVM's calls under strace (tasks included: local mode), as
 tests/system/test_publish_fsyncs.py reads them (no skip without strace: that file's rule). Each count is one cut:
 - the write task's staging folder is made once (each staged segment's open made it again: an mkdir failing with
-  EEXIST per segment after the first)."""
+  EEXIST per segment after the first);
+- the root's log-start-offset-checkpoint is read once by the commit (once per partition before);
+- the topic's commit log is read twice (the tasks' skip hint at planning, then under the writer lock), not a third
+  time by the commit itself;
+- the commit file is written and forced while the partitions force their segments, and linked only after all of
+  them (it was written after them: one more journal commit to wait for)."""
 from __future__ import annotations
 
 import re
 
 import pytest
 
-from tests.system.syscall_trace import spark_calls
+from tests.system.syscall_trace import FSYNC, commit_link, spark_calls
 
 TRACED = "openat,mkdir,mkdirat,fsync,fdatasync,link,linkat,rename,renameat,renameat2,unlink,unlinkat,flock"
 WRITES = 3
@@ -55,3 +60,34 @@ def test_a_write_task_makes_its_staging_folder_once(last_write):
     made = [c for c in calls if task.search(c)]
     # 4 staged segments (one per partition) in one task's folder: 4 mkdirs before, 3 of them failing with EEXIST
     assert len(made) == 1, f"the task's staging folder was made {len(made)} times: {made}"
+
+
+@pytest.mark.slow
+def test_the_commit_reads_the_log_start_checkpoint_once(last_write):
+    calls, root = last_write
+    reads = _opened(calls, re.escape(f"{root}/log-start-offset-checkpoint"))
+    assert len(reads) == 1, f"log-start-offset-checkpoint opened {len(reads)} times by one write (4 partitions)"
+
+
+@pytest.mark.slow
+def test_the_commit_log_is_read_twice_per_write(last_write):
+    calls, root = last_write
+    reads = _opened(calls, re.escape(f"{root}/_seglog/commits/small/") + r"\d{20}\.json")
+    # the skip hint at planning, and the read under the writer lock the commit then starts from
+    assert len(reads) == 2, f"commit files opened {len(reads)} times by one write: {reads}"
+
+
+@pytest.mark.slow
+def test_the_commit_file_is_forced_beside_the_segments_and_linked_after_them(last_write):
+    calls, root = last_write
+    segment = re.compile(rf"^{re.escape(root)}/small-\d/\d{{20}}\.log$")
+    forced = [i for i, c in enumerate(calls) if (m := FSYNC.match(c)) and segment.match(m["path"])]
+    assert len(forced) == 4, f"expected one .log fsync per partition: {len(forced)}"
+    temp = re.compile(rf'openat\([^"]*"{re.escape(root)}/_seglog/commits/small/\.\d{{20}}\.json\.tmp-[^"]*", [^)]*O_CREAT')
+    created = [i for i, c in enumerate(calls) if temp.search(c)]
+    assert len(created) == 1, f"expected one commit temp file: {[calls[i] for i in created]}"
+    # written before the segments are forced (a joined line is placed where its call returned: a segment fsync that
+    # started first and returned after the create is after it here too)
+    assert created[0] < forced[0], "the commit file was written only after the partitions' segments were forced"
+    links = [i for i, c in enumerate(calls) if commit_link(root, "small").search(c)]
+    assert len(links) == 1 and links[0] > max(forced), "the commit was linked before every segment was forced"
