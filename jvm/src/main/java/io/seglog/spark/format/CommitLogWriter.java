@@ -67,6 +67,22 @@ public final class CommitLogWriter {
         return read;
     }
 
+    /**
+     * The newest state as of now: the one {@link #latest} read earlier when it is still the newest, else read again. Still
+     * the newest when its seq + 1 is not there and, looked at after that, its seq still is ({@link CommitLogReader.Tail}'s
+     * argument: seqs are taken in order and pruned in ascending order): two file checks, where a read lists the folder
+     * and parses the newest file (issue 41: a write read its topic's log at planning, for the tasks' skip hint, then
+     * again under its writer lock). A log that was empty is read again (nothing to check it by). The next commit starts
+     * from the state returned, as after {@link #latest}.
+     */
+    public Optional<CommitState> latestAgain() {
+        if (read != null && read.isPresent()) {
+            long seq = read.get().seq();
+            if (!Files.exists(CommitLogReader.file(dir, seq + 1)) && Files.exists(CommitLogReader.file(dir, seq))) return read;
+        }
+        return latest();
+    }
+
     /** The state the next attempt merges into: the one {@link #latest} read, once, else the log read now; {@code listed}
      *  filled with the listing that named it. */
     private Optional<CommitState> current(TreeSet<Long> listed) {

@@ -73,19 +73,20 @@ final class DriverCommit {
         return last == null || last < 0 ? 0 : last + 1;
     }
 
-    /** Whether {@code topic}'s commit log holds this idempotent write already. */
-    static boolean committed(Path root, String topic, WriteOptions o) {
-        return o.txnVersion != null && committed(CommitLogReader.latest(root, topic), o);
-    }
-
     /** Whether a commit log whose newest state is {@code latest} holds this idempotent write already. */
-    private static boolean committed(Optional<CommitState> latest, WriteOptions o) {
+    static boolean committed(Optional<CommitState> latest, WriteOptions o) {
         if (o.txnVersion == null) return false;
         Long last = latest.map(s -> s.lastBatch(o.writer)).orElse(null);
         return last != null && last >= o.txnVersion;
     }
 
     static void commit(WriteOptions o, WritePlan plan, StagedMessage[] messages) {
+        commit(o, plan, messages, null);
+    }
+
+    /** {@code planned}: the topic option's commit log as the write's planning read it (its skip hint; null: none),
+     *  which the commit reads again only if a commit came in since ({@link CommitLogWriter#latestAgain}). */
+    static void commit(WriteOptions o, WritePlan plan, StagedMessage[] messages, CommitLogWriter planned) {
         long nullTopicRows = 0;
         for (StagedMessage m : messages) nullTopicRows += m.nullTopicRows();
         if (nullTopicRows > 0) {
@@ -108,9 +109,10 @@ final class DriverCommit {
             Map<String, Long> versions = new HashMap<>();          // the version each topic's commit records
             List<String> todo = new ArrayList<>();
             for (String t : topics) {
-                CommitLogWriter log = new CommitLogWriter(root, t);
+                boolean known = planned != null && t.equals(o.topic);
+                CommitLogWriter log = known ? planned : new CommitLogWriter(root, t);
                 logs.put(t, log);
-                Optional<CommitState> latest = log.latest();
+                Optional<CommitState> latest = known ? log.latestAgain() : log.latest();
                 if (committed(latest, o)) continue;
                 todo.add(t);
                 versions.put(t, version(o, latest));

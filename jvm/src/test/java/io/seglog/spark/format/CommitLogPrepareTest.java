@@ -80,6 +80,27 @@ class CommitLogPrepareTest {
     }
 
     @Test
+    void latestAgainReadsTheLogOnlyWhenACommitCameIn() throws IOException {
+        CommitLogWriter log = new CommitLogWriter(root, "t");
+        assertEquals(java.util.Optional.empty(), log.latest());
+        new CommitLogWriter(root, "t").commit("w", 0, Map.of(0, 10L), false);
+        assertEquals(0, log.latestAgain().get().seq());            // an empty log is read again
+        // nothing came in: the state read is kept, not read again (the newest file, garbled here, is not parsed)
+        Path newest = CommitLogReader.dir(root, "t").resolve(String.format("%020d.json", 0));
+        byte[] good = Files.readAllBytes(newest);
+        Files.write(newest, "garbled".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        assertEquals(0, log.latestAgain().get().seq());
+        assertThrows(CorruptLogException.class, () -> CommitLogReader.latest(root, "t"));
+        Files.write(newest, good);
+        // a commit came in: read again, and the next commit starts from it
+        new CommitLogWriter(root, "t").commit("other", 3, Map.of(1, 5L), false);
+        assertEquals(1, log.latestAgain().get().seq());
+        CommitState state = log.commit("w", 1, Map.of(0, 12L), false);
+        assertEquals(2, state.seq());
+        assertEquals(Map.of(0, 12L, 1, 5L), state.endOffsets());
+    }
+
+    @Test
     void aCommitStartsFromTheStateLatestRead() throws IOException {
         new CommitLogWriter(root, "t").commit("w", 0, Map.of(0, 10L), false);
         CommitLogWriter log = new CommitLogWriter(root, "t");
