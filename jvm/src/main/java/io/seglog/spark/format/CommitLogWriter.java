@@ -141,6 +141,10 @@ public final class CommitLogWriter {
 
         /** Its data and size durable (fsync), its file closed: from then on it may be linked. */
         public void force() {
+            if (open == null) {
+                if (forced) return;
+                throw new IllegalStateException("commit file " + tmp + " forced after it was given up");
+            }
             try (FileChannel ch = open) {
                 open = null;
                 ch.force(true);
