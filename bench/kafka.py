@@ -67,7 +67,8 @@ FLUSH_EACH = {"flush.messages": "1"}           # the topic config of the "kafka_
 CONSUMER = {"kafka.fetch.max.wait.ms": "10"}
 FSYNCS = {
     "seglog": "fsyncs, before the write returns, each written partition's .log (and the .log and indexes of "
-              "segments it sealed), each partition folder, then the commit file and its folder",
+              "segments it sealed), each partition folder and, beside them, the commit file; then, after the "
+              "commit file's link, its folder",
     "kafka": "acks=all (one replica) from the broker's page cache: nothing fsynced before the ack "
              "(flush.messages at Kafka's default)",
     "kafka_flush1": "topic flush.messages=1: the broker fsyncs the partition's segment after every append, "

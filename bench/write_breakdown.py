@@ -63,10 +63,11 @@ _UNFINISHED = re.compile(r"^(?P<tid>\d+)\s+(?P<t>\d+\.\d+)\s+(?P<call>\w+)\((?P<
 _RESUMED = re.compile(r"^(?P<tid>\d+)\s+\d+\.\d+\s+<\.\.\. \w+ resumed>(?P<rest>.*)$")
 
 
-def java_home_under_strace(folder: Path, trace: Path) -> str | None:
+def java_home_under_strace(folder: Path, trace: Path, traced: str = _TRACED) -> str | None:
     """A JAVA_HOME whose bin/java runs the real java under strace (the driver JVM, tasks included in
-    local mode); None where strace or java is missing or tracing is not allowed (the breakdown then has no fsync
-    figures). tests/system/test_new_partition_durable.py reads its trace too."""
+    local mode), tracing the calls `traced` names (strace's -e trace=); None where strace or java is missing or
+    tracing is not allowed (the breakdown then has no fsync figures). tests/system/syscall_trace.py reads its trace
+    too."""
     strace, java = shutil.which("strace"), _real_java()
     if strace is None or java is None:
         return None
@@ -79,7 +80,7 @@ def java_home_under_strace(folder: Path, trace: Path) -> str | None:
     wrapper = folder / "bin" / "java"
     # spark-class runs java twice (its launcher, then the driver); -o truncates, so the driver's trace stays
     wrapper.write_text(f"#!/bin/sh\nexec {strace} -f --seccomp-bpf -qq -y -ttt -T -e signal=none "
-                       f"-e trace={_TRACED} -o {trace} {java} \"$@\"\n")
+                       f"-e trace={traced} -o {trace} {java} \"$@\"\n")
     wrapper.chmod(0o755)
     return str(folder)
 

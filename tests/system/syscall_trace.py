@@ -45,14 +45,15 @@ def calls(trace: Path) -> list[str]:
     return out
 
 
-def spark_calls(tmp_path: Path, script: str) -> list[str]:
+def spark_calls(tmp_path: Path, script: str, traced: str | None = None) -> list[str]:
     """Run `script` (Python source; it starts its own local Spark session) with the driver JVM under strace
-    (bench/write_breakdown.py's wrapper: mkdir, fsync, link and rename among others); its calls, in order."""
-    from bench.write_breakdown import java_home_under_strace
+    (bench/write_breakdown.py's wrapper: mkdir, fsync, link and rename among others, or the calls `traced` names in
+    strace's -e trace= syntax); its calls, in order."""
+    from bench.write_breakdown import _TRACED, java_home_under_strace
 
     trace = tmp_path / "trace"
     strace()
-    home = java_home_under_strace(tmp_path / "java", trace)
+    home = java_home_under_strace(tmp_path / "java", trace, traced or _TRACED)
     assert home is not None, "strace cannot trace here (ptrace refused): this test needs it"
     env = dict(os.environ, JAVA_HOME=home)
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True, text=True,

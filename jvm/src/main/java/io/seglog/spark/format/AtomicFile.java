@@ -63,22 +63,34 @@ public final class AtomicFile {
                 while (buf.hasRemaining()) ch.write(buf);
                 ch.force(true);
             }
-            try {
-                Files.createLink(path, tmp);
-            } catch (FileAlreadyExistsException e) {
-                return false;
-            } catch (UnsupportedOperationException | IOException e) {
-                throw new StorageException(what + " with a hard link (" + e + "); seglog needs a filesystem with hard links"
-                        + " (README, Running on a cluster)", e);
-            }
-            FileSync.directory(path.getParent());
-            return true;
+            return link(path, tmp, what);
         } finally {
-            try {
-                Files.deleteIfExists(tmp);
-            } catch (IOException e) {
-                // a leftover dot-file is invisible to every reader: not worth failing a publish for
-            }
+            removeTemp(tmp);
+        }
+    }
+
+    /** {@link #publishByLink}'s second half (the first: the data written and forced under the dot-name {@code tmp}):
+     *  {@code tmp} hard-linked to {@code path}, then the folder fsynced; false when {@code path} already existed (left
+     *  as it is: another creator's). The caller removes {@code tmp} either way ({@link #removeTemp}). */
+    public static boolean link(Path path, Path tmp, String what) throws IOException {
+        try {
+            Files.createLink(path, tmp);
+        } catch (FileAlreadyExistsException e) {
+            return false;
+        } catch (UnsupportedOperationException | IOException e) {
+            throw new StorageException(what + " with a hard link (" + e + "); seglog needs a filesystem with hard links"
+                    + " (README, Running on a cluster)", e);
+        }
+        FileSync.directory(path.getParent());
+        return true;
+    }
+
+    /** A temporary file removed; a leftover dot-file is invisible to every reader: not worth failing a write for. */
+    public static void removeTemp(Path tmp) {
+        try {
+            Files.deleteIfExists(tmp);
+        } catch (IOException e) {
+            // see above
         }
     }
 }

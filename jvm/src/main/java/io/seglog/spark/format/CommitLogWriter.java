@@ -1,6 +1,8 @@
 package io.seglog.spark.format;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -8,6 +10,7 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Optional;
+import java.util.TreeSet;
 
 /**
  * Appends to one topic's commit log: the JVM's half of the contract indexer/commit_log.py keeps (the
@@ -35,6 +38,8 @@ public final class CommitLogWriter {
     private final String topic;
     private final Path dir;
     private final int retain;
+    private Optional<CommitState> read;            // what latest() read, for the next attempt only (null: none)
+    private TreeSet<Long> readListing;             // the listing that named it
 
     public CommitLogWriter(Path root, String topic) {
         this(root, topic, DEFAULT_RETAIN);
@@ -49,13 +54,166 @@ public final class CommitLogWriter {
         this.retain = retain;
     }
 
-    /** The newest state, or empty before the first commit. */
+    /**
+     * The newest state, or empty before the first commit. This writer's next commit starts from it, with the listing
+     * that named it (issue 41: a driver read the log under the topic's writer lock, then its commit read it again).
+     * Safe without any lock: if a commit came in since, the link of this state's seq + 1 fails and the commit reads
+     * the log again.
+     */
     public Optional<CommitState> latest() {
-        return CommitLogReader.latest(root, topic);
+        TreeSet<Long> listing = new TreeSet<>();
+        read = CommitLogReader.newest(dir, listing);
+        readListing = listing;
+        return read;
+    }
+
+    /**
+     * The newest state as of now: the one {@link #latest} read earlier when it is still the newest, else read again. Still
+     * the newest when its seq + 1 is not there and, looked at after that, its seq still is ({@link CommitLogReader.Tail}'s
+     * argument: seqs are taken in order and pruned in ascending order): two file checks, where a read lists the folder
+     * and parses the newest file (issue 41: a write read its topic's log at planning, for the tasks' skip hint, then
+     * again under its writer lock). A log that was empty is read again (nothing to check it by). The next commit starts
+     * from the state returned, as after {@link #latest}.
+     */
+    public Optional<CommitState> latestAgain() {
+        if (read != null && read.isPresent()) {
+            long seq = read.get().seq();
+            if (!Files.exists(CommitLogReader.file(dir, seq + 1)) && Files.exists(CommitLogReader.file(dir, seq))) return read;
+        }
+        return latest();
+    }
+
+    /** The state the next attempt merges into: the one {@link #latest} read, once, else the log read now; {@code listed}
+     *  filled with the listing that named it. */
+    private Optional<CommitState> current(TreeSet<Long> listed) {
+        if (read != null) {
+            Optional<CommitState> known = read;
+            listed.clear();
+            listed.addAll(readListing);
+            read = null;
+            return known;
+        }
+        return CommitLogReader.newest(dir, listed);
     }
 
     /** Record {@code ends} (partition -> end offset) as committed by {@code writerId} for {@code batchId}. */
     public CommitState commit(String writerId, long batchId, Map<Integer, Long> ends, boolean allowLower) {
+        checkArguments(writerId, ends);
+        boolean shared = createDir();
+        TreeSet<Long> listed = new TreeSet<>();
+        for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+            CommitState state = next(current(listed), writerId, batchId, ends, allowLower);
+            if (publish(state, shared)) {
+                prune(state.seq(), listed);
+                return state;
+            }
+        }
+        throw new StorageException("commit log " + dir + ": gave up after " + ATTEMPTS + " concurrent commits");
+    }
+
+    /**
+     * A commit written under its temporary name ({@link #prepare}), then forced ({@link #force}), not linked: no reader
+     * sees it before {@link #link}. A driver writes it before it publishes the segments it names and forces it while
+     * they are forced (issue 41: the commit file's write and fsync came after theirs, one more journal commit to wait
+     * for), then links it once they are durable. Closing it removes the temporary file.
+     */
+    public static final class Prepared implements AutoCloseable {
+        private final CommitState state;
+        private final Path tmp;
+        private final TreeSet<Long> listed;
+        private final Map<Integer, Long> ends;
+        private final boolean allowLower;
+        private FileChannel open;     // written, not forced yet (null once forced or closed)
+        private volatile boolean forced;
+
+        private Prepared(CommitState state, Path tmp, FileChannel open, TreeSet<Long> listed, Map<Integer, Long> ends,
+                         boolean allowLower) {
+            this.state = state;
+            this.tmp = tmp;
+            this.open = open;
+            this.listed = listed;
+            this.ends = ends;
+            this.allowLower = allowLower;
+        }
+
+        /** The end offsets it commits (partition -> end). */
+        public Map<Integer, Long> ends() { return ends; }
+
+        /** Its data and size durable (fsync), its file closed: from then on it may be linked. */
+        public void force() {
+            if (open == null) {
+                if (forced) return;
+                throw new IllegalStateException("commit file " + tmp + " forced after it was given up");
+            }
+            try (FileChannel ch = open) {
+                open = null;
+                ch.force(true);
+                forced = true;
+            } catch (IOException e) {
+                throw new StorageException("commit file " + tmp + ": cannot force it: " + e, e);
+            }
+        }
+
+        @Override public void close() {
+            if (open != null) {
+                try {
+                    open.close();
+                } catch (IOException e) {
+                    // removed below all the same
+                }
+                open = null;
+            }
+            AtomicFile.removeTemp(tmp);
+        }
+    }
+
+    /** {@link #commit}'s state written under a temporary name, neither forced nor linked: see {@link Prepared}. */
+    public Prepared prepare(String writerId, long batchId, Map<Integer, Long> ends, boolean allowLower) {
+        checkArguments(writerId, ends);
+        boolean shared = createDir();
+        TreeSet<Long> listed = new TreeSet<>();
+        CommitState state = next(current(listed), writerId, batchId, ends, allowLower);
+        Path tmp = temp(state.seq());
+        FileChannel ch = null;
+        try {
+            ch = GroupShared.createNew(tmp, shared);
+            ByteBuffer buf = ByteBuffer.wrap(state.toJson().getBytes(StandardCharsets.US_ASCII));
+            while (buf.hasRemaining()) ch.write(buf);
+        } catch (IOException | RuntimeException e) {
+            try {
+                if (ch != null) ch.close();
+            } catch (IOException ignored) {
+                // removed below all the same
+            }
+            AtomicFile.removeTemp(tmp);
+            if (e instanceof RuntimeException) throw (RuntimeException) e;
+            throw new StorageException("commit log " + dir + ": cannot write commit " + state.seq() + ": " + e, e);
+        }
+        return new Prepared(state, tmp, ch, listed, Map.copyOf(ends), allowLower);
+    }
+
+    /**
+     * Links {@code p}, forced (the caller has made everything it names durable first), to its seq name, then fsyncs
+     * the folder. When a concurrent committer took that seq since the read it merged into, its ends are committed
+     * anew ({@link #commit}: read, merged, written, linked). Its temporary file is removed either way.
+     */
+    public CommitState link(Prepared p) {
+        if (!p.forced) throw new IllegalStateException("commit file " + p.tmp + " linked before it was forced");
+        try {
+            if (AtomicFile.link(CommitLogReader.file(dir, p.state.seq()), p.tmp, "commit log " + dir + ": cannot publish commit "
+                    + p.state.seq())) {
+                prune(p.state.seq(), p.listed);
+                return p.state;
+            }
+        } catch (IOException e) {
+            throw new StorageException("commit log " + dir + ": cannot link commit " + p.state.seq() + ": " + e, e);
+        } finally {
+            p.close();
+        }
+        return commit(p.state.writerId(), p.state.batchId(), p.ends, p.allowLower);
+    }
+
+    private void checkArguments(String writerId, Map<Integer, Long> ends) {
         if (writerId == null || writerId.isEmpty()) {
             throw new IllegalArgumentException("writer id must be a non-empty string, got " + PythonJson.string(String.valueOf(writerId)));
         }
@@ -65,50 +223,53 @@ public final class CommitLogWriter {
                         + " for partition " + e.getKey() + "; partitions and offsets are integers >= 0");
             }
         }
-        boolean shared;
+    }
+
+    /** The commit log's folder made if missing; whether it is group-writable. */
+    private boolean createDir() {
         try {
-            shared = GroupShared.createDirectories(dir);
+            return GroupShared.createDirectories(dir);
         } catch (IOException e) {
             throw new StorageException("commit log " + dir + ": cannot create it: " + e, e);
         }
-        java.util.TreeSet<Long> listed = new java.util.TreeSet<>();
-        for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-            Optional<CommitState> current = CommitLogReader.newest(dir, listed);
-            Map<Integer, Long> merged = new HashMap<>(current.map(CommitState::endOffsets).orElse(Map.of()));
-            if (!allowLower) {
-                StringBuilder lowered = new StringBuilder();
-                for (Map.Entry<Integer, Long> e : new java.util.TreeMap<>(ends).entrySet()) {
-                    long committed = merged.getOrDefault(e.getKey(), 0L);
-                    if (e.getValue() < committed) {
-                        if (lowered.length() > 0) lowered.append(", ");
-                        lowered.append(e.getKey()).append(": (").append(committed).append(", ").append(e.getValue()).append(')');
-                    }
-                }
-                if (lowered.length() > 0) {
-                    throw new CommitConflictException("commit of topic '" + topic + "' by writer '" + writerId + "' (batch "
-                            + batchId + ") would lower committed end offsets {partition: (committed, asked)} = {"
-                            + lowered + "}; only a truncation may lower them (allowLower)");
+    }
+
+    /** The state after {@code current}: every end carried forward, {@code ends} merged in (never lower unless
+     *  {@code allowLower}), the writer's batch set. */
+    private CommitState next(Optional<CommitState> current, String writerId, long batchId, Map<Integer, Long> ends,
+                             boolean allowLower) {
+        Map<Integer, Long> merged = new HashMap<>(current.map(CommitState::endOffsets).orElse(Map.of()));
+        if (!allowLower) {
+            StringBuilder lowered = new StringBuilder();
+            for (Map.Entry<Integer, Long> e : new java.util.TreeMap<>(ends).entrySet()) {
+                long committed = merged.getOrDefault(e.getKey(), 0L);
+                if (e.getValue() < committed) {
+                    if (lowered.length() > 0) lowered.append(", ");
+                    lowered.append(e.getKey()).append(": (").append(committed).append(", ").append(e.getValue()).append(')');
                 }
             }
-            merged.putAll(ends);
-            Map<String, Long> writers = new HashMap<>(current.map(CommitState::writers).orElse(Map.of()));
-            writers.put(writerId, batchId);
-            long seq = current.map(s -> s.seq() + 1).orElse(0L);
-            CommitState state = new CommitState(seq, writerId, batchId, merged, writers, System.currentTimeMillis());
-            if (publish(state, shared)) {
-                prune(seq, listed);
-                return state;
+            if (lowered.length() > 0) {
+                throw new CommitConflictException("commit of topic '" + topic + "' by writer '" + writerId + "' (batch "
+                        + batchId + ") would lower committed end offsets {partition: (committed, asked)} = {"
+                        + lowered + "}; only a truncation may lower them (allowLower)");
             }
         }
-        throw new StorageException("commit log " + dir + ": gave up after " + ATTEMPTS + " concurrent commits");
+        merged.putAll(ends);
+        Map<String, Long> writers = new HashMap<>(current.map(CommitState::writers).orElse(Map.of()));
+        writers.put(writerId, batchId);
+        long seq = current.map(s -> s.seq() + 1).orElse(0L);
+        return new CommitState(seq, writerId, batchId, merged, writers, System.currentTimeMillis());
+    }
+
+    private Path temp(long seq) {
+        return dir.resolve(String.format(".%020d.json.tmp-%s", seq, AtomicFile.tempSuffix()));
     }
 
     /** Link the forced state to its seq name; false when a concurrent committer took that seq. */
     private boolean publish(CommitState state, boolean shared) {
         Path target = CommitLogReader.file(dir, state.seq());
-        Path tmp = dir.resolve(String.format(".%020d.json.tmp-%s", state.seq(), AtomicFile.tempSuffix()));
         try {
-            return AtomicFile.publishByLink(target, tmp, state.toJson().getBytes(StandardCharsets.US_ASCII), shared,
+            return AtomicFile.publishByLink(target, temp(state.seq()), state.toJson().getBytes(StandardCharsets.US_ASCII), shared,
                     "commit log " + dir + ": cannot publish commit " + state.seq());
         } catch (IOException e) {
             throw new StorageException("commit log " + dir + ": cannot write commit " + state.seq() + ": " + e, e);

@@ -115,17 +115,30 @@ public final class CommittedEndRollBack {
      */
     public static Result rollBack(Path root, String topic, int partition, long committed, int segmentIndexBytes,
                                   OffsetGaps gaps) {
+        return rollBack(root, topic, partition, committed, segmentIndexBytes, gaps, null);
+    }
+
+    /**
+     * {@link #rollBack(Path, String, int, long, int, OffsetGaps)} with the root's log start checkpoint as read once for
+     * every partition of a commit too ({@code logStarts}: {@link LogStartCheckpoint#read}, taken with this partition's
+     * lock already held; null: read here). Issue 41: it was read once per partition. Invariant: a partition's entry
+     * changes only under that partition's lock (a writable Log's retention, a recovery, a restart here; the file's own
+     * lock only orders its rewrites), so a copy read with the lock held is this partition's entry until it is released.
+     */
+    public static Result rollBack(Path root, String topic, int partition, long committed, int segmentIndexBytes,
+                                  OffsetGaps gaps, java.util.Map<String, Long> logStarts) {
         Path dir = TopicLayout.partitionDir(root, topic, partition);
         if (!Files.isDirectory(dir)) return new Result(false, 0);
         try {
-            return cut(root, dir, topic, partition, committed, segmentIndexBytes, gaps != null ? gaps : OffsetGaps.at(root));
+            return cut(root, dir, topic, partition, committed, segmentIndexBytes, gaps != null ? gaps : OffsetGaps.at(root),
+                    logStarts);
         } catch (IOException e) {
             throw new StorageException(dir + ": roll back to the committed end " + committed + " failed: " + e, e);
         }
     }
 
     private static Result cut(Path root, Path dir, String topic, int partition, long committed, int indexBytes,
-                              OffsetGaps gaps) throws IOException {
+                              OffsetGaps gaps, java.util.Map<String, Long> logStarts) throws IOException {
         refuseBelowRemoteEnd(dir, root, topic, partition, committed);
         finishIntent(root, dir, topic, partition, indexBytes, gaps);
         // one listing: refused by an unrecovered trace's name, else the segments' bases (issue 41: it was listed twice)
@@ -147,7 +160,8 @@ public final class CommittedEndRollBack {
             throw new CorruptLogException(dir + ": the log ends at offset " + logEnd + ", below its committed end "
                     + committed + ": committed records are lost (seglog verify reports which)");
         }
-        long logStart = Math.max(bases[0], LogStartCheckpoint.read(root).getOrDefault(topic + "-" + partition, 0L));
+        long logStart = Math.max(bases[0], (logStarts != null ? logStarts : LogStartCheckpoint.read(root))
+                .getOrDefault(topic + "-" + partition, 0L));
         if (committed < logStart) {
             // retention deleted records past the committed end: everything goes, the log restarts at the cut
             restart(root, dir, topic, partition, committed, bases);

@@ -123,6 +123,18 @@ public final class StagedPublisher {
         }
     }
 
+    /**
+     * Where a publish of {@code staged} starting from the folder as {@code opened} read it ends the log: that end plus
+     * the records of each staged segment that has any (a copy gives them the offsets from the log end on, a rename puts
+     * the segment's base there). A driver writes its commit from this while the publish forces its files (issue 41),
+     * and links it only when the publish ended there ({@link Result#end}).
+     */
+    public static long endAfter(CommittedEndRollBack.Opened opened, List<StagedSegment> staged) {
+        long end = opened.logEnd;
+        for (StagedSegment s : staged) if (s.records() > 0) end += s.records();
+        return end;
+    }
+
     /** One publish: the partition's segments as they change, the active segment while a copy appends to it. */
     private static final class Publish {
         private final Path root;

@@ -73,19 +73,20 @@ final class DriverCommit {
         return last == null || last < 0 ? 0 : last + 1;
     }
 
-    /** Whether {@code topic}'s commit log holds this idempotent write already. */
-    static boolean committed(Path root, String topic, WriteOptions o) {
-        return o.txnVersion != null && committed(CommitLogReader.latest(root, topic), o);
-    }
-
     /** Whether a commit log whose newest state is {@code latest} holds this idempotent write already. */
-    private static boolean committed(Optional<CommitState> latest, WriteOptions o) {
+    static boolean committed(Optional<CommitState> latest, WriteOptions o) {
         if (o.txnVersion == null) return false;
         Long last = latest.map(s -> s.lastBatch(o.writer)).orElse(null);
         return last != null && last >= o.txnVersion;
     }
 
     static void commit(WriteOptions o, WritePlan plan, StagedMessage[] messages) {
+        commit(o, plan, messages, null);
+    }
+
+    /** {@code planned}: the topic option's commit log as the write's planning read it (its skip hint; null: none),
+     *  which the commit reads again only if a commit came in since ({@link CommitLogWriter#latestAgain}). */
+    static void commit(WriteOptions o, WritePlan plan, StagedMessage[] messages, CommitLogWriter planned) {
         long nullTopicRows = 0;
         for (StagedMessage m : messages) nullTopicRows += m.nullTopicRows();
         if (nullTopicRows > 0) {
@@ -104,11 +105,17 @@ final class DriverCommit {
             // committer of a topic holds that lock (a commit's own link race is still handled by CommitLogWriter),
             // and only TopicAdmin, under it too, changes a recorded topic.
             Map<String, Map<Integer, Long>> committedEnds = new HashMap<>();
+            Map<String, CommitLogWriter> logs = new HashMap<>();   // each commit starts from the state read here
+            Map<String, Long> versions = new HashMap<>();          // the version each topic's commit records
             List<String> todo = new ArrayList<>();
             for (String t : topics) {
-                Optional<CommitState> latest = CommitLogReader.latest(root, t);
+                boolean known = planned != null && t.equals(o.topic);
+                CommitLogWriter log = known ? planned : new CommitLogWriter(root, t);
+                logs.put(t, log);
+                Optional<CommitState> latest = known ? log.latestAgain() : log.latest();
                 if (committed(latest, o)) continue;
                 todo.add(t);
+                versions.put(t, version(o, latest));
                 committedEnds.put(t, latest.map(CommitState::endOffsets).orElse(Map.of()));
             }
             if (todo.isEmpty() || plan.skip) return;
@@ -151,15 +158,17 @@ final class DriverCommit {
                     // topic's metadata too), now that all their locks are held (OffsetGaps.at: the cleaner records a
                     // partition before it swaps anything in, under that partition's lock)
                     OffsetGaps gaps = OffsetGaps.at(root);
+                    // and the log start checkpoint (issue 41: read once per partition), under the same locks
+                    Map<String, Long> logStarts = io.seglog.spark.format.LogStartCheckpoint.read(root);
                     for (TopicMetadata m : metas.values()) {
                         List<Integer> written = new ArrayList<>(staged.getOrDefault(m.name(), new TreeMap<>()).keySet());
                         Map<Integer, Long> ends = committedEnds.get(m.name());
                         opened.put(m.name(), written.isEmpty() ? List.of()
-                                : PartitionWork.run(written, p -> cut(root, m, p, ends, gaps).opened()));
+                                : PartitionWork.run(written, p -> cut(root, m, p, ends, gaps, logStarts).opened()));
                     }
                     removeCrashedRuns(o, plan);
                     makePartitionFolders(root, metas, staged, made);
-                    publishAndCommit(root, o, metas, staged, opened);
+                    publishAndCommit(root, o, metas, staged, opened, logs, versions);
                 } finally {
                     // released before a failure's restore, which takes every partition's lock itself
                     for (int i = held.size() - 1; i >= 0; i--) held.get(i).release();
@@ -218,7 +227,7 @@ final class DriverCommit {
                         return null;
                     }
                     try (FileLock lock = FileLock.partition(root, m.name(), p).acquire(lockTimeoutMs)) {
-                        return cut(root, m, p, ends, null);   // the gap rule read under this partition's lock
+                        return cut(root, m, p, ends, null, null);   // the gap rule read under this partition's lock
                     }
                 });
             } catch (RuntimeException again) {
@@ -253,7 +262,7 @@ final class DriverCommit {
             free = false;   // a job is building in it still: its files are not this write's to delete
         }
         try (FileLock lock = FileLock.partition(root, m.name(), p).acquire(lockTimeoutMs)) {
-            cut(root, m, p, Map.of(), null);
+            cut(root, m, p, Map.of(), null, null);
             if (free) deleteTree(dir);
         } finally {
             maintenance.release();
@@ -304,18 +313,18 @@ final class DriverCommit {
         if (partitions.isEmpty()) return;
         PartitionWork.run(partitions, p -> {
             try (FileLock lock = FileLock.partition(root, meta.name(), p).acquire(lockTimeoutMs)) {
-                return cut(root, meta, p, ends, null);   // the gap rule read under this partition's lock
+                return cut(root, meta, p, ends, null, null);   // the gap rule read under this partition's lock
             }
         });
     }
 
-    /** One partition back to its committed end; the caller holds the partition's lock ({@code gaps}: the gap rule's
-     *  files read with it held, or null: read here). */
+    /** One partition back to its committed end; the caller holds the partition's lock ({@code gaps}, {@code logStarts}:
+     *  the gap rule's files and the log start checkpoint read with it held, or null: read here). */
     private static CommittedEndRollBack.Result cut(Path root, TopicMetadata meta, int p, Map<Integer, Long> ends,
-                                                   OffsetGaps gaps) {
+                                                   OffsetGaps gaps, Map<String, Long> logStarts) {
         int indexBytes = ((Long) meta.topicConfig().get("segment.index.bytes")).intValue();
         try {
-            return CommittedEndRollBack.rollBack(root, meta.name(), p, ends.getOrDefault(p, 0L), indexBytes, gaps);
+            return CommittedEndRollBack.rollBack(root, meta.name(), p, ends.getOrDefault(p, 0L), indexBytes, gaps, logStarts);
         } catch (io.seglog.spark.format.TieredOffsetsException e) {
             // its class crosses to Python as OffsetOutOfRangeError (sink/write_errors.py)
             throw new OffsetOutOfRangeException("seglog OffsetOutOfRangeError: " + e.getMessage(), e);
@@ -421,30 +430,58 @@ final class DriverCommit {
     }
 
     /** Each topic's written partitions published and committed, under their locks, which the caller holds since
-     *  their roll back ({@code opened}: what each roll back read, by the written partitions' ascending order). */
+     *  their roll back ({@code opened}: what each roll back read, by the written partitions' ascending order; {@code
+     *  logs}: each topic's commit log, read under its writer lock, which the commit starts from; {@code versions}: the
+     *  version each records). */
     private static void publishAndCommit(Path root, WriteOptions o, Map<String, TopicMetadata> metas,
                                          Map<String, TreeMap<Integer, List<StagedSegment>>> staged,
-                                         Map<String, List<CommittedEndRollBack.Opened>> opened) {
+                                         Map<String, List<CommittedEndRollBack.Opened>> opened,
+                                         Map<String, CommitLogWriter> logs, Map<String, Long> versions) {
         for (TopicMetadata meta : metas.values()) {
             TopicTarget target = TopicTarget.of(meta);
             TreeMap<Integer, List<StagedSegment>> mine = staged.getOrDefault(meta.name(), new TreeMap<>());
             List<Integer> written = new ArrayList<>(mine.keySet());   // ascending, as opened
             List<CommittedEndRollBack.Opened> rolled = opened.get(meta.name());
-            // the partitions at once (PartitionWork, under the locks the caller holds: a flock is the open file's, not a
-            // thread's); each step forces its own files, and all have ended before the commit below.
-            // Invariant (the fsync order the crash argument needs): every published file's data, and every partition
-            // folder's entries (the folder's fsync; a new folder's entry in the root at its creation), are durable
-            // before the commit file is linked; the commit file's data before its link; its folder's entry after the
-            // link, before the write returns. The partitions' fsyncs are independent and run at once (one journal
-            // commit on ext4); the commit file's fsync waits for them because its content is their ends.
-            List<Long> published = PartitionWork.run(written, p -> StagedPublisher.publish(root, meta.name(), p, mine.get(p),
-                    target.append, o.renameMinBytes, rolled.get(written.indexOf(p))).end());
-            Map<Integer, Long> ends = new TreeMap<>();
-            for (int i = 0; i < written.size(); i++) ends.put(written.get(i), published.get(i));
-            CrashPoint.reached(o.txnVersion);   // published, not committed: the crash tests kill the driver here
-            CommitLogWriter log = new CommitLogWriter(root, meta.name());
-            // an idempotent write's version is its txnVersion: the commit log is read once, by the commit itself
-            log.commit(o.writer, o.txnVersion != null ? o.txnVersion : version(o, log.latest()), ends, false);
+            CommitLogWriter log = logs.get(meta.name());
+            long version = versions.get(meta.name());   // from the log as read under the writer lock
+            // Where each written partition's log will end, known before its publish when its roll back read its folder
+            // (every partition's, in a steady micro-batch): the commit file is then written before the publishes start
+            // and forced while the partitions force theirs (issue 41: its write and fsync came after them, one more
+            // journal commit to wait for); it is linked only once all of them returned, each having ended where
+            // predicted (else it is dropped, and the ends they did reach committed as before).
+            Map<Integer, Long> predicted = new TreeMap<>();
+            for (int i = 0; i < written.size(); i++) {
+                CommittedEndRollBack.Opened r = rolled.get(i);
+                if (r == null) {
+                    predicted = null;
+                    break;
+                }
+                predicted.put(written.get(i), StagedPublisher.endAfter(r, mine.get(written.get(i))));
+            }
+            CommitLogWriter.Prepared prepared = predicted == null ? null : log.prepare(o.writer, version, predicted, false);
+            try {
+                // the partitions at once (PartitionWork, under the locks the caller holds: a flock is the open file's,
+                // not a thread's); each step forces its own files, and all have ended before the link below.
+                // Invariant (the fsync order the crash argument needs): every published file's data, and every
+                // partition folder's entries (the folder's fsync; a new folder's entry in the root at its creation), are
+                // durable before the commit file is linked; the commit file's data before its link; its folder's entry
+                // after the link, before the write returns. The partitions' fsyncs and the commit file's (under its
+                // temporary name, in no listing) are independent and run at once (fsyncs waiting together share the
+                // journal's commits on ext4): only the link waits for all of them.
+                List<Long> published = PartitionWork.run(written, p -> StagedPublisher.publish(root, meta.name(), p, mine.get(p),
+                        target.append, o.renameMinBytes, rolled.get(written.indexOf(p))).end(),
+                        prepared == null ? null : prepared::force);
+                Map<Integer, Long> ends = new TreeMap<>();
+                for (int i = 0; i < written.size(); i++) ends.put(written.get(i), published.get(i));
+                CrashPoint.reached(o.txnVersion);   // published, not committed: the crash tests kill the driver here
+                if (prepared != null && prepared.ends().equals(ends)) {
+                    log.link(prepared);
+                } else {
+                    log.commit(o.writer, version, ends, false);   // a publish that ended elsewhere: its real ends
+                }
+            } finally {
+                if (prepared != null) prepared.close();   // given up, or removed by its link already
+            }
         }
     }
 

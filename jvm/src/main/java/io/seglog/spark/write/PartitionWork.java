@@ -36,8 +36,17 @@ final class PartitionWork {
 
     /** {@code step} for each of {@code partitions}; the results in their order. One partition runs in the caller. */
     static <T> List<T> run(List<Integer> partitions, Step<T> step) {
+        return run(partitions, step, null);
+    }
+
+    /**
+     * {@link #run(List, Step)}, with {@code beside} (null: none) run in the caller meanwhile, once every step is
+     * submitted (each step then runs in the pool). Its failure is thrown as a step's would be, after the steps' own,
+     * and only once every step has ended (the class invariant).
+     */
+    static <T> List<T> run(List<Integer> partitions, Step<T> step, Runnable beside) {
         List<T> out = new ArrayList<>(partitions.size());
-        if (partitions.size() == 1) {
+        if (partitions.size() == 1 && beside == null) {
             out.add(step.run(partitions.get(0)));
             return out;
         }
@@ -49,6 +58,14 @@ final class PartitionWork {
             } catch (RuntimeException e) {   // rejected (the pool never shuts down): stop submitting, wait below
                 failure = e;
                 break;
+            }
+        }
+        Throwable besideFailure = null;
+        if (beside != null && failure == null) {
+            try {
+                beside.run();
+            } catch (RuntimeException | Error e) {
+                besideFailure = e;
             }
         }
         boolean interrupted = false;
@@ -66,6 +83,9 @@ final class PartitionWork {
                     break;
                 }
             }
+        }
+        if (besideFailure != null) {
+            if (failure == null) failure = besideFailure; else failure.addSuppressed(besideFailure);
         }
         if (interrupted) Thread.currentThread().interrupt();
         if (failure instanceof RuntimeException) throw (RuntimeException) failure;

@@ -14,10 +14,12 @@ final class SeglogBatchWrite implements BatchWrite {
     private final WriteOptions options;
     private final WritePlan plan;
     private final io.seglog.spark.format.FileLock run;   // held while this run lives (DriverCommit.runLock)
+    private final io.seglog.spark.format.CommitLogWriter planned;   // the topic's commit log as planning read it, or null
 
-    SeglogBatchWrite(WriteOptions options, WritePlan plan) {
+    SeglogBatchWrite(WriteOptions options, WritePlan plan, io.seglog.spark.format.CommitLogWriter planned) {
         this.options = options;
         this.plan = plan;
+        this.planned = planned;
         this.run = DriverCommit.startRun(plan.staging);
     }
 
@@ -43,7 +45,7 @@ final class SeglogBatchWrite implements BatchWrite {
         StagedMessage[] staged = new StagedMessage[messages.length];
         for (int i = 0; i < messages.length; i++) staged[i] = (StagedMessage) messages[i];
         try {
-            DriverCommit.commit(options, plan, staged);
+            DriverCommit.commit(options, plan, staged, planned);
         } finally {
             run.release();
         }

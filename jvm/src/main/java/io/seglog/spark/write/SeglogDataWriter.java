@@ -48,7 +48,7 @@ import io.seglog.spark.format.TopicMetadata;
 final class SeglogDataWriter implements DataWriter<InternalRow> {
     private final WritePlan plan;
     private final int task;
-    private final Path dir;
+    private final TaskFolder dir;   // made once, by its first staged segment
     private final Map<String, TopicTarget> targets = new HashMap<>();
     private final Map<String, TopicTarget> quarantines = new HashMap<>();   // by source topic
     private final List<StagedMessage.NewTopic> newTopics = new ArrayList<>();
@@ -68,7 +68,7 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
         this.task = task;
         this.rowsBudget = new BatchRowsBudget(tasks);
         // taskId is unique in the application: a zombie attempt never writes into the published attempt's folder
-        this.dir = Path.of(plan.staging, "t" + task + "-" + taskId);
+        this.dir = new TaskFolder(Path.of(plan.staging, "t" + task + "-" + taskId));
         this.sessionZone = ZoneId.of(plan.sessionTimeZone);
         if (plan.target != null) {
             targets.put(plan.target.name, plan.target);

@@ -12,6 +12,8 @@ import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 import org.apache.spark.sql.internal.SQLConf;
 
+import io.seglog.spark.format.CommitLogWriter;
+
 
 /**
  * A {@code df.write.format("seglog").mode("append")...save(root)}: options and input columns are parsed
@@ -51,12 +53,14 @@ public final class SeglogWriteBuilder implements WriteBuilder, SupportsTruncate 
         return new Write() {
             @Override
             public BatchWrite toBatch() {
-                // a hint without the lock (the commit checks again under it): a re-run's tasks stage nothing
-                boolean skip = o.topic != null && DriverCommit.committed(root, o.topic, o);
+                // a hint without the lock (the commit checks again under it, from this read if no commit came in
+                // since): a re-run's tasks stage nothing
+                CommitLogWriter log = o.topic != null && o.txnVersion != null ? new CommitLogWriter(root, o.topic) : null;
+                boolean skip = log != null && DriverCommit.committed(log.latest(), o);
                 String staging = DriverCommit.writerStaging(o.root, o.writer, o.topic)
                         .resolve((o.txnVersion == null ? "append" : o.txnVersion.toString()) + "-" + UUID.randomUUID()).toString();
                 return new SeglogBatchWrite(o, new WritePlan(o.root, staging, topic, request, columns, System.currentTimeMillis(),
-                        zone, skip, o.renameMinBytes));
+                        zone, skip, o.renameMinBytes), log);
             }
 
             @Override

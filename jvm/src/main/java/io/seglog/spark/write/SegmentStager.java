@@ -10,7 +10,6 @@ import java.util.List;
 import io.seglog.spark.format.AppendRules;
 import io.seglog.spark.format.GroupShared;
 import io.seglog.spark.format.SegmentIndexer;
-import io.seglog.spark.format.StagingRuns;
 
 /**
  * One log partition's records within one write task: encoded into batches and written as staged
@@ -61,7 +60,7 @@ final class SegmentStager {
         }
     }
 
-    private final Path dir;
+    private final TaskFolder folder;   // the task's, shared by its stagers: made once
     private final String prefix;
     private final StageConfig cfg;
     private final AppendRules rules;
@@ -91,14 +90,20 @@ final class SegmentStager {
     private SegmentIndexer indexes;
 
     SegmentStager(Path dir, String prefix, StageConfig cfg, long now, BackgroundSync sync, long durableMinBytes) {
-        this(dir, prefix, cfg, now, sync, durableMinBytes, null);
+        this(new TaskFolder(dir), prefix, cfg, now, sync, durableMinBytes, null);
     }
 
     /** {@code rowsBudget}: the task's budget for batch rows sent with its report instead of a {@code .batches}
      *  file (null: always the file, as tests/oracles/staged.py reads it). */
     SegmentStager(Path dir, String prefix, StageConfig cfg, long now, BackgroundSync sync, long durableMinBytes,
                   BatchRowsBudget rowsBudget) {
-        this.dir = dir;
+        this(new TaskFolder(dir), prefix, cfg, now, sync, durableMinBytes, rowsBudget);
+    }
+
+    /** {@code folder}: the task's staging folder, shared by all its stagers (made by the first segment opened). */
+    SegmentStager(TaskFolder folder, String prefix, StageConfig cfg, long now, BackgroundSync sync, long durableMinBytes,
+                  BatchRowsBudget rowsBudget) {
+        this.folder = folder;
         this.rowsBudget = rowsBudget;
         this.prefix = prefix;
         this.cfg = cfg;
@@ -224,12 +229,12 @@ final class SegmentStager {
     }
 
     private Path file(String suffix) {
-        return dir.resolve(String.format("%s-%d%s", prefix, seq, suffix));
+        return folder.dir.resolve(String.format("%s-%d%s", prefix, seq, suffix));
     }
 
     private void openSegment() throws IOException {
         seq++;
-        groupShared = StagingRuns.taskFolder(dir);    // never the run's folder: an aborted run stays gone
+        groupShared = folder.make();    // never the run's folder: an aborted run stays gone
         log = GroupShared.createNew(file(".log"), groupShared);
         meta = ByteBuffer.allocate(BATCH_META_SIZE * 64);
         size = 0;

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.io.Serializable;
-import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -91,7 +90,7 @@ public final class StagedWrite {
         // taskAttemptId is unique in the application: a zombie attempt of an earlier stage attempt
         // can never write into the folder of the attempt whose report is published
         long attemptId = ctx == null ? 0 : ctx.taskAttemptId();
-        Path dir = Paths.get(plan.staging, "t" + task + "-" + attemptId);
+        TaskFolder dir = new TaskFolder(Paths.get(plan.staging, "t" + task + "-" + attemptId));   // made once
         // One "now" per delivery, the driver's (docs/internals.md, "jvm/"): a LogAppendTime stamp, a null
         // timestamp and the before/after.max.ms check are the same in every task and every retry.
         long now = plan.now;
@@ -116,7 +115,7 @@ public final class StagedWrite {
                 SegmentStager stager = stagers[slot];
                 if (stager == null) {
                     stager = new SegmentStager(dir, "s" + slot, cfg, System.currentTimeMillis(), sync,
-                            plan.renameMinBytes);
+                            plan.renameMinBytes, null);
                     stagers[slot] = stager;
                 }
                 value.at(row, 4);

@@ -81,6 +81,57 @@ class PartitionWorkTest {
         assertEquals(List.of(true), PartitionWork.run(List.of(7), p -> Thread.currentThread() == caller));
     }
 
+    @Test
+    void besideRunsInTheCallerWhileTheStepsRun() throws InterruptedException {
+        // a step that waits for beside, and beside that waits for the step: only if both run at once do both finish,
+        // also for one partition (which then leaves the caller's thread)
+        Thread caller = Thread.currentThread();
+        CountDownLatch both = new CountDownLatch(2);
+        boolean[] besideRan = new boolean[1];
+        List<Boolean> got = PartitionWork.run(List.of(3), p -> {
+            both.countDown();
+            return await(both) && Thread.currentThread() != caller;
+        }, () -> {
+            both.countDown();
+            besideRan[0] = await(both) && Thread.currentThread() == caller;
+        });
+        assertEquals(List.of(true), got);
+        assertTrue(besideRan[0]);
+    }
+
+    @Test
+    void aFailureBesideIsThrownOnceEveryStepHasEnded() {
+        AtomicInteger ended = new AtomicInteger();
+        IllegalStateException beside = new IllegalStateException("the commit file cannot be forced");
+        IllegalStateException thrown = assertThrows(IllegalStateException.class, () -> PartitionWork.run(upTo(3), p -> {
+            sleep(200);
+            ended.incrementAndGet();
+            return p;
+        }, () -> {
+            throw beside;
+        }));
+        assertSame(beside, thrown);
+        assertEquals(3, ended.get(), "run returned while a step was still running");
+        // a step's failure comes first, beside's is suppressed in it
+        CorruptLogException step = new CorruptLogException("partition 0 is damaged");
+        CorruptLogException first = assertThrows(CorruptLogException.class, () -> PartitionWork.run(upTo(2), p -> {
+            if (p == 0) throw step;
+            return p;
+        }, () -> {
+            throw beside;
+        }));
+        assertSame(step, first);
+        assertSame(beside, first.getSuppressed()[0]);
+    }
+
+    private static boolean await(CountDownLatch latch) {
+        try {
+            return latch.await(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     private static void sleep(long ms) {
         try {
             Thread.sleep(ms);
