@@ -143,12 +143,22 @@ def replay_cases(spark, server, bucket: str, work: Path, local_root: Path, sourc
     meter = method.CpuMeter({"server": server.proc.pid, "jvm": spark.sparkContext._gateway.proc.pid,
                              "bench": os.getpid()})
     cpu: dict[str, list[dict[str, float]]] = {}
+    beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+
+    def jvm_gc() -> tuple[float, float]:
+        """The JVM's collections so far and their seconds, all collectors (less noisy than wall time on a shared
+        machine: a replay's heap churn shows here)."""
+        return (float(sum(b.getCollectionCount() for b in beans)),
+                sum(b.getCollectionTime() for b in beans) / 1000)
 
     def metered(name: str, span) -> float:
-        before, t0 = meter.read(), time.perf_counter()
+        gc_before, before, t0 = jvm_gc(), meter.read(), time.perf_counter()
         span()
         took = time.perf_counter() - t0
-        cpu.setdefault(name, []).append(meter.since(before))
+        used = meter.since(before)
+        gc_after = jvm_gc()
+        used["jvm_gc_count"], used["jvm_gc_s"] = gc_after[0] - gc_before[0], gc_after[1] - gc_before[1]
+        cpu.setdefault(name, []).append(used)
         return took
 
     def noop(root: Path) -> None:
@@ -233,6 +243,8 @@ def cpu_floor(times: dict[str, list[float]], cpu: dict[str, list[dict[str, float
         "floor_s": method.summary(floor),
         "replay_remote_over_cpu_floor": method.ratio(times["remote"], floor),
         "cpu_s_median": {name: {side: median_of(name, side) for side in ("server", "jvm", "bench")} for name in cpu},
+        "jvm_gc_median": {name: {"count": median_of(name, "jvm_gc_count"), "seconds": median_of(name, "jvm_gc_s")}
+                          for name in cpu},
         "what": "floor = max(parallel download's time, (the local replay's JVM CPU + the parallel download's "
                 "server CPU) / cores): the S3 server (moto, one Python process) and Spark share this machine's cores",
     }

@@ -169,6 +169,62 @@ def test_a_whole_read_of_s3_tiered_segments_sends_no_head(spark, tmp_path, s3_se
     assert cache.fetchedBytes() > fetched and heads() == n
 
 
+@pytest.mark.parametrize("ahead", ["0", "2"])
+def test_a_replay_through_s3a_fetches_each_chunk_in_one_get(spark, tmp_path, s3_server, ahead):
+    """Issue 41: a tiered .log's chunks are read into reused direct buffers, each in one GET, whether the walk fetches
+    it (a vectored read of one range: S3A's positioned reads into a small array would each be a GET of their own)
+    or the read-ahead does (ranges S3A may merge). Chunks of 256 KiB, four bounce arrays' worth each."""
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    conf.set("fs.s3a.access.key", "testing")
+    conf.set("fs.s3a.secret.key", "testing")
+    bucket = s3_server.make_bucket(f"g-{uuid.uuid4().hex[:10]}")
+    location = RemoteLocation(bucket.replace("s3://", "s3a://") + "/x", endpoint=s3_server.endpoint, region="us-east-1")
+    root = tmp_path / "root"
+    big = dict(CFG, **{"segment.bytes": 1 << 20, "local.retention.bytes": 1, "index.interval.bytes": 4096})
+    create_topic(root, "t", 1, big)
+    with Log.open(root / "t-0", big, outside_commit_log=True) as log:
+        for i in range(0, 3000, 10):
+            log.append([Record(key=b"k%d" % j, value=b"%06d" % j * 170, timestamp=T0 + j) for j in range(i, i + 10)])
+        log.roll()
+        log.seal_inactive()
+        end = log.log_end_offset
+    CommitLog(root, "t").commit("tiered", 0, {0: end})
+    local_start = tier(root, validate_topic_config(big), location)
+    store = RemoteStore(location)
+    chunk = 256 << 10
+    sizes = [store.size(f"t-0/{name}") for name in store.list("t-0") if name.endswith(".log") and int(name[:-4]) < local_start]
+    chunks = sum(-(-size // chunk) for size in sizes)
+    assert len(sizes) >= 2 and chunks >= 2 * len(sizes), sizes
+
+    jvm = spark._jvm
+
+    def gets():
+        # the S3A client of this bucket (one per bucket and JVM: RemoteTier), made by the first read; the JVM's
+        # storage statistics are the first S3A client's only (every later one is handed the registered one)
+        tier = jvm.io.seglog.spark.format.RemoteTier(
+            jvm.io.seglog.spark.format.RemoteLocation.load(jvm.java.io.File(str(root)).toPath()), None)
+        return tier.fileSystem().getIOStatistics().counters().get("action_http_get_request")
+
+    def replay():
+        got = spark.read.format("seglog").option("topic", "t").load(str(root)).selectExpr("offset").collect()
+        assert sorted(r.offset for r in got) == list(range(end))
+        assert jvm.io.seglog.spark.format.RemoteSegmentCache.awaitReadAheads(10_000)
+
+    settings = {"seglog.remote.read.chunk.bytes": str(chunk), "seglog.remote.read.ahead.chunks": ahead,
+                "seglog.remote.cache.max.bytes": "0"}          # nothing kept: the second replay fetches anew
+    try:
+        for k, v in settings.items():
+            spark.conf.set(k, v)
+        replay()
+        n = gets()
+        replay()
+        # each chunk once or, where two tasks' walks meet inside one, twice; in one GET or fewer (merged ranges)
+        assert 0 < gets() - n <= chunks + len(sizes), (gets() - n, chunks)
+    finally:
+        for k in settings:
+            spark.conf.unset(k)
+
+
 @pytest.mark.parametrize("change", ["cut", "grow"])
 def test_a_remote_log_of_another_length_than_its_manifest_is_named(spark, tmp_path, location, change):
     """A tiered .log shorter or longer than its manifest, through S3A as through file://: the read that reaches its

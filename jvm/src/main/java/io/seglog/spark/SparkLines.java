@@ -64,23 +64,50 @@ public final class SparkLines {
     }
 
     /**
-     * Read each range {@code [offsets[i], offsets[i] + lengths[i])} of {@code in} into a buffer of its own: one
-     * vectored read where Hadoop has it (S3A issues the ranges as parallel ranged GETs), else positioned reads one
-     * after another. The caller holds the stream's lock.
+     * Read each range {@code [offsets[i], offsets[i] + lengths[i])} of {@code in} into a buffer from {@code allocate}
+     * (called with the range's length; the buffer's position 0 to its limit is filled): one vectored read where Hadoop
+     * has it (S3A issues the ranges as parallel ranged GETs), else positioned reads one after another. The caller
+     * holds the stream's lock. Returned: each range's buffer, flipped to its bytes. Thrown: a range's failure, and
+     * then a buffer {@code allocate} gave may still be written by a read in flight: the caller must not reuse any.
      */
-    public static List<ByteBuffer> readRanges(FSDataInputStream in, long[] offsets, int[] lengths) throws Exception {
+    public static List<ByteBuffer> readRanges(FSDataInputStream in, long[] offsets, int[] lengths,
+                                              IntFunction<ByteBuffer> allocate) throws Exception {
         List<ByteBuffer> out = new ArrayList<>(offsets.length);
         if (VECTORED_READS) {
-            Vectored.read(in, offsets, lengths, out);
+            Vectored.read(in, offsets, lengths, allocate, out);
             return out;
         }
         for (int i = 0; i < offsets.length; i++) {
-            byte[] buf = new byte[lengths[i]];
-            in.readFully(offsets[i], buf, 0, lengths[i]);
-            out.add(ByteBuffer.wrap(buf));
+            ByteBuffer buf = allocate.apply(lengths[i]);
+            buf.limit(buf.position() + lengths[i]);
+            readFully(in, offsets[i], buf);
+            buf.flip();
+            out.add(buf);
         }
         return out;
     }
+
+    /** Fills {@code buf} from its position to its limit with the bytes at {@code pos} on of {@code in}: a heap
+     *  buffer's array directly, a direct one through a small array (S3A's stream reads into arrays only: Hadoop's
+     *  positioned ByteBuffer read is not S3A's). */
+    public static void readFully(FSDataInputStream in, long pos, ByteBuffer buf) throws IOException {
+        int len = buf.remaining();
+        if (buf.hasArray()) {
+            in.readFully(pos, buf.array(), buf.arrayOffset() + buf.position(), len);
+            buf.position(buf.limit());
+            return;
+        }
+        byte[] bounce = new byte[Math.min(len, BOUNCE)];
+        for (int done = 0; done < len; ) {
+            int n = Math.min(bounce.length, len - done);
+            in.readFully(pos + done, bounce, 0, n);
+            buf.put(bounce, 0, n);
+            done += n;
+        }
+    }
+
+    /** Bytes copied at a time into a direct buffer (as Hadoop's own VectoredReadUtils does it). */
+    public static final int BOUNCE = 64 << 10;
 
     /** Hadoop's vectored read, reached by reflection: the 3.5 build compiles against Hadoop 3.3.4, which lacks it. */
     private static final class Vectored {
@@ -96,10 +123,10 @@ public final class SparkLines {
             }
         }
 
-        static void read(FSDataInputStream in, long[] offsets, int[] lengths, List<ByteBuffer> out) throws Exception {
+        static void read(FSDataInputStream in, long[] offsets, int[] lengths, IntFunction<ByteBuffer> allocate,
+                         List<ByteBuffer> out) throws Exception {
             List<Object> ranges = new ArrayList<>(offsets.length);
             for (int i = 0; i < offsets.length; i++) ranges.add(CREATE.invoke(null, offsets[i], lengths[i]));
-            IntFunction<ByteBuffer> allocate = ByteBuffer::allocate;
             try {
                 READ_VECTORED.invoke(in, ranges, allocate);
                 for (Object r : ranges) out.add(((CompletableFuture<?>) GET_DATA.invoke(r)).thenApply(ByteBuffer.class::cast).get());

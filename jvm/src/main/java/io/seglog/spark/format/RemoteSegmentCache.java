@@ -43,9 +43,10 @@ import org.apache.hadoop.fs.FileSystem;
  *     length is checked against the manifest beside its first reads: shorter or longer is a
  *     {@link RemoteObjectException} naming it, never fewer rows.</li>
  * </ul>
- * Index files live in a temporary folder deleted when the JVM exits. Invariant: a chunk is visible to readers
- * only once its bytes are whole ({@link CachedLog#settle}, under the log's lock), and a chunk's array is never
- * written after that: a dropped chunk is only unreferenced, so a reader copying from it is unaffected.
+ * Index files live in a temporary folder deleted when the JVM exits. Invariants: a chunk is visible to readers
+ * only once its bytes are whole ({@link CachedLog#settle}, under the log's lock), and its buffer is never written
+ * while a reader can reach it: a dropped chunk's buffer goes back to the {@link ChunkPool} (to be written by another
+ * fetch) only when no channel pins it ({@link Chunk}), so a reader copying from it is unaffected by the drop.
  */
 public final class RemoteSegmentCache {
     /** Bytes per ranged read of a remote .log, unless the Hadoop configuration's {@value #CHUNK_KEY} says: large
@@ -240,12 +241,14 @@ public final class RemoteSegmentCache {
         }
     }
 
-    /** The bound on the bytes of tiered .logs this JVM holds in memory, unless the Hadoop configuration's
-     *  {@value #CACHE_MAX_KEY} says: an eighth of the heap (at least {@link #CACHE_MIN}). Past it, the chunks read
-     *  least recently are dropped, whether a segment holding them is open or not: a later read that needs one
-     *  fetches it again. Reads in flight are never dropped: chunks fetched ahead of a walk and not read yet, and
-     *  the two chunks each open segment reads from; so what a JVM holds exceeds the bound by at most, per open
-     *  tiered segment, two chunks and its read-ahead. */
+    /** The bound on the bytes of tiered .logs this JVM holds in memory (off the heap: {@link ChunkPool}'s direct
+     *  buffers), unless the Hadoop configuration's {@value #CACHE_MAX_KEY} says: an eighth of the heap (at least
+     *  {@link #CACHE_MIN}). Past it, the chunks read least recently are dropped, whether a segment holding them is
+     *  open or not: a later read that needs one fetches it again. Reads in flight are never dropped: chunks fetched
+     *  ahead of a walk and not read yet, and the two chunks each open segment reads from (pinned: a dropped one's
+     *  buffer stays until its channel moves on); so what a JVM holds exceeds the bound by at most, per open tiered
+     *  segment, two chunks and its read-ahead. Idle buffers kept for reuse are not counted here: they have a bound
+     *  of their own ({@link ChunkPool#POOL_MAX_KEY}). */
     public static final String CACHE_MAX_KEY = "seglog.remote.cache.max.bytes";
     static final long CACHE_MIN = 128L << 20;
     private static final java.util.concurrent.atomic.AtomicLong CACHED = new java.util.concurrent.atomic.AtomicLong();
@@ -313,6 +316,34 @@ public final class RemoteSegmentCache {
         @Override public String toString() { return "Held[log=" + log + ", chunk=" + chunk + ", tick=" + tick + "]"; }
     }
 
+    /**
+     * One fetched chunk of a tiered .log: bytes {@code [0, length)} of a buffer from the {@link ChunkPool}.
+     *
+     * <p>Invariants (all under the owning log's lock): a chunk is made whole, then published, and never written
+     * after; its buffer goes back to the pool exactly once, when it is both dropped (no longer held by the cache)
+     * and unpinned (no channel reads from it): a channel pins each chunk it reads from ({@link
+     * CachedLog.ChunkChannel}: the two read last), so a drop while a channel copies from the chunk only marks it,
+     * and the channel's last unpin gives the buffer back.
+     */
+    static final class Chunk {
+        private final ByteBuffer buf;
+        final int length;
+        private int pins;                 // guarded by the log: channels reading from it
+        private boolean dropped;          // guarded by the log: no longer held by the cache
+
+        Chunk(ByteBuffer buf, int length) {
+            this.buf = buf;
+            this.length = length;
+        }
+
+        /** Copies {@code len} bytes from {@code off} into {@code dst}; the caller pins the chunk. */
+        void copyTo(ByteBuffer dst, int off, int len) {
+            ByteBuffer src = buf.duplicate();        // its own position: other channels copy from the same chunk
+            src.limit(off + len).position(off);
+            dst.put(src);
+        }
+    }
+
     /** Drops the chunks used least recently until the bytes held are within the bound; forgets copies that no
      *  segment holds and that hold no chunk. Lock order: LOGS, then a log (a log's lock is never held when LOGS
      *  is taken). */
@@ -373,10 +404,12 @@ public final class RemoteSegmentCache {
      * a read reaches that are absent; its {@link ChunkChannel#readAheadOf} starts fetching the {@link #READ_AHEAD}
      * chunks after a walk's position in the background.
      *
-     * <p>Invariants: a chunk is published ({@code chunks[c]}) only whole, and its array is never written after;
-     * a chunk is fetched by one thread at a time ({@code fetching}), the others wait for it; each fetch opens its
-     * own stream and closes it when it ends ({@link #open}). A read-ahead that fails leaves its chunk absent, so
-     * the walk that needs it fetches it itself and reports the failure, typed, naming the object.
+     * <p>Invariants: a chunk is published ({@code chunks[c]}) only whole, and its buffer is never written after
+     * while a reader can reach it ({@link Chunk}: given back to the pool only dropped and unpinned); a chunk is
+     * fetched by one thread at a time ({@code fetching}), the others wait for it; each fetch opens its own stream
+     * and closes it when it ends ({@link #open}). A read-ahead that fails leaves its chunk absent, so the walk that
+     * needs it fetches it itself and reports the failure, typed, naming the object; the buffers it took are left to
+     * the collector (a read of its vectored ranges may still be writing them), never given back.
      */
     public static final class CachedLog {
         private final RemoteTier tier;
@@ -385,9 +418,10 @@ public final class RemoteSegmentCache {
         public final long size;
         int refs;                                        // guarded by LOGS: open segments holding this copy
         private final long cacheMax;
+        private final long poolMax;                      // idle buffers kept for reuse (ChunkPool)
         private final int chunk;                         // bytes per ranged read
         private final int readAhead;                     // chunks fetched ahead of a walk
-        private final byte[][] chunks;                   // guarded by this: the chunks held (null: absent)
+        private final Chunk[] chunks;                    // guarded by this: the chunks held (null: absent)
         private final long[] used;                       // guarded by this: each held chunk's last use (TICKS)
         private final BitSet read = new BitSet();        // guarded by this: held chunks a walk has read
         private final BitSet fetching = new BitSet();    // guarded by this
@@ -401,6 +435,9 @@ public final class RemoteSegmentCache {
             long max = conf.getLong(CACHE_MAX_KEY, defaultCacheMax());
             if (max < 0) throw new IllegalArgumentException(CACHE_MAX_KEY + " = " + max + ": must be at least 0");
             this.cacheMax = max;
+            long pool = conf.getLong(ChunkPool.POOL_MAX_KEY, ChunkPool.POOL_MAX);
+            if (pool < 0) throw new IllegalArgumentException(ChunkPool.POOL_MAX_KEY + " = " + pool + ": must be at least 0");
+            this.poolMax = pool;
             this.tier = tier;
             this.remote = remote;
             this.objectUri = objectUri;
@@ -408,7 +445,7 @@ public final class RemoteSegmentCache {
             this.chunk = setting(conf, CHUNK_KEY, CHUNK, 1024);
             this.readAhead = setting(conf, READ_AHEAD_KEY, READ_AHEAD, 0);
             int n = Math.toIntExact((size + chunk - 1) / chunk);
-            this.chunks = new byte[n][];
+            this.chunks = new Chunk[n];
             this.used = new long[n];
         }
 
@@ -417,8 +454,9 @@ public final class RemoteSegmentCache {
             return new ChunkChannel();
         }
 
-        /** Chunk c's bytes: held, or fetched now (by this thread, or waited for when another fetches it). */
-        private byte[] chunkAt(int c) {
+        /** Chunk c, pinned for the caller (who unpins it, {@link #unpin}): held, or fetched now (by this thread, or
+         *  waited for when another fetches it). */
+        private Chunk chunkAt(int c) {
             synchronized (this) {
                 while (chunks[c] == null && fetching.get(c)) {
                     try {
@@ -431,35 +469,47 @@ public final class RemoteSegmentCache {
                 if (chunks[c] != null) {
                     used[c] = TICKS.incrementAndGet();
                     read.set(c);
+                    chunks[c].pins++;
                     return chunks[c];
                 }
                 fetching.set(c);        // absent, and no one fetches it (a failed fetch leaves it so): this thread
                 wanted.clear(c);        // the walk's own fetch answers a read-ahead's ask not yet served
             }
-            byte[] bytes = null;
+            Chunk got = null;
             try {
-                bytes = fetch(c);
-                return bytes;               // this thread's own copy: used even if the bound drops it at once
+                got = fetch(c);
+                return got;                 // pinned by settle: read even if the bound drops it at once
             } finally {
-                settle(c, bytes, true);
+                settle(c, got, true);
             }
         }
 
-        /** Ends chunk c's fetch: publishes its bytes when it succeeded ({@code byWalk}: fetched by the walk that reads
-         *  it, else ahead of one); then applies the bound. */
-        private void settle(int c, byte[] bytes, boolean byWalk) {
+        /** A channel no longer reads from chunk {@code k}: its buffer goes back to the pool if the cache dropped it
+         *  and no other channel reads from it. */
+        private void unpin(Chunk k) {
+            synchronized (this) {
+                if (--k.pins > 0 || !k.dropped) return;
+            }
+            ChunkPool.give(k.buf, poolMax);
+        }
+
+        /** Ends chunk c's fetch: publishes it when it succeeded ({@code byWalk}: fetched by the walk that reads it,
+         *  and pinned for that walk before the bound can drop it; else fetched ahead of one); then applies the
+         *  bound. */
+        private void settle(int c, Chunk got, boolean byWalk) {
             synchronized (this) {
                 fetching.clear(c);
-                if (bytes != null) {
-                    chunks[c] = bytes;
+                if (got != null) {
+                    chunks[c] = got;
                     used[c] = TICKS.incrementAndGet();
                     read.set(c, byWalk);
-                    CACHED.addAndGet(bytes.length);
-                    FETCHED.add(bytes.length);
+                    if (byWalk) got.pins++;
+                    CACHED.addAndGet(got.length);
+                    FETCHED.add(got.length);
                 }
                 notifyAll();
             }
-            if (bytes != null && CACHED.get() > cacheMax) evictPast(cacheMax);
+            if (got != null && CACHED.get() > cacheMax) evictPast(cacheMax);
         }
 
         /** The chunks the bound may drop (called under LOGS): every held chunk of a copy no segment holds; of one in
@@ -471,19 +521,27 @@ public final class RemoteSegmentCache {
             }
         }
 
-        /** Drops chunk c if it was not used since {@code tick}; true when dropped. */
-        private synchronized boolean drop(int c, long tick) {
-            if (chunks[c] == null || used[c] != tick) return false;
-            CACHED.addAndGet(-chunks[c].length);
-            chunks[c] = null;
-            read.clear(c);
+        /** Drops chunk c if it was not used since {@code tick}; true when dropped. Its buffer goes back to the pool
+         *  now if no channel reads from it, else at the last one's {@link #unpin}. */
+        private boolean drop(int c, long tick) {
+            Chunk k;
+            synchronized (this) {
+                k = chunks[c];
+                if (k == null || used[c] != tick) return false;
+                CACHED.addAndGet(-k.length);
+                chunks[c] = null;
+                read.clear(c);
+                k.dropped = true;
+                if (k.pins > 0) return true;
+            }
+            ChunkPool.give(k.buf, poolMax);
             return true;
         }
 
         /** True when no chunk is held or fetched (its stream is closed then: the copy is forgotten). */
         private synchronized boolean forgetIfEmpty() {
             if (aheadRunning || !fetching.isEmpty()) return false;
-            for (byte[] b : chunks) if (b != null) return false;
+            for (Chunk k : chunks) if (k != null) return false;
             return true;
         }
 
@@ -544,6 +602,7 @@ public final class RemoteSegmentCache {
                 }
                 int done = 0;
                 // the stream (and any connection it holds) lives while its ranges arrive, no longer
+                List<ByteBuffer> taken = java.util.Collections.synchronizedList(new ArrayList<>());
                 try {
                     // the last chunk has a GET of its own, after the others: it asks for a byte past the end (fetch)
                     int ranged = claimed.get(claimed.size() - 1) == chunks.length - 1 ? claimed.size() - 1 : claimed.size();
@@ -555,10 +614,15 @@ public final class RemoteSegmentCache {
                                 offsets[i] = (long) claimed.get(i) * chunk;
                                 lengths[i] = chunkLength(claimed.get(i));
                             }
-                            List<ByteBuffer> got = SparkLines.readRanges(in, offsets, lengths);
+                            // S3A may call allocate on its own threads (a merged range's parts)
+                            List<ByteBuffer> got = SparkLines.readRanges(in, offsets, lengths, n -> {
+                                ByteBuffer b = ChunkPool.take(chunk, n);
+                                taken.add(b);
+                                return b;
+                            });
                             for (; done < ranged; done++) {
                                 int c = claimed.get(done);
-                                settle(c, whole(c, got.get(done)), false);
+                                settle(c, whole(c, got.get(done), taken), false);
                             }
                         }
                     }
@@ -567,6 +631,7 @@ public final class RemoteSegmentCache {
                         done++;
                     }
                 } catch (Exception e) {     // a read-ahead's failure: the walk that needs a chunk fetches it itself and reports
+                    // the buffers taken and not settled stay out of the pool: a range's read may still write one
                     if (e instanceof InterruptedException) Thread.currentThread().interrupt();
                     for (int i = done; i < claimed.size(); i++) settle(claimed.get(i), null, false);
                     synchronized (this) {
@@ -582,20 +647,26 @@ public final class RemoteSegmentCache {
             return (int) Math.min(chunk, size - (long) c * chunk);
         }
 
-        /** A fetched chunk's bytes as one array of its whole length (readVectored's heap buffers are whole arrays). */
-        private byte[] whole(int c, ByteBuffer bytes) {
+        /** A chunk fetched by a vectored read, in the pool's buffer it was read into ({@code taken}: the buffers the
+         *  read's allocate gave; a connector that answers with a buffer of its own has its bytes copied into one). */
+        private Chunk whole(int c, ByteBuffer bytes, List<ByteBuffer> taken) {
             long from = (long) c * chunk;
             int len = chunkLength(c);
             if (bytes.remaining() != len) {
                 throw new RemoteObjectException(objectUri + ": a read at position " + from + " returned " + bytes.remaining()
                     + " bytes, not " + len + ": the object is shorter than its manifest records");
             }
-            if (bytes.hasArray() && bytes.arrayOffset() == 0 && bytes.position() == 0 && bytes.array().length == len) {
-                return bytes.array();
+            boolean ours = bytes.position() == 0;
+            if (ours) {
+                ours = false;
+                synchronized (taken) {
+                    for (ByteBuffer b : taken) ours |= b == bytes;  // identity: the very buffer the pool gave
+                }
             }
-            byte[] out = new byte[len];
-            bytes.get(out);
-            return out;
+            if (ours) return new Chunk(bytes, len);
+            ByteBuffer copy = ChunkPool.take(chunk, len);
+            copy.put(bytes).flip();
+            return new Chunk(copy, len);
         }
 
         /** A new stream on the object for one fetch, opened as {@code declared} bytes long (no HEAD before the first
@@ -638,33 +709,73 @@ public final class RemoteSegmentCache {
          * whose bytes are all there (each checked by its CRC), and a mismatch found by any fetch fails every later
          * read of the copy ({@link #requireLength}).
          */
-        private byte[] fetch(int c) {
+        private Chunk fetch(int c) {
             long from = (long) c * chunk;
             int len = chunkLength(c);
             boolean last = c == chunks.length - 1;
-            byte[] buf = new byte[len];
+            ByteBuffer buf = ChunkPool.take(chunk, len);
+            boolean filled = false;
+            boolean reusable = true;            // false while a read of it may go on after a failure (vectored)
             // closed when the chunk is read: its connection goes back
             try (FSDataInputStream in = last ? open(size + 1, "sequential") : open(size)) {
                 if (!last) {
-                    in.readFully(from, buf, 0, len);
-                    return buf;
+                    reusable = false;
+                    readRange(in, from, buf);
+                    reusable = true;
+                } else {
+                    in.seek(from);
+                    if (!readToLimit(in, buf) || in.read() >= 0) throw lengthMismatch(from + len, null);
+                    buf.flip();
                 }
-                in.seek(from);
-                int got = 0;
-                while (got < len) {
-                    int n = in.read(buf, got, len - got);
-                    if (n < 0) break;
-                    got += n;
-                }
-                if (got < len || in.read() >= 0) throw lengthMismatch(from + len, null);
-                return buf;
+                filled = true;
+                return new Chunk(buf, len);
             } catch (FileNotFoundException e) {
                 throw gone(objectUri, e);
             } catch (EOFException e) {
                 throw lengthMismatch(from + len, e);      // the object's own length says it best
             } catch (IOException e) {
                 throw new StorageException("cannot read " + objectUri + " at position " + from + ": " + e, e);
+            } finally {
+                if (!filled && reusable) ChunkPool.give(buf, poolMax);
             }
+        }
+
+        /** Bytes {@code [from, from + buf.remaining())} into {@code buf} (flipped to them after) in one GET: a vectored
+         *  read of one range where Hadoop has it (it fills a direct buffer itself; S3A's positioned reads into a small
+         *  array would each be a GET of their own), else a positioned read into the heap buffer the pool gives then
+         *  ({@link ChunkPool#take}). */
+        private void readRange(FSDataInputStream in, long from, ByteBuffer buf) throws IOException {
+            int len = buf.remaining();
+            ByteBuffer got;
+            try {
+                got = SparkLines.readRanges(in, new long[] {from}, new int[] {len}, n -> buf).get(0);
+            } catch (java.util.concurrent.ExecutionException e) {
+                Throwable cause = e.getCause() != null ? e.getCause() : e;
+                if (cause instanceof IOException) throw (IOException) cause;
+                throw new IOException(cause);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted while " + objectUri + " was read at position " + from, e);
+            } catch (IOException | RuntimeException e) {
+                throw e;
+            } catch (Exception e) {
+                throw new IOException(e);
+            }
+            if (got.remaining() != len) throw new EOFException("a read of " + len + " bytes returned " + got.remaining());
+            if (got != buf) buf.put(got).flip();       // a connector's buffer of its own: its bytes into the pool's
+        }
+
+        /** Reads {@code in} on into {@code buf} to its limit; false when the stream ends first. */
+        private boolean readToLimit(FSDataInputStream in, ByteBuffer buf) throws IOException {
+            byte[] into = buf.hasArray() ? buf.array() : new byte[Math.min(buf.remaining(), SparkLines.BOUNCE)];
+            while (buf.hasRemaining()) {
+                int at = buf.hasArray() ? buf.arrayOffset() + buf.position() : 0;
+                int n = in.read(into, at, buf.hasArray() ? buf.remaining() : Math.min(into.length, buf.remaining()));
+                if (n < 0) return false;
+                if (buf.hasArray()) buf.position(buf.position() + n);
+                else buf.put(into, 0, n);
+            }
+            return true;
         }
 
         /**
@@ -674,13 +785,14 @@ public final class RemoteSegmentCache {
          */
         final class ChunkChannel extends FileChannel {
             private long position;
-            // The two chunks read last, held by this channel whatever the bound drops: a walk reads batch after batch
-            // from one chunk (a batch across a boundary from two), so it fetches each chunk at most once however
-            // small the bound (in flight: two chunks per open segment), and reads them without the log's lock.
+            // The two chunks read last, pinned by this channel whatever the bound drops: a walk reads batch after
+            // batch from one chunk (a batch across a boundary from two), so it fetches each chunk at most once
+            // however small the bound (in flight: two chunks per open segment), and copies from them without the
+            // log's lock: a pinned chunk's buffer is not given back to the pool, so no fetch writes it meanwhile.
             private int pinned = -1;
-            private byte[] pinnedBytes;
+            private Chunk pinnedChunk;
             private int before = -1;
-            private byte[] beforeBytes;
+            private Chunk beforeChunk;
 
             @Override
             public synchronized int read(ByteBuffer dst, long pos) throws IOException {
@@ -692,10 +804,10 @@ public final class RemoteSegmentCache {
                 while (done < n) {
                     long at = pos + done;
                     int c = (int) (at / chunk);
-                    byte[] bytes = bytesOf(c);
+                    Chunk k = chunkOf(c);
                     int off = (int) (at - (long) c * chunk);
-                    int len = Math.min(n - done, bytes.length - off);
-                    dst.put(bytes, off, len);
+                    int len = Math.min(n - done, k.length - off);
+                    k.copyTo(dst, off, len);
                     done += len;
                 }
                 requireLength();
@@ -712,19 +824,21 @@ public final class RemoteSegmentCache {
                 }
             }
 
-            private byte[] bytesOf(int c) {
-                if (c == pinned) return pinnedBytes;
+            private Chunk chunkOf(int c) {
+                if (c == pinned) return pinnedChunk;
                 if (c != before) {
-                    beforeBytes = chunkAt(c);
+                    Chunk k = chunkAt(c);             // pinned for this channel
+                    if (beforeChunk != null) unpin(beforeChunk);
+                    beforeChunk = k;
                     before = c;
                 }
                 int p = pinned;                       // c becomes the chunk read last, the other the one before
-                byte[] b = pinnedBytes;
+                Chunk b = pinnedChunk;
                 pinned = before;
-                pinnedBytes = beforeBytes;
+                pinnedChunk = beforeChunk;
                 before = p;
-                beforeBytes = b;
-                return pinnedBytes;
+                beforeChunk = b;
+                return pinnedChunk;
             }
 
             @Override
@@ -822,7 +936,10 @@ public final class RemoteSegmentCache {
             @Override
             protected void implCloseChannel() {
                 synchronized (this) {
-                    pinnedBytes = beforeBytes = null;   // the copy's chunks stay, shared: release() gives them back
+                    // the copy's chunks stay, shared (release() hands the segment's hold back); the pins go
+                    if (pinnedChunk != null) unpin(pinnedChunk);
+                    if (beforeChunk != null) unpin(beforeChunk);
+                    pinnedChunk = beforeChunk = null;
                     pinned = before = -1;
                 }
             }

@@ -223,6 +223,80 @@ class TieredPartitionLogTest {
         assertTrue(RemoteSegmentCache.cachedBytes() <= bound);
     }
 
+    /** Issue 41: chunk buffers are reused, not allocated per fetch. With a bound of 0 every chunk is dropped once
+     *  read and its buffer goes back to the pool, so a second replay of the same segments takes every buffer from
+     *  the pool (without read-ahead the need is exact); with read-ahead, replays after the first make at most the
+     *  few buffers a read holds at once (two per open segment, the read-ahead and one fetch) in all, not one per
+     *  chunk fetched. */
+    @Test
+    void aSecondReplayWithABoundOfZeroAllocatesNoChunkBuffer() throws IOException {
+        Path root = tiered();
+        List<Long> want = new ArrayList<>();
+        for (long o = 0; o < 200; o++) want.add(o);
+        long chunks = (Files.size(tmp.resolve("remote/t-0/00000000000000000000.log")) + 1023) / 1024
+            + (Files.size(tmp.resolve("remote/t-0/00000000000000000100.log")) + 1023) / 1024;
+        int replays = 5;
+        assertTrue(replays * chunks > 3 * (2 * 2 + 2 + 1), chunks + " chunks: too few to tell reuse from allocation");
+        for (int ahead : new int[] {0, 2}) {
+            java.util.function.Supplier<org.apache.hadoop.conf.Configuration> conf = settings(RemoteSegmentCache.CACHE_MAX_KEY, 0,
+                RemoteSegmentCache.CHUNK_KEY, 1024, RemoteSegmentCache.READ_AHEAD_KEY, ahead);
+            replay(root, conf, want);                                 // the pool gets the buffers a replay needs
+            long made = ChunkPool.made();
+            long reused = ChunkPool.reused();
+            for (int i = 0; i < replays; i++) replay(root, conf, want);
+            long madeAgain = ChunkPool.made() - made;
+            if (ahead == 0) {
+                assertEquals(0, madeAgain, "a replay after the first allocated chunk buffers");
+            } else {
+                assertTrue(madeAgain <= 2 * 2 + ahead + 1, madeAgain + " chunk buffers allocated by " + replays + " replays of "
+                    + chunks + " chunks");
+            }
+            assertTrue(ChunkPool.reused() - reused >= replays * chunks - madeAgain, "the replays' fetches did not reuse the pool's buffers");
+        }
+    }
+
+    private void replay(Path root, java.util.function.Supplier<org.apache.hadoop.conf.Configuration> conf, List<Long> want)
+            throws IOException {
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200, OffsetGaps.at(root), SegmentListings.NONE, conf)) {
+            assertEquals(want, offsets(log, 0, 200));
+        }
+        try {
+            assertTrue(RemoteSegmentCache.awaitReadAheads(10_000), "a read-ahead still runs after 10 s");
+        } catch (InterruptedException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** A chunk the bound drops while a walk still reads from it (the walk pins the two chunks it read last) keeps its
+     *  buffer until the walk moves on: another walk's fetches meanwhile take other buffers, and the first walk's
+     *  bytes stay right (every offset, every CRC). */
+    @Test
+    void aChunkDroppedWhileAWalkReadsFromItIsNotReused() throws IOException {
+        Path root = tiered();
+        java.util.function.Supplier<org.apache.hadoop.conf.Configuration> conf = settings(RemoteSegmentCache.CACHE_MAX_KEY, 0,
+            RemoteSegmentCache.CHUNK_KEY, 1024, RemoteSegmentCache.READ_AHEAD_KEY, 0);
+        long evicted = RemoteSegmentCache.evictions();
+        try (PartitionLog log = PartitionLog.open(root, "t", 0, 200, OffsetGaps.at(root), SegmentListings.NONE, conf)) {
+            List<Long> first = new ArrayList<>();
+            Segment.Batches walk = log.segment(0).batchesHolding(0, 100);
+            for (int i = 0; i < 5; i++) {
+                for (Record r : walk.next()) first.add(r.offset());
+            }
+            assertTrue(RemoteSegmentCache.evictions() > evicted, "the bound of 0 dropped nothing the walk read");
+            // the second walk fetches every chunk of segment 100 while the first one's chunks are dropped but pinned
+            List<Long> second = offsets(log, 100, 200);
+            while (walk.hasNext()) {
+                for (Record r : walk.next()) first.add(r.offset());
+            }
+            List<Long> want = new ArrayList<>();
+            for (long o = 0; o < 100; o++) want.add(o);
+            assertEquals(want, first);
+            want.clear();
+            for (long o = 100; o < 200; o++) want.add(o);
+            assertEquals(want, second);
+        }
+    }
+
     @Test
     void aBadReadSettingIsRefusedByName() throws IOException {
         Path root = tiered();
