@@ -171,7 +171,7 @@ def test_a_whole_read_of_s3_tiered_segments_sends_no_head(spark, tmp_path, s3_se
 
 @pytest.mark.parametrize("ahead", ["0", "2"])
 def test_a_replay_through_s3a_fetches_each_chunk_in_one_get(spark, tmp_path, s3_server, ahead):
-    """Issue 41: a tiered .log's chunks are read into reused direct buffers, each in one GET, whether the walk fetches
+    """Issue 41: a tiered .log's chunks are read into reused buffers, each in one GET, whether the walk fetches
     it (a vectored read of one range: S3A's positioned reads into a small array would each be a GET of their own)
     or the read-ahead does (ranges S3A may merge). Chunks of 256 KiB, four bounce arrays' worth each."""
     conf = spark.sparkContext._jsc.hadoopConfiguration()

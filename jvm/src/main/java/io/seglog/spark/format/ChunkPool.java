@@ -12,12 +12,11 @@ import java.util.concurrent.atomic.LongAdder;
  * query allocates no chunk memory once the pool has the buffers it needs (a fresh 8 MiB array per fetch is a G1
  * "humongous" allocation, the heap churn issue 41 measured).
  *
- * <p>Buffers are direct (off-heap): a chunk's bytes are never on the Java heap, whether pooled or not, so the
- * collector neither allocates, scans nor copies them (a read copies a batch's bytes out into a heap buffer of its
- * own). Hadoop's vectored read fills a direct buffer in one GET; a Hadoop without it (3.3.4, Spark 3.5's) reads into
- * arrays only (S3A's positioned read into a small array is a GET per call), so there the buffers are pooled heap
- * arrays. When the JVM's direct memory limit ({@code -XX:MaxDirectMemorySize}) is reached, a heap buffer is made
- * instead: a read never fails for the pool's sake.
+ * <p>Buffers are heap arrays, kept and reused: once the pool holds what a query's reads need, the collector allocates
+ * and frees nothing for them. They are not direct (off-heap) buffers on purpose: a chunk's memory stays inside
+ * {@code -Xmx}, counted where Spark counts an executor's memory, where direct buffers up to the cache bound (an
+ * eighth of the heap by default) would exceed Spark's default {@code memoryOverhead} (a tenth) and get a container
+ * killed by YARN or Kubernetes. A Hadoop vectored read fills a heap buffer in one GET as it fills a direct one.
  *
  * <p>Invariants: a buffer is in the pool only when no chunk holds it and no reader can read it (the cache gives a
  * chunk's buffer back only once it is dropped and unpinned: {@link RemoteSegmentCache.Chunk}); a buffer an
@@ -58,12 +57,7 @@ final class ChunkPool {
     }
 
     private static ByteBuffer allocate(int capacity) {
-        if (!io.seglog.spark.SparkLines.VECTORED_READS) return ByteBuffer.allocate(capacity);
-        try {
-            return ByteBuffer.allocateDirect(capacity);
-        } catch (OutOfMemoryError e) {          // only the direct memory limit ("Direct buffer memory"): the heap may have room
-            return ByteBuffer.allocate(capacity);
-        }
+        return ByteBuffer.allocate(capacity);
     }
 
     /** Gives back a buffer no chunk holds and no reader or fetch can reach any more; kept while the idle bytes stay
