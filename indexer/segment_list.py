@@ -27,6 +27,7 @@ from seglog.errors import CorruptIndexError, SegmentDeletedError
 from seglog.indexer.leader_epochs import max_leader_epoch
 from seglog.indexer.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
 from seglog.indexer.codec.records import NO_TIMESTAMP
+from seglog.indexer.fsutil import fsync_dir
 from seglog.indexer.segment import LogSegment, sealed_summary
 
 CACHE_SIZE = 16   # open inactive segments kept (memory does not grow with the log)
@@ -47,6 +48,7 @@ class SegmentList:
         self.active: LogSegment | None = None
         self._open: "OrderedDict[int, LogSegment]" = OrderedDict()
         self._unflushed: dict[int, LogSegment] = {}
+        self._created = False      # a segment's files made since the last flush: their entries in the folder too
         self._largest: np.ndarray | None = None
         self._running_max: np.ndarray | None = None
         self._max_epoch: int | None = None
@@ -96,6 +98,7 @@ class SegmentList:
     def add_active(self, base: int) -> LogSegment:
         """Create a new, empty segment at `base` and make it the active one."""
         seg = self.open_segment(base, active=True, create=True)
+        self._created = True
         seg.next_offset = base
         seg.bytes_since_index_entry = 0
         self.bases.append(base)
@@ -193,6 +196,12 @@ class SegmentList:
                 _fsync(seg)
                 done.append(base)
         self._unflushed.clear()
+        if self._created:
+            # A roll's new files are durable only with their names: a crash could otherwise keep the data a
+            # flush forced and lose the folder's entry for it (POSIX asks for the folder's fsync; the JVM's
+            # publish does the same).
+            fsync_dir(self.path)
+            self._created = False
         return frozenset(done)
 
     # ------------------------------------------------------------------ facts and timestamps
