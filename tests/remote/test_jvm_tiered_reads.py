@@ -138,10 +138,19 @@ def file_location(tmp_path, name="remote"):
     return RemoteLocation(f"file://{tmp_path}/{name}")
 
 
+def s3a_counter(spark, root, name):
+    """A request count of the S3A client of `root`'s bucket (one per bucket and JVM: RemoteTier), made by the first
+    read. Not the JVM's global storage statistics: Hadoop hands every S3A client after the first the registered
+    one's, so a count read there may be another bucket's client's."""
+    fmt = spark._jvm.io.seglog.spark.format
+    tier = fmt.RemoteTier(fmt.RemoteLocation.load(spark._jvm.java.io.File(str(root)).toPath()), None)
+    return tier.fileSystem().getIOStatistics().counters().get(name)
+
+
 def test_a_whole_read_of_s3_tiered_segments_sends_no_head(spark, tmp_path, s3_server):
     """A replay of tiered segments through S3A costs their GETs and nothing per segment beside them: no HEAD for an
-    object's length (the GET of each .log's last chunk checks it). S3A's request counts are the JVM's (its storage
-    statistics are shared by every S3A client in it; the first read makes the client, the second is counted)."""
+    object's length (the GET of each .log's last chunk checks it). S3A's request counts are the bucket's own client's
+    (`s3a_counter`); the first read makes the client, the second is counted)."""
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     conf.set("fs.s3a.access.key", "testing")
     conf.set("fs.s3a.secret.key", "testing")
@@ -155,18 +164,21 @@ def test_a_whole_read_of_s3_tiered_segments_sends_no_head(spark, tmp_path, s3_se
     assert tiered >= 3
 
     def heads():
-        stats = spark._jvm.org.apache.hadoop.fs.FileSystem.getGlobalStorageStatistics().get("S3AStorageStatistics")
-        return 0 if stats is None else stats.getLong("object_metadata_request")
+        return s3a_counter(spark, root, "object_metadata_request")
+
+    def gets():
+        return s3a_counter(spark, root, "action_http_get_request")
 
     cache = spark._jvm.io.seglog.spark.format.RemoteSegmentCache
     spark.conf.set("seglog.remote.cache.max.bytes", "0")               # nothing kept: each read fetches anew
     try:
-        assert rows(spark, root) == before                              # the JVM's S3A client made, and warm
-        n, fetched = heads(), cache.fetchedBytes()
+        assert rows(spark, root) == before                              # the bucket's S3A client made, and warm
+        n, g, fetched = heads(), gets(), cache.fetchedBytes()
         assert rows(spark, root) == before
     finally:
         spark.conf.unset("seglog.remote.cache.max.bytes")
-    assert cache.fetchedBytes() > fetched and heads() == n
+    # the counters are this bucket's client's: its GETs moved, its HEADs did not
+    assert cache.fetchedBytes() > fetched and gets() > g and heads() == n
 
 
 @pytest.mark.parametrize("ahead", ["0", "2"])
@@ -199,11 +211,7 @@ def test_a_replay_through_s3a_fetches_each_chunk_in_one_get(spark, tmp_path, s3_
     jvm = spark._jvm
 
     def gets():
-        # the S3A client of this bucket (one per bucket and JVM: RemoteTier), made by the first read; the JVM's
-        # storage statistics are the first S3A client's only (every later one is handed the registered one)
-        tier = jvm.io.seglog.spark.format.RemoteTier(
-            jvm.io.seglog.spark.format.RemoteLocation.load(jvm.java.io.File(str(root)).toPath()), None)
-        return tier.fileSystem().getIOStatistics().counters().get("action_http_get_request")
+        return s3a_counter(spark, root, "action_http_get_request")
 
     def replay():
         got = spark.read.format("seglog").option("topic", "t").load(str(root)).selectExpr("offset").collect()
