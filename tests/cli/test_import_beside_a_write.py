@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -18,10 +17,10 @@ from seglog.indexer.checkpoint import LOG_START_CHECKPOINT
 from seglog.indexer.commit_log import CommitLog
 from seglog.indexer.locks import FileLock, lock_path
 from seglog.indexer.topics import load_topic
+from tests.sink.write_in_thread import FAIL_POINT, write_in_thread
 
 pytestmark = pytest.mark.spark
 
-FAIL_POINT = "seglog.test.failPoint"
 IMPORTED = [(b"k%d" % i, b"imported %d" % i) for i in range(50)]
 
 
@@ -36,21 +35,7 @@ def _source(tmp_path):
 def _write_in_thread(spark, root, version: int, partitions: tuple[int, ...], **options) -> dict:
     df = spark.createDataFrame([(f"w{i}".encode(), b"written", p) for p in partitions for i in range(10)],
                                "key binary, value binary, partition int")
-    out: dict = {}
-
-    def run():
-        try:
-            writer = (df.write.format("seglog").mode("append").option("topic", "t").option("partitions", "2")
-                      .option("txnAppId", "app").option("txnVersion", str(version)))
-            for k, v in options.items():
-                writer = writer.option(k, v)
-            writer.save(str(root))
-        except Exception as exc:        # the failure this test asks for
-            out["error"] = exc
-
-    out["thread"] = threading.Thread(target=run, daemon=True)
-    out["thread"].start()
-    return out
+    return write_in_thread(df, root, topic="t", partitions=2, version=version, **options)
 
 
 def _fail_at_fail_point(marker, write, seconds: float = 300.0) -> None:

@@ -59,12 +59,16 @@ def location(request, tmp_path, spark):
     if request.param == "file":
         (tmp_path / "remote").mkdir()
         return RemoteLocation(f"file://{tmp_path}/remote")
-    server = request.getfixturevalue("s3_server")
+    return s3a_location(spark, request.getfixturevalue("s3_server"), "r")
+
+
+def s3a_location(spark, server, prefix):
+    """A new bucket of the loopback S3 server, as an s3a:// remote location the session's S3A client reads."""
     conf = spark.sparkContext._jsc.hadoopConfiguration()
     # Credentials come from the session's Hadoop configuration, as a user gives them (moto accepts any).
     conf.set("fs.s3a.access.key", "testing")
     conf.set("fs.s3a.secret.key", "testing")
-    bucket = server.make_bucket(f"r-{uuid.uuid4().hex[:10]}")
+    bucket = server.make_bucket(f"{prefix}-{uuid.uuid4().hex[:10]}")
     return RemoteLocation(bucket.replace("s3://", "s3a://") + "/x", endpoint=server.endpoint, region="us-east-1")
 
 
@@ -151,11 +155,7 @@ def test_a_whole_read_of_s3_tiered_segments_sends_no_head(spark, tmp_path, s3_se
     """A replay of tiered segments through S3A costs their GETs and nothing per segment beside them: no HEAD for an
     object's length (the GET of each .log's last chunk checks it). S3A's request counts are the bucket's own client's
     (`s3a_counter`); the first read makes the client, the second is counted)."""
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    conf.set("fs.s3a.access.key", "testing")
-    conf.set("fs.s3a.secret.key", "testing")
-    bucket = s3_server.make_bucket(f"h-{uuid.uuid4().hex[:10]}")
-    location = RemoteLocation(bucket.replace("s3://", "s3a://") + "/x", endpoint=s3_server.endpoint, region="us-east-1")
+    location = s3a_location(spark, s3_server, "h")
     root = tmp_path / "root"
     cfg = build(root)
     before = rows(spark, root)
@@ -186,11 +186,7 @@ def test_a_replay_through_s3a_fetches_each_chunk_in_one_get(spark, tmp_path, s3_
     """Issue 41: a tiered .log's chunks are read into reused buffers, each in one GET, whether the walk fetches
     it (a vectored read of one range: S3A's positioned reads into a small array would each be a GET of their own)
     or the read-ahead does (ranges S3A may merge). Chunks of 256 KiB, four bounce arrays' worth each."""
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    conf.set("fs.s3a.access.key", "testing")
-    conf.set("fs.s3a.secret.key", "testing")
-    bucket = s3_server.make_bucket(f"g-{uuid.uuid4().hex[:10]}")
-    location = RemoteLocation(bucket.replace("s3://", "s3a://") + "/x", endpoint=s3_server.endpoint, region="us-east-1")
+    location = s3a_location(spark, s3_server, "g")
     root = tmp_path / "root"
     big = dict(CFG, **{"segment.bytes": 1 << 20, "local.retention.bytes": 1, "index.interval.bytes": 4096})
     create_topic(root, "t", 1, big)

@@ -8,36 +8,20 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
 from seglog.indexer.locks import maintenance_lock
 from seglog.indexer.topics import load_topic
+from tests.sink.write_in_thread import FAIL_POINT, write_in_thread
 
 pytestmark = pytest.mark.spark
-
-FAIL_POINT = "seglog.test.failPoint"
 
 
 def _write_in_thread(spark, root, version: int, **options) -> dict:
     df = spark.createDataFrame([(f"k{i}".encode(), b"v" * 50) for i in range(20)], "key binary, value binary")
-    out: dict = {}
-
-    def run():
-        try:
-            writer = (df.write.format("seglog").mode("append").option("topic", "new").option("partitions", "1")
-                      .option("txnAppId", "app").option("txnVersion", str(version)))
-            for k, v in options.items():
-                writer = writer.option(k, v)
-            writer.save(str(root))
-        except Exception as exc:        # the failure this test asks for
-            out["error"] = exc
-
-    out["thread"] = threading.Thread(target=run, daemon=True)
-    out["thread"].start()
-    return out
+    return write_in_thread(df, root, topic="new", partitions=1, version=version, **options)
 
 
 def _wait_for(path, thread, seconds: float = 120.0) -> None:

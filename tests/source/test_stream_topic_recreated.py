@@ -18,15 +18,19 @@ def _write(spark, root, n: int, tag: str) -> None:
      .write.format("seglog").mode("append").option("topic", "t").option("partitions", "1").save(str(root)))
 
 
-def _run(spark, root, cp, seen: list, **options) -> object:
-    reader = spark.readStream.format("seglog").option("subscribe", "t").option("startingOffsets", "earliest")
+def _stream_of_t(session, root, **options):
+    """Topic t's stream from its earliest offset, with `options` (a classic or a Connect session)."""
+    reader = session.readStream.format("seglog").option("subscribe", "t").option("startingOffsets", "earliest")
     for k, v in options.items():
         reader = reader.option(k, v)
+    return reader.load(str(root))
 
+
+def _run(spark, root, cp, seen: list, **options) -> object:
     def batch(df, batch_id):
         seen.extend(sorted((r.offset, bytes(r.value).decode()) for r in df.select("offset", "value").collect()))
 
-    q = (reader.load(str(root)).writeStream.foreachBatch(batch).option("checkpointLocation", str(cp))
+    q = (_stream_of_t(spark, root, **options).writeStream.foreachBatch(batch).option("checkpointLocation", str(cp))
          .trigger(availableNow=True).start())
     return q
 
@@ -128,10 +132,7 @@ def test_through_spark_connect_a_topic_created_again_fails_the_query_or_is_read_
     _write(remote, root, 5, "old")
 
     def run(name: str, **options):
-        reader = remote.readStream.format("seglog").option("subscribe", "t").option("startingOffsets", "earliest")
-        for k, v in options.items():
-            reader = reader.option(k, v)
-        return (reader.load(str(root)).selectExpr("offset", "CAST(value AS STRING) AS value").writeStream
+        return (_stream_of_t(remote, root, **options).selectExpr("offset", "CAST(value AS STRING) AS value").writeStream
                 .format("parquet").option("path", str(tmp_path / f"out-{name}"))
                 .option("checkpointLocation", str(tmp_path / f"cp-{name}")).trigger(availableNow=True).start())
 
@@ -169,10 +170,7 @@ def test_into_the_foreach_batch_sink_a_topic_created_again_fails_the_query_or_is
     _write(spark, root, 5, "old")
 
     def run(name: str, **options):
-        reader = spark.readStream.format("seglog").option("subscribe", "t").option("startingOffsets", "earliest")
-        for k, v in options.items():
-            reader = reader.option(k, v)
-        return (reader.load(str(root)).select("key", "value").writeStream
+        return (_stream_of_t(spark, root, **options).select("key", "value").writeStream
                 .foreachBatch(SegmentLogSink(str(copies), topic=name, partitions=1))
                 .option("checkpointLocation", str(tmp_path / f"cp-{name}")).trigger(availableNow=True).start())
 

@@ -201,13 +201,17 @@ public final class RemoteSegmentCache {
             return fs.openFile(p).opt("fs.option.openfile.length", Long.toString(length)).opt("fs.option.openfile.read.policy", policy)
                 .build().get();
         } catch (java.util.concurrent.ExecutionException e) {
-            Throwable cause = e.getCause() != null ? e.getCause() : e;
-            if (cause instanceof IOException) throw (IOException) cause;
-            throw new IOException(cause);
+            throw failureOf(e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted while opening " + objectUri, e);
         }
+    }
+
+    /** What an asynchronous open or read failed with, as the IOException a synchronous one would throw. */
+    private static IOException failureOf(java.util.concurrent.ExecutionException e) {
+        Throwable cause = e.getCause() != null ? e.getCause() : e;
+        return cause instanceof IOException ? (IOException) cause : new IOException(cause);
     }
 
     private static FileStatus status(FileSystem fs, org.apache.hadoop.fs.Path p, String objectUri) {
@@ -241,7 +245,7 @@ public final class RemoteSegmentCache {
         }
     }
 
-    /** The bound on the bytes of tiered .logs this JVM holds in memory (off the heap: {@link ChunkPool}'s direct
+    /** The bound on the bytes of tiered .logs this JVM holds in memory ({@link ChunkPool}'s heap
      *  buffers), unless the Hadoop configuration's {@value #CACHE_MAX_KEY} says: an eighth of the heap (at least
      *  {@link #CACHE_MIN}). Past it, the chunks read least recently are dropped, whether a segment holding them is
      *  open or not: a later read that needs one fetches it again. Reads in flight are never dropped: chunks fetched
@@ -741,18 +745,15 @@ public final class RemoteSegmentCache {
         }
 
         /** Bytes {@code [from, from + buf.remaining())} into {@code buf} (flipped to them after) in one GET: a vectored
-         *  read of one range where Hadoop has it (it fills a direct buffer itself; S3A's positioned reads into a small
-         *  array would each be a GET of their own), else a positioned read into the heap buffer the pool gives then
-         *  ({@link ChunkPool#take}). */
+         *  read of one range where Hadoop has it (S3A asks for the whole range in one GET, where its positioned
+         *  reads may take several), else a positioned read into the pool's buffer ({@link ChunkPool#take}). */
         private void readRange(FSDataInputStream in, long from, ByteBuffer buf) throws IOException {
             int len = buf.remaining();
             ByteBuffer got;
             try {
                 got = SparkLines.readRanges(in, new long[] {from}, new int[] {len}, n -> buf).get(0);
             } catch (java.util.concurrent.ExecutionException e) {
-                Throwable cause = e.getCause() != null ? e.getCause() : e;
-                if (cause instanceof IOException) throw (IOException) cause;
-                throw new IOException(cause);
+                throw failureOf(e);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new IOException("interrupted while " + objectUri + " was read at position " + from, e);
