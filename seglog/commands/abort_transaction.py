@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from seglog.commands.common import EXIT_OK, UsageError, add_lock_timeout, find_partitions, non_negative_int, open_writable
+from seglog.commands.common import EXIT_OK, UsageError, add_lock_timeout, find_partitions, non_negative_int, open_committing
 from seglog.commands.truncate import OPERATOR
 
 _INT16_MAX = 32767
@@ -53,7 +53,7 @@ def add_parser(subparsers) -> None:
                    help="the marker's producer epoch (default: the transaction's; never older)")
     p.add_argument("--coordinator-epoch", type=_bounded(_INT32_MAX), metavar="N",
                    help="the marker's coordinator epoch (default: the producer's latest marker's, else 0)")
-    add_lock_timeout(p, "the partition's lock")
+    add_lock_timeout(p, "the topic's writer lock and the partition's lock")
     p.set_defaults(run=run)
 
 
@@ -65,7 +65,7 @@ def run(args) -> int:
         raise UsageError("--producer-epoch needs --producer-id (it is the epoch of that producer's marker)")
     (part,) = find_partitions(args.root, args.topic, args.partition)
     commits = CommitLog(part.root, part.topic)
-    with open_writable(part, args.lock_timeout) as log:
+    with open_committing(part, args.lock_timeout) as log:
         for line in log.recovery_report:
             print(f"{part.name}: recovery: {line}")
         found = open_transactions(log)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,6 +106,20 @@ def open_writable(part: Partition, lock_timeout: float | None, *, full_recovery:
 
     # a command works on the partitions found: one deleted since makes no folder (indexer/partition_folder.py)
     return Log.open(part.path, topic_config(part), lock_timeout=lock_timeout, full_recovery=full_recovery, create=False)
+
+
+@contextmanager
+def open_committing(part: Partition, lock_timeout: float | None):
+    """open_writable for a command that also commits to its topic's commit log (truncate, abort-transaction). The
+    topic's writer lock is taken first and held to the end (the order of every committer: that lock, then the
+    partition's). Invariant: every committer of a topic holds its writer lock while its commit file exists, so a
+    temporary commit file seen under that lock is a killed committer's, which the next write removes
+    (CommitLogWriter.removeDeadTemps)."""
+    from seglog.indexer.locks import topic_writer_lock
+
+    with topic_writer_lock(part.root, part.topic).acquire(lock_timeout):
+        with open_writable(part, lock_timeout) as log:
+            yield log
 
 
 def key_values(items: list[str], option: str = "--config") -> dict[str, str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from seglog.commands.common import (EXIT_FAULT, EXIT_OK, UsageError, add_lock_timeout, find_partitions,
-                                    non_negative_int, open_writable)
+                                    non_negative_int, open_committing)
 
 OPERATOR = "operator"       # the writer id of the operator's commits
 
@@ -31,7 +31,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--to-offset", required=True, type=non_negative_int, metavar="N",
                    help="the first offset to remove (records below it are kept)")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
-    add_lock_timeout(p, "the partition's lock")
+    add_lock_timeout(p, "the topic's writer lock and the partition's lock")
     p.set_defaults(run=run)
 
 
@@ -61,7 +61,7 @@ def run(args) -> int:
 
     (part,) = find_partitions(args.root, args.topic, args.partition)
     n = args.to_offset
-    with open_writable(part, args.lock_timeout) as log:
+    with open_committing(part, args.lock_timeout) as log:
         for line in log.recovery_report:
             print(f"{part.name}: recovery: {line}")
         start, end = log.log_start_offset, log.log_end_offset

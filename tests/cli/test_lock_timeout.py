@@ -91,3 +91,21 @@ def test_the_sidecars_partition_lock_timeout_is_checked_too(root, tmp_path, valu
     done = run(["compactor", "run", "--once", "--config", str(config)], root)
     assert done.returncode not in (0, None) and "partition.lock.timeout.ms" in done.stderr, done.stderr
     assert digest(root) == before
+
+
+@pytest.mark.parametrize("command", ["abort-transaction", "truncate"])
+def test_a_command_that_commits_waits_for_the_topics_writer_lock(root, command):
+    """truncate and abort-transaction commit to the topic's commit log, so they hold its writer lock as every
+    committer does (a write's commit removes the temporary commit files it sees under that lock as dead ones:
+    CommitLogWriter.removeDeadTemps). Held elsewhere, the command gives up past --lock-timeout naming it, changing
+    nothing."""
+    from seglog.indexer.locks import topic_writer_lock
+
+    before = digest(root)
+    with topic_writer_lock(root, "events").acquire(0):
+        started = time.monotonic()
+        done = run(COMMANDS[command] + ["--lock-timeout", "0.3"], root)
+        assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
+        assert "topic events (sink writer) is locked by another writer" in done.stdout + done.stderr
+        assert 0.25 <= time.monotonic() - started < 20
+    assert digest(root) == before

@@ -75,6 +75,8 @@ def test_sigkill_during_the_commit_loses_nothing_and_shows_nothing_half(tmp_path
     keys, past = _committed_keys(root)
     assert sorted(keys) == sorted(f"v{v}-{j}".encode() for v in range(2) for j in range(ROWS))
     assert sum(past.values()) == ROWS, past                # the killed write's records are on disk, unseen
+    # its commit file, written and forced beside the publishes, was never linked: left under its temporary name
+    assert [t.name[:26] for t in _commit_temps(root)] == [f".{2:020d}.json"], _commit_temps(root)
     with open(tmp_path / "run2.log", "w") as log:
         proc = _run(script, root, "-", log)
         assert proc.wait(timeout=900) == 0, (tmp_path / "run2.log").read_text()[-3000:]
@@ -91,6 +93,12 @@ def test_sigkill_during_the_commit_loses_nothing_and_shows_nothing_half(tmp_path
             assert offsets == list(range(len(offsets)))          # dense: the cut records were written once
     staging = root / "_seglog" / "staging"
     assert not [p for p in staging.rglob("*") if p.is_file()]
+    assert _commit_temps(root) == []                       # the dead commit's file removed by the next commit
+
+
+def _commit_temps(root) -> list:
+    """Temporary commit files in topic ev's commit log (`.<seq>.json.tmp-*`): a commit killed before its link."""
+    return sorted((root / "_seglog" / "commits" / "ev").glob(".*.json.tmp-*"))
 
 
 def test_sigkill_at_random_moments_then_a_rerun_writes_each_version_once(tmp_path):
@@ -128,6 +136,7 @@ def test_sigkill_at_random_moments_then_a_rerun_writes_each_version_once(tmp_pat
     keys, past = _committed_keys(root)
     assert sorted(keys) == sorted(f"v{v}-{j}".encode() for v in range(total) for j in range(ROWS))
     assert set(past.values()) == {0}
+    assert _commit_temps(root) == []
     print(f"dsv2 write crash test: {kills} SIGKILLs")
     assert kills >= 1
 

@@ -24,6 +24,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  */
 public final class CommitLogReader {
     private static final Pattern SEQ = Pattern.compile("(\\d{20})\\.json");
+    /** A commit file's temporary name ({@code .<seq>.json.tmp-<suffix>}: CommitLogWriter's and indexer/commit_log.py's). */
+    private static final Pattern TEMP = Pattern.compile("\\.\\d{20}\\.json\\.tmp-.+");
     private static final ObjectMapper JSON = new ObjectMapper();
     /** ASCII digits only (Integer.parseInt alone takes other scripts' digits; the core's reader does not). */
     private static final Pattern PARTITION_KEY = Pattern.compile("[+-]?[0-9]+");
@@ -61,8 +63,15 @@ public final class CommitLogReader {
     /** {@link #newest(Path)}, and the listing that named it put in {@code listed} (null: not kept): a committer
      *  prunes by it (CommitLogWriter) instead of listing the folder again. */
     static java.util.Optional<CommitState> newest(Path dir, TreeSet<Long> listed) {
+        return newest(dir, listed, null);
+    }
+
+    /** {@link #newest(Path, TreeSet)}, and the temporary commit files the same listing named put in {@code temps}
+     *  (null: not kept). */
+    static java.util.Optional<CommitState> newest(Path dir, TreeSet<Long> listed, java.util.List<Path> temps) {
         for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-            TreeSet<Long> seqs = seqs(dir);
+            if (temps != null) temps.clear();
+            TreeSet<Long> seqs = seqs(dir, temps);
             if (listed != null) {
                 listed.clear();
                 listed.addAll(seqs);
@@ -82,11 +91,18 @@ public final class CommitLogReader {
 
     /** The seqs of the commit files in {@code dir}, ascending; empty when there is no commit log. */
     static TreeSet<Long> seqs(Path dir) {
+        return seqs(dir, null);
+    }
+
+    /** {@link #seqs(Path)}, and the temporary commit files listed put in {@code temps} (null: not kept). */
+    private static TreeSet<Long> seqs(Path dir, java.util.List<Path> temps) {
         TreeSet<Long> seqs = new TreeSet<>();
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
             for (Path p : ds) {
-                Matcher m = SEQ.matcher(p.getFileName().toString());
+                String name = p.getFileName().toString();
+                Matcher m = SEQ.matcher(name);
                 if (m.matches()) seqs.add(Long.parseLong(m.group(1)));
+                else if (temps != null && TEMP.matcher(name).matches()) temps.add(p);
             }
         } catch (NoSuchFileException e) {
             return seqs;

@@ -40,6 +40,7 @@ public final class CommitLogWriter {
     private final int retain;
     private Optional<CommitState> read;            // what latest() read, for the next attempt only (null: none)
     private TreeSet<Long> readListing;             // the listing that named it
+    private final java.util.List<Path> readTemps = new java.util.ArrayList<>();   // temporary commit files it named
 
     public CommitLogWriter(Path root, String topic) {
         this(root, topic, DEFAULT_RETAIN);
@@ -62,9 +63,33 @@ public final class CommitLogWriter {
      */
     public Optional<CommitState> latest() {
         TreeSet<Long> listing = new TreeSet<>();
-        read = CommitLogReader.newest(dir, listing);
+        read = CommitLogReader.newest(dir, listing, readTemps);
         readListing = listing;
         return read;
+    }
+
+    /**
+     * Removes the temporary commit files the last {@link #latest} listed: left by committers killed between a commit
+     * file's write and its link (a driver's prepared commit lives for the length of its publishes), which nothing else
+     * removes. Returns how many were removed.
+     *
+     * <p>Invariant (why none of them can be a live commit's): the caller holds the topic's writer lock, and so does every
+     * committer of a topic while its commit file exists (DriverCommit, {@code seglog import}, {@code seglog truncate},
+     * {@code seglog abort-transaction}). A file listed before the caller took the lock was its committer's while that one
+     * held the lock, so it has ended since (linked and removed, or died); one listed under the caller's hold can only be
+     * a dead committer's. This writer's own file is never among them: it is made after the listing.
+     */
+    public int removeDeadTemps() {
+        int removed = 0;
+        for (Path t : readTemps) {
+            try {
+                if (Files.deleteIfExists(t)) removed++;
+            } catch (IOException e) {
+                // left for the next committer: it costs only space
+            }
+        }
+        readTemps.clear();
+        return removed;
     }
 
     /**

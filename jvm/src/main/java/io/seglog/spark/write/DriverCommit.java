@@ -479,6 +479,7 @@ final class DriverCommit {
                 } else {
                     log.commit(o.writer, version, ends, false);   // a publish that ended elsewhere: its real ends
                 }
+                log.removeDeadTemps();   // killed commits' temporary files: dead, this write holding the writer lock
             } finally {
                 if (prepared != null) prepared.close();   // given up, or removed by its link already
             }

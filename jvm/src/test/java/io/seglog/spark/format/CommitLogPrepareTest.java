@@ -114,4 +114,29 @@ class CommitLogPrepareTest {
         // the next commit reads the log again
         assertEquals(2, log.commit("w", 2, Map.of(1, 6L), false).seq());
     }
+
+    @Test
+    void theTemporaryFilesALatestReadListedAreRemovedAndNoOtherFile() throws IOException {
+        new CommitLogWriter(root, "t").commit("w", 0, Map.of(0, 10L), false);
+        // a committer killed between its commit file's write and its link (seq 1), and a Python one's (seq 1 too)
+        CommitLogWriter dead = new CommitLogWriter(root, "t");
+        dead.latest();
+        dead.prepare("w", 1, Map.of(0, 20L), false);   // never forced, linked or closed: the kill
+        Path python = CommitLogReader.dir(root, "t").resolve(String.format(".%020d.json.tmp-1-1-abcdef", 1));
+        Files.write(python, new byte[] {'{'});
+        CommitLogWriter log = new CommitLogWriter(root, "t");
+        log.latest();
+        // listed after that read: not this writer's to remove (the lock's argument covers only what the read saw)
+        Path later = CommitLogReader.dir(root, "t").resolve(String.format(".%020d.json.tmp-2-2-abcdef", 1));
+        Files.write(later, new byte[] {'{'});
+        try (CommitLogWriter.Prepared p = log.prepare("w", 1, Map.of(0, 30L), false)) {
+            p.force();
+            log.link(p);
+        }
+        assertEquals(2, log.removeDeadTemps());
+        assertEquals(List.of(later.getFileName().toString(), String.format("%020d.json", 0), String.format("%020d.json", 1)),
+                files());
+        assertEquals(Map.of(0, 30L), CommitLogReader.committedEnds(root, "t"));
+        assertEquals(0, log.removeDeadTemps());   // once
+    }
 }
