@@ -61,25 +61,33 @@ public final class StagedPublisher {
 
     private StagedPublisher() {}
 
-    /** What a publish did: the log end before and after, the base offsets of the segments renamed in, and how
-     *  many staged segments were copied. */
+    /** What a publish did: the log end before and after, the base offsets of the segments renamed in, how many
+     *  staged segments were copied, and whether it fsynced the folder (not compared: how, not what). */
     public static final class Result {
         private final long start;
         private final long end;
         private final List<Long> bases;
         private final int copied;
+        private final boolean folderSynced;
 
         public Result(long start, long end, List<Long> bases, int copied) {
+            this(start, end, bases, copied, false);
+        }
+
+        Result(long start, long end, List<Long> bases, int copied, boolean folderSynced) {
             this.start = start;
             this.end = end;
             this.bases = bases;
             this.copied = copied;
+            this.folderSynced = folderSynced;
         }
 
         public long start() { return start; }
         public long end() { return end; }
         public List<Long> bases() { return bases; }
         public int copied() { return copied; }
+        /** Whether the folder was fsynced: its entries changed (see Publish's entriesChanged). */
+        public boolean folderSynced() { return folderSynced; }
 
         @Override public boolean equals(Object o) {
             if (this == o) return true;
@@ -224,7 +232,7 @@ public final class StagedPublisher {
             } finally {
                 closeAll();
             }
-            return new Result(start, end, adopted, copied);
+            return new Result(start, end, adopted, copied, entriesChanged);
         }
 
         private long last() {
