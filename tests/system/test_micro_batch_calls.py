@@ -8,6 +8,7 @@ tests/system/test_publish_fsyncs.py reads them (no skip without strace: that fil
   find no commit since, and the commit starts from that state (it was read there again, and by the commit itself);
 - the commit file is written and forced while the partitions force their segments, and linked only after all of
   them (it was written after them: one more journal commit to wait for);
+- the topic's metadata file is read twice (planning, the commit): the gap rule takes the commit's read (a third);
 - no partition folder is fsynced: the copies append to each active segment's existing files, and a folder needs its
   fsync only when its entries changed (StagedPublisher's entriesChanged; one fsync a partition before)."""
 from __future__ import annotations
@@ -110,3 +111,12 @@ def test_a_steady_micro_batch_fsyncs_no_partition_folder(last_write):
     forced = [c for c in calls if (m := FSYNC.match(c)) and folder.match(m["path"])]
     # each write after the first appends to the 4 active segments it finds: no file made, renamed or removed there
     assert forced == [], f"a steady micro-batch fsynced {len(forced)} partition folder(s): {forced}"
+
+
+@pytest.mark.slow
+def test_the_commit_reads_the_topic_metadata_once(last_write):
+    calls, root = last_write
+    reads = _opened(calls, re.escape(f"{root}/_seglog/topics/small.json"))
+    # the write's planning reads it (the topic checked before any task runs) and the commit under the writer lock;
+    # the gap rule (OffsetGaps) takes the commit's read instead of a third one
+    assert len(reads) == 2, f"the topic's metadata file opened {len(reads)} times by one write: {reads}"

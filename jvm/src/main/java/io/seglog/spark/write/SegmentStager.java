@@ -265,7 +265,7 @@ final class SegmentStager {
     private void openSegment() throws IOException {
         seq++;
         if (inline != null) {
-            mem = ByteBuffer.allocate(64 << 10);   // in memory until spill()
+            mem = ByteBuffer.allocate(16 << 10);   // in memory until spill(); grows by doubling
         } else {
             groupShared = folder.make();    // never the run's folder: an aborted run stays gone
             log = GroupShared.createNew(file(".log"), groupShared);
