@@ -9,12 +9,13 @@ package io.seglog.spark.write;
  * 12 creates and 14 unlinks on the write's path). In the report, there are none, and the driver copies from memory.
  *
  * <p>Bounded: the driver holds every task's report at once (Spark counts them against spark.driver.maxResultSize), so
- * one write's tasks share {@link #WRITE_MAX} ({@link #TASK_MAX} each at most); a segment that grows to
+ * one write's tasks share {@link #WRITE_MAX} ({@link #TASK_MAX} each at most: a larger result goes through the block
+ * manager, one more fetch); a segment that grows to
  * {@code renameMinBytes} (it will be renamed in: a file, forced by the task) or past its task's share is written to
  * its files from there on, its bytes given back. One per task, used from the task's thread only.
  */
 final class InlineSegmentBudget {
-    static final long TASK_MAX = 2L << 20;
+    static final long TASK_MAX = 1L << 20;   // a report within spark.task.maxDirectResultSize (1 MiB) stays direct
     static final long WRITE_MAX = 8L << 20;   // all of a write's reports together
 
     private long left;
