@@ -1,13 +1,16 @@
 """Issue 41, the small micro-batch: what one 1,000-row format("seglog") append into an existing 4-partition topic
 asks of the file system, counted from the driver JVM's calls under strace (tasks included: local mode), as
 tests/system/test_publish_fsyncs.py reads them (no skip without strace: that file's rule). Each count is one cut:
-- the write task's staging folder is made once (each staged segment's open made it again: an mkdir failing with
-  EEXIST per segment after the first);
+- the write task stages no file: its 4 small segments travel whole in its report (InlineSegmentBudget; before, its
+  folder and 3 files a segment, each staged segment's open making the folder again before an earlier cut);
 - the root's log-start-offset-checkpoint is read once by the commit (once per partition before);
 - the topic's commit log is read once, for the tasks' skip hint at planning: under the writer lock two file checks
   find no commit since, and the commit starts from that state (it was read there again, and by the commit itself);
 - the commit file is written and forced while the partitions force their segments, and linked only after all of
-  them (it was written after them: one more journal commit to wait for)."""
+  them (it was written after them: one more journal commit to wait for);
+- the topic's metadata file is read twice (planning, the commit): the gap rule takes the commit's read (a third);
+- no partition folder is fsynced: the copies append to each active segment's existing files, and a folder needs its
+  fsync only when its entries changed (StagedPublisher's entriesChanged; one fsync a partition before)."""
 from __future__ import annotations
 
 import re
@@ -54,12 +57,16 @@ def _opened(calls: list[str], path: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_a_write_task_makes_its_staging_folder_once(last_write):
+def test_a_small_write_stages_no_file(last_write):
     calls, root = last_write
     task = re.compile(rf'mkdir\("{re.escape(root)}/_seglog/staging/[^"]+/t\d+-\d+"')
     made = [c for c in calls if task.search(c)]
-    # 4 staged segments (one per partition) in one task's folder: 4 mkdirs before, 3 of them failing with EEXIST
-    assert len(made) == 1, f"the task's staging folder was made {len(made)} times: {made}"
+    staged = re.compile(rf'openat\([^"]*"{re.escape(root)}/_seglog/staging/[^"]+/t\d+-\d+/[^"]*", [^)]*O_CREAT')
+    created = [c for c in calls if staged.search(c)]
+    # 4 small staged segments (one per partition, all copied by the driver) travel whole in the task's report
+    # (InlineSegmentBudget): before, the task's folder made once and 3 files per segment (.log, .index, .timeindex)
+    assert made == [], f"the task's staging folder was made: {made}"
+    assert created == [], f"the task created {len(created)} staging file(s): {created}"
 
 
 @pytest.mark.slow
@@ -95,3 +102,21 @@ def test_the_commit_file_is_forced_beside_the_segments_and_linked_after_them(las
     assert created[0] < forced[0], "the commit file was written only after the partitions' segments were forced"
     links = [i for i, c in enumerate(calls) if commit_link(root, "small").search(c)]
     assert len(links) == 1 and links[0] > max(forced), "the commit was linked before every segment was forced"
+
+
+@pytest.mark.slow
+def test_a_steady_micro_batch_fsyncs_no_partition_folder(last_write):
+    calls, root = last_write
+    folder = re.compile(rf"^{re.escape(root)}/small-\d$")
+    forced = [c for c in calls if (m := FSYNC.match(c)) and folder.match(m["path"])]
+    # each write after the first appends to the 4 active segments it finds: no file made, renamed or removed there
+    assert forced == [], f"a steady micro-batch fsynced {len(forced)} partition folder(s): {forced}"
+
+
+@pytest.mark.slow
+def test_the_commit_reads_the_topic_metadata_once(last_write):
+    calls, root = last_write
+    reads = _opened(calls, re.escape(f"{root}/_seglog/topics/small.json"))
+    # the write's planning reads it (the topic checked before any task runs) and the commit under the writer lock;
+    # the gap rule (OffsetGaps) takes the commit's read instead of a third one
+    assert len(reads) == 2, f"the topic's metadata file opened {len(reads)} times by one write: {reads}"

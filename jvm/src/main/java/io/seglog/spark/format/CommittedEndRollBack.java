@@ -92,12 +92,14 @@ public final class CommittedEndRollBack {
         final boolean dense;
         final int epochs;
         final long logEnd;
+        final boolean lastEmpty;   // the last segment holds no bytes
 
-        Opened(long[] bases, boolean dense, int epochs, long logEnd) {
+        Opened(long[] bases, boolean dense, int epochs, long logEnd, boolean lastEmpty) {
             this.bases = bases;
             this.dense = dense;
             this.epochs = epochs;
             this.logEnd = logEnd;
+            this.lastEmpty = lastEmpty;
         }
     }
 
@@ -172,7 +174,7 @@ public final class CommittedEndRollBack {
         int position;
         if (committed == logEnd) {
             if (lastSize == validEnd) {   // nothing past the committed end
-                return new Result(false, logEnd, new Opened(bases, dense, epochs, logEnd));
+                return new Result(false, logEnd, new Opened(bases, dense, epochs, logEnd, lastSize == 0));
             }
             // a torn tail after the last whole batch (a killed writer's): cut as the core's recovery cuts it
             offset = logEnd;

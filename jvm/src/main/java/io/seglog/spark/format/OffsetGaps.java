@@ -36,6 +36,15 @@ public final class OffsetGaps {
         return new OffsetGaps(root, LogStartCheckpoint.readFile(root.resolve(CLEANER_CHECKPOINT)));
     }
 
+    /** The same, with {@code topic}'s recorded config as its caller read it ({@code compacted}: {@link
+     *  TopicLayout#compacts} of its cleanup.policy) instead of reading its file again (issue 41: a write's commit read
+     *  the topic's file a third time here). Only a caller holding the topic's writer lock since that read may: every
+     *  change of a recorded topic (its creation, ALTER TABLE, a delete) takes that lock. */
+    public OffsetGaps knowing(String topic, boolean compacted) {
+        this.compacted.put(topic, compacted);
+        return this;
+    }
+
     public boolean mayHaveGaps(String topic, int partition) {
         return compacted.computeIfAbsent(topic, t -> TopicLayout.recordedCompacted(root, t))
             || cleaned.containsKey(topic + "-" + partition);

@@ -43,9 +43,10 @@ import java.util.List;
  * </ol>
  *
  * <p>At the end, as the core's flush and close: the segments sealed here are forced ({@code .log} and indexes),
- * the active segment's {@code .log} forced and its indexes trimmed to their entries, the folder fsynced, and
- * the recovery point raised to the active segment's base when segments rolled (the segments it newly covers
- * forced first). Everything is durable before the commit that makes it visible.
+ * the active segment's {@code .log} forced and its indexes trimmed to their entries, the folder fsynced when its
+ * entries changed ({@code Publish#entriesChanged}: a steady micro-batch, appending to the active segment's files,
+ * changes none), and the recovery point raised to the active segment's base when segments rolled (the segments it
+ * newly covers forced first). Everything is durable before the commit that makes it visible.
  *
  * <p>Crash safety: nothing here is visible before the commit (readers stop at the committed end, docs/spec.md
  * §4); a kill part way leaves records past the committed end (a copy's bytes, even a torn batch, or renamed
@@ -60,25 +61,33 @@ public final class StagedPublisher {
 
     private StagedPublisher() {}
 
-    /** What a publish did: the log end before and after, the base offsets of the segments renamed in, and how
-     *  many staged segments were copied. */
+    /** What a publish did: the log end before and after, the base offsets of the segments renamed in, how many
+     *  staged segments were copied, and whether it fsynced the folder (not compared: how, not what). */
     public static final class Result {
         private final long start;
         private final long end;
         private final List<Long> bases;
         private final int copied;
+        private final boolean folderSynced;
 
         public Result(long start, long end, List<Long> bases, int copied) {
+            this(start, end, bases, copied, false);
+        }
+
+        Result(long start, long end, List<Long> bases, int copied, boolean folderSynced) {
             this.start = start;
             this.end = end;
             this.bases = bases;
             this.copied = copied;
+            this.folderSynced = folderSynced;
         }
 
         public long start() { return start; }
         public long end() { return end; }
         public List<Long> bases() { return bases; }
         public int copied() { return copied; }
+        /** Whether the folder was fsynced: its entries changed (see Publish's entriesChanged). */
+        public boolean folderSynced() { return folderSynced; }
 
         @Override public boolean equals(Object o) {
             if (this == o) return true;
@@ -154,6 +163,21 @@ public final class StagedPublisher {
         private int epoch;
         private int copied;
         private int appends;                 // runs of batches appended by copies (the crash test's count)
+        /**
+         * Whether the folder needs its fsync before the commit. Invariant: every entry of the folder that names a
+         * committed record is durable (each commit's publish, and the core's flush after a roll, fsync the folder
+         * before the commit). So a publish must fsync it only when it made an entry the commit will name or whose
+         * loss would matter: a file created (an active segment, a roll's), renamed in, or removed (an empty active
+         * segment before a rename, whose name the renamed segment then takes), each set where it happens; or when it
+         * starts from an empty last segment: made by a publish that was killed or failed before its folder's fsync,
+         * which the roll back leaves (it holds nothing past the committed end), so its entry may not be durable yet.
+         * A roll back that cut fsynced the folder itself after its removals (CommittedEndRollBack: the intent's
+         * protocol); anything else a killed publish left holds records past the committed end, and the next roll
+         * back cuts it, with that fsync. A steady micro-batch only appends to the active segment's existing files:
+         * their sizes are the files' own metadata, forced with them, and the folder is not fsynced (issue 41: one
+         * fsync a partition; the Python core's rule, SegmentList.flush_rolled).
+         */
+        private boolean entriesChanged;
 
         Publish(Path root, Path dir, String topic, int partition, AppendRules rules, CommittedEndRollBack.Opened opened) {
             this.root = root;
@@ -174,12 +198,14 @@ public final class StagedPublisher {
             long point = RecoveryPointFile.read(dir, topic, partition);
             if (opened != null) {
                 end = opened.logEnd;   // the roll back found whole batches only, ending there
+                if (opened.lastEmpty) entriesChanged = true;   // see entriesChanged
             } else if (bases.isEmpty()) {
                 // a new partition: the core's writable open starts it at the checkpointed log start
                 end = LogStartCheckpoint.readFile(root.resolve("log-start-offset-checkpoint")).getOrDefault(topic + "-" + partition, 0L);
             } else {
                 try (Segment seg = Segment.open(dir, last(), dense, epochs)) {
                     end = seg.nextOffset();
+                    if (seg.size() == 0) entriesChanged = true;   // see entriesChanged
                     if (seg.wholeBatchesEnd() != seg.size()) {
                         throw new CorruptLogException(seg.path() + ": bytes after the last whole batch at position "
                                 + seg.wholeBatchesEnd() + ": roll the partition back to its committed end first");
@@ -192,7 +218,7 @@ public final class StagedPublisher {
             try {
                 List<StagedSegment> run = new ArrayList<>();
                 for (StagedSegment s : todo) {
-                    if (s.size() >= renameMinBytes) {
+                    if (s.size() >= renameMinBytes && s.data() == null) {   // one sent whole has no files: copied
                         run.add(s);
                         continue;
                     }
@@ -206,7 +232,7 @@ public final class StagedPublisher {
             } finally {
                 closeAll();
             }
-            return new Result(start, end, adopted, copied);
+            return new Result(start, end, adopted, copied, entriesChanged);
         }
 
         private long last() {
@@ -217,6 +243,7 @@ public final class StagedPublisher {
         private ActiveSegment active() throws IOException {
             if (active == null) {
                 if (bases.isEmpty()) {
+                    entriesChanged = true;
                     active = ActiveSegment.create(dir, end, rules, System.currentTimeMillis());
                     bases.add(end);
                 } else {
@@ -230,6 +257,7 @@ public final class StagedPublisher {
         private ActiveSegment roll() throws IOException {
             active.seal();
             sealed.add(active);
+            entriesChanged = true;
             active = ActiveSegment.create(dir, active.nextOffset(), rules, System.currentTimeMillis());
             bases.add(active.base);
             return active;
@@ -242,13 +270,15 @@ public final class StagedPublisher {
             long[] pos = new long[n + 1];
             for (int i = 0; i < n; i++) pos[i] = meta.getLong(i * META);
             pos[n] = s.size();
-            try (FileChannel ch = FileChannel.open(Path.of(s.stem() + ".log"), StandardOpenOption.READ)) {
+            // a segment sent whole with the task's report is read from it (no file: InlineSegmentBudget)
+            try (FileChannel ch = s.data() != null ? null : FileChannel.open(Path.of(s.stem() + ".log"), StandardOpenOption.READ)) {
                 int i = 0;
                 while (i < n) {
                     long from = pos[i];
                     int j = i + 1;
                     while (j < n && pos[j + 1] <= from + COPY_CHUNK_BYTES) j++;
                     ByteBuffer data = ByteBuffer.allocate((int) (pos[j] - from));
+                    if (ch == null) data.put(s.data(), (int) from, data.capacity());   // patched below: a copy
                     while (data.hasRemaining()) {
                         if (ch.read(data, from + data.position()) < 0) {
                             throw new CorruptLogException(s.stem() + ".log: short read at " + (from + data.position()));
@@ -295,6 +325,7 @@ public final class StagedPublisher {
 
         /** A run of large staged segments renamed in (the core's _rename and the oracle's adopt_segments). */
         private void renameIn(List<StagedSegment> run) throws IOException {
+            entriesChanged = true;   // renamed in, and an empty active segment removed
             long base = end;
             for (StagedSegment s : run) {
                 patch(s, base, epoch);
@@ -352,7 +383,7 @@ public final class StagedPublisher {
                 active.trim();
                 active.force(false);
             }
-            FileSync.directory(dir);
+            if (entriesChanged) FileSync.directory(dir);
             raiseRecoveryPoint(point);
         }
 
@@ -431,6 +462,13 @@ public final class StagedPublisher {
     }
 
     private static void checkCodec(StagedSegment s, int codec) throws IOException {
+        if (s.data() != null) {
+            if (s.data().length <= 22) throw new CorruptLogException(s.stem() + ".log: no batch header");
+            if ((s.data()[22] & 0x07) != codec) {
+                throw new CorruptLogException(s.stem() + ".log: batches in codec " + (s.data()[22] & 0x07) + ", the topic writes codec " + codec);
+            }
+            return;
+        }
         try (FileChannel ch = FileChannel.open(Path.of(s.stem() + ".log"), StandardOpenOption.READ)) {
             ByteBuffer attr = ByteBuffer.allocate(1);
             if (ch.read(attr, 22) != 1) throw new CorruptLogException(s.stem() + ".log: no batch header");

@@ -106,9 +106,20 @@ public final class TopicLayout {
         if (policy.isArray()) {
             for (JsonNode n : policy) names.add(n.asText());
         } else {
-            names.addAll(java.util.Arrays.asList(policy.asText().split(",")));
+            names.add(policy.asText());
         }
-        for (String n : names) if (n.trim().equals("compact")) return true;
+        return compacts(names);
+    }
+
+    /** A recorded config's {@code cleanup.policy} value ({@link TopicMetadata#config}: a comma list, a list of them, or
+     *  null) holds {@code compact}: {@link #recordedCompacted}'s rule, on a config already read. */
+    public static boolean compacts(Object policy) {
+        if (policy == null) return false;
+        if (policy instanceof java.util.Collection) {
+            for (Object p : (java.util.Collection<?>) policy) if (compacts(p)) return true;
+            return false;
+        }
+        for (String n : policy.toString().split(",")) if (n.trim().equals("compact")) return true;
         return false;
     }
 

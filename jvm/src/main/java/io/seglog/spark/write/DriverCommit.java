@@ -158,6 +158,10 @@ final class DriverCommit {
                     // topic's metadata too), now that all their locks are held (OffsetGaps.at: the cleaner records a
                     // partition before it swaps anything in, under that partition's lock)
                     OffsetGaps gaps = OffsetGaps.at(root);
+                    // each topic's recorded config as read above under its writer lock, still held (not read again)
+                    for (TopicMetadata m : metas.values()) {
+                        gaps.knowing(m.name(), io.seglog.spark.format.TopicLayout.compacts(m.config().get("cleanup.policy")));
+                    }
                     // and the log start checkpoint (issue 41: read once per partition), under the same locks
                     Map<String, Long> logStarts = io.seglog.spark.format.LogStartCheckpoint.read(root);
                     for (TopicMetadata m : metas.values()) {

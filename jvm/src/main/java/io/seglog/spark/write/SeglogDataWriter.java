@@ -56,6 +56,7 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
     private final List<String[]> order = new ArrayList<>();    // (topic, partition) in first-written order
     private final BackgroundSync sync = new BackgroundSync();
     private final BatchRowsBudget rowsBudget;   // batch rows sent with the report
+    private final InlineSegmentBudget inline;   // small segments sent whole with the report
     private final BytesView keyView = new BytesView();
     private final BytesView value = new BytesView();
     private final ZoneId sessionZone;
@@ -67,6 +68,7 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
         this.plan = plan;
         this.task = task;
         this.rowsBudget = new BatchRowsBudget(tasks);
+        this.inline = new InlineSegmentBudget(tasks);
         // taskId is unique in the application: a zombie attempt never writes into the published attempt's folder
         this.dir = new TaskFolder(Path.of(plan.staging, "t" + task + "-" + taskId));
         this.sessionZone = ZoneId.of(plan.sessionTimeZone);
@@ -227,9 +229,10 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
         SegmentStager s = byPartition[partition];
         if (s == null) {
             // a staged segment the driver renames in is forced by the task (durable); a smaller one is copied,
-            // and the copy is forced by the publisher (StagedPublisher)
+            // and the copy is forced by the publisher (StagedPublisher); within the task's InlineSegmentBudget, a
+            // smaller one is held in memory and sent with the report: no staging folder or file for it
             s = new SegmentStager(dir, "s" + staged++, t.stage, System.currentTimeMillis(), sync, plan.renameMinBytes,
-                    rowsBudget);
+                    rowsBudget, inline);
             byPartition[partition] = s;
             order.add(new String[] {t.name, Integer.toString(partition)});
         }
@@ -254,7 +257,7 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
             SegmentStager s = stagers.get(tp[0])[Integer.parseInt(tp[1])];
             List<StagedSegment> segs = new ArrayList<>();
             for (SegmentStager.Staged g : s.segments()) {
-                segs.add(new StagedSegment(g.stem, g.size, g.records, g.batches, g.durable, g.batchRows));
+                segs.add(new StagedSegment(g.stem, g.size, g.records, g.batches, g.durable, g.batchRows, g.data));
             }
             outputs.add(new StagedMessage.Output(tp[0], Integer.parseInt(tp[1]), s.records(), segs));
         }

@@ -32,6 +32,10 @@ import io.seglog.spark.format.SegmentIndexer;
  * <li>Every staged segment is sealed when finished (seal entry, trimmed indexes), so whichever
  *   segment follows it at publish time, it is a valid sealed segment (docs/spec.md §2.5).</li>
  * <li>Batch rows: written to {@code .batches}, or sent with the task's report within its {@link BatchRowsBudget}.</li>
+ * <li>Held in memory: with an {@link InlineSegmentBudget} (format("seglog")'s tasks), a segment is held in the heap
+ *   and sent whole with the report (its bytes and batch rows; no folder, no file) while it stays below
+ *   {@code durableMinBytes} (the publisher copies it, reading only those) and within the budget; else it goes to
+ *   its files, the bytes so far first. Its indexes are never written: a copy indexes the batches anew.</li>
  * <li>Durability: a staged file is either copied (its copy is fsynced by the Log's flush) or
  *   patched and renamed by the driver, which fsyncs it after patching and before the commit. The
  *   bytes of a large one are written back while the task runs ({@link BackgroundSync}), so that
@@ -49,14 +53,20 @@ final class SegmentStager {
         final int batches;
         final boolean durable;   // all its files forced by the task (BackgroundSync) before it reported
         final byte[] batchRows;  // its .batches rows, sent with the report (null: written to <stem>.batches)
+        final byte[] data;       // its .log bytes, held in memory and sent with the report (null: in <stem>.log)
 
         Staged(String stem, long size, long records, int batches, boolean durable, byte[] batchRows) {
+            this(stem, size, records, batches, durable, batchRows, null);
+        }
+
+        Staged(String stem, long size, long records, int batches, boolean durable, byte[] batchRows, byte[] data) {
             this.stem = stem;
             this.size = size;
             this.records = records;
             this.batches = batches;
             this.durable = durable;
             this.batchRows = batchRows;
+            this.data = data;
         }
     }
 
@@ -68,6 +78,7 @@ final class SegmentStager {
     private final BackgroundSync sync;   // the task's: writes staged bytes back while it encodes
     private final long durableMinBytes;  // a finished segment this large is forced (it will be renamed in)
     private final BatchRowsBudget rowsBudget;   // the task's (null: every segment's rows in its .batches file)
+    private final InlineSegmentBudget inline;   // the task's (null: every segment in files)
     private final BatchEncoder encoder;
     // the open batch's first key (at most KEY_SHOWN + 1 bytes; null: none): a batch over max.message.bytes holds
     // one record (the batching budget is below the limit), this one, and the error names it
@@ -82,6 +93,7 @@ final class SegmentStager {
     // the current staged segment
     private int seq = -1;
     private FileChannel log;
+    private ByteBuffer mem;    // the segment's bytes while it is held in memory (then log is null)
     private ByteBuffer meta;
     private long size;
     private long nextRel;
@@ -103,8 +115,15 @@ final class SegmentStager {
     /** {@code folder}: the task's staging folder, shared by all its stagers (made by the first segment opened). */
     SegmentStager(TaskFolder folder, String prefix, StageConfig cfg, long now, BackgroundSync sync, long durableMinBytes,
                   BatchRowsBudget rowsBudget) {
+        this(folder, prefix, cfg, now, sync, durableMinBytes, rowsBudget, null);
+    }
+
+    /** {@code inline}: the task's budget for segments held in memory and sent whole with its report (null: none). */
+    SegmentStager(TaskFolder folder, String prefix, StageConfig cfg, long now, BackgroundSync sync, long durableMinBytes,
+                  BatchRowsBudget rowsBudget, InlineSegmentBudget inline) {
         this.folder = folder;
         this.rowsBudget = rowsBudget;
+        this.inline = inline;
         this.prefix = prefix;
         this.cfg = cfg;
         this.rules = new AppendRules(cfg.segmentBytes, cfg.segmentMs, cfg.indexBytes, cfg.indexInterval, cfg.codec);
@@ -144,13 +163,14 @@ final class SegmentStager {
     /** Write the open batch (if any) and seal the last segment; the task then reports {@link #segments()}. */
     void finish() throws IOException {
         flushBatch();
-        if (log != null) {
+        if (log != null || mem != null) {
             closeSegment();
         }
     }
 
     /** Close files without reporting (a failed task; its folder is removed by the driver). */
     void abort() {
+        mem = null;
         try {
             if (log != null) {
                 log.close();
@@ -200,18 +220,28 @@ final class SegmentStager {
         }
         long batchMax = encoder.maxTimestamp();
         long batchFirst = encoder.baseTimestamp();
-        if (log == null || indexes.rolls(size, createdMs, batchSize, nextRel + count - 1, batchMax, now)) {
-            if (log != null) {
+        if ((log == null && mem == null) || indexes.rolls(size, createdMs, batchSize, nextRel + count - 1, batchMax, now)) {
+            if (log != null || mem != null) {
                 closeSegment();
             }
             openSegment();
         }
         out.putLong(0, nextRel);   // the base offset, relative to the staged segment (outside the CRC)
         long position = size;
-        while (out.hasRemaining()) {
-            log.write(out);
+        if (mem != null && !(size + batchSize < durableMinBytes && inline.take(batchSize + BATCH_META_SIZE))) spill();
+        if (mem != null) {
+            if (mem.remaining() < batchSize) {
+                ByteBuffer bigger = ByteBuffer.allocate((int) Math.max(mem.capacity() * 2L, size + batchSize));
+                bigger.put(mem.flip());
+                mem = bigger;
+            }
+            mem.put(out);
+        } else {
+            while (out.hasRemaining()) {
+                log.write(out);
+            }
+            sync.wrote(log, batchSize);
         }
-        sync.wrote(log, batchSize);
         long lastRel = nextRel + count - 1;
         indexes.indexBatch(lastRel, position, batchSize, batchFirst, batchMax);
         if (meta.remaining() < BATCH_META_SIZE) {
@@ -234,8 +264,12 @@ final class SegmentStager {
 
     private void openSegment() throws IOException {
         seq++;
-        groupShared = folder.make();    // never the run's folder: an aborted run stays gone
-        log = GroupShared.createNew(file(".log"), groupShared);
+        if (inline != null) {
+            mem = ByteBuffer.allocate(16 << 10);   // in memory until spill(); grows by doubling
+        } else {
+            groupShared = folder.make();    // never the run's folder: an aborted run stays gone
+            log = GroupShared.createNew(file(".log"), groupShared);
+        }
         meta = ByteBuffer.allocate(BATCH_META_SIZE * 64);
         size = 0;
         nextRel = 0;
@@ -244,8 +278,31 @@ final class SegmentStager {
         indexes = SegmentIndexer.empty(file(".index"), file(".timeindex"), 0, rules);
     }
 
-    /** Seal (the seal entry, as LogSegment.seal) and write both indexes trimmed. */
+    /** The segment held in memory so far to its {@code .log} (it reached durableMinBytes, or its task's budget): its
+     *  files are made now, and its budget given back. */
+    private void spill() throws IOException {
+        groupShared = folder.make();    // never the run's folder: an aborted run stays gone
+        log = GroupShared.createNew(file(".log"), groupShared);
+        mem.flip();
+        while (mem.hasRemaining()) {
+            log.write(mem);
+        }
+        sync.wrote(log, size);
+        inline.giveBack(size + (long) batches * BATCH_META_SIZE);
+        mem = null;
+    }
+
+    /** Seal (the seal entry, as LogSegment.seal) and write both indexes trimmed; a segment held in memory is reported
+     *  with its bytes and batch rows instead (its indexes are never read: the publisher copies it). */
     private void closeSegment() throws IOException {
+        if (mem != null) {
+            byte[] rows = new byte[meta.flip().remaining()];
+            meta.get(rows);
+            finished.add(new Staged(file("").toString(), size, nextRel, batches, false, rows,
+                    java.util.Arrays.copyOf(mem.array(), (int) size)));
+            mem = null;
+            return;
+        }
         indexes.seal();
         // a segment the driver renames in must be durable; a small one is copied (its copy is fsynced)
         boolean durable = size >= durableMinBytes;
