@@ -22,6 +22,7 @@ run or from runs of one system measured apart from the other's.
   staged segments renamed in) against Delta with its default codec (Parquet's snappy), with the
   uncompressed topic as a third case in the same interleaved rounds; ratios are throughput multiples.
   `python -m bench.sink --compressed` runs this case alone and merges it into bench/results/sink.json;
+  `python -m bench.sink --sizes 1000000` runs the throughput cases alone at the sizes given, printed, not saved;
 - a grown log: a 200,000-row batch into a log grown by 40 batches of the same rows (timestamps that
   stopped growing) against the same batch into a log of one batch (`--grown` alone); flat is 1.
 """
@@ -157,6 +158,68 @@ def compressed(spark, work: Path, rows: int, rounds: int, codec: str = "zstd") -
     }
 
 
+def throughput(spark, work: Path, sizes: list[int], rounds: int) -> dict:
+    """The throughput cases: each size's cached frame into 4 and into 32 partitions, seglog against Delta, the disk's
+    floor and noop in interleaved rounds (after THROUGHPUT_WARMUP runs of each); `work` is emptied after each case."""
+    from seglog.sink import SegmentLogSink
+
+    out: dict = {}
+    n = [0]
+    made: dict[str, str] = {}
+
+    def fresh(name: str) -> str:
+        """A new output folder for a case, its previous one removed first (untimed: callers time after this).
+        One output per case at a time: 8 runs of 3 cases at 1e7 rows would not fit on the disk."""
+        if name in made:
+            shutil.rmtree(made[name], ignore_errors=True)
+        n[0] += 1
+        made[name] = str(work / f"{name}-{n[0]}")
+        return made[name]
+
+    for rows in sizes:
+        df = _frame(spark, rows, 4).cache()
+        df.count()
+        for partitions in (4, 32):
+            last = {}
+
+            def seglog() -> float:
+                target = fresh("seglog")
+                t0 = time.perf_counter()
+                sink = SegmentLogSink(target, writer_id="bench", topic="bench", partitions=partitions)
+                sink(df, 0)
+                took = time.perf_counter() - t0   # the write only: counting its bytes is not timed
+                last["sink"] = sink
+                last["bytes"] = _bytes(Path(target), ".log")
+                return took
+
+            def delta() -> float:
+                target = fresh("delta")
+                t0 = time.perf_counter()
+                df.write.format("delta").mode("append").save(target)
+                return time.perf_counter() - t0
+
+            def disk() -> float:   # the warm-up ran seglog first, so its byte count is known
+                target = Path(fresh("raw"))
+                t0 = time.perf_counter()
+                durable_write(target, last["bytes"])
+                return time.perf_counter() - t0
+
+            def noop() -> None:
+                df.write.format("noop").mode("overwrite").save()
+
+            r = _compare(seglog, delta, rounds, seglog_over_delta=False, disk=disk, warmup=THROUGHPUT_WARMUP,
+                         spark=noop)
+            r["seglog_log_bytes"] = last["bytes"]
+            r["seglog_rows_per_s"] = rows / r["seglog_median_s"]
+            r["delta_rows_per_s"] = rows / r["delta_median_s"]
+            out[f"{rows}x{partitions}"] = r
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir()
+            made.clear()
+        df.unpersist()
+    return out
+
+
 def run(quick: bool = False, spark=None) -> dict:
     from seglog.sink import SegmentLogSink
     from seglog.sink.session import local_session
@@ -172,60 +235,8 @@ def run(quick: bool = False, spark=None) -> dict:
                            "with min and max", "rounds": rounds, "row_bytes": 16 + 200 + 8,
                  "input_tasks": 4, "throughput": {}, "targets": {"throughput_vs_delta": 1.5,
                                                                  "micro_batch_vs_delta": 0.5}}
-    n = [0]
-    made: dict[str, str] = {}
-
-    def fresh(name: str) -> str:
-        """A new output folder for a case, its previous one removed first (untimed: callers time after this).
-        One output per case at a time: 8 runs of 3 cases at 1e7 rows would not fit on the disk."""
-        if name in made:
-            shutil.rmtree(made[name], ignore_errors=True)
-        n[0] += 1
-        made[name] = str(work / f"{name}-{n[0]}")
-        return made[name]
-
     try:
-        for rows in sizes:
-            df = _frame(spark, rows, 4).cache()
-            df.count()
-            for partitions in (4, 32):
-                last = {}
-
-                def seglog() -> float:
-                    target = fresh("seglog")
-                    t0 = time.perf_counter()
-                    sink = SegmentLogSink(target, writer_id="bench", topic="bench", partitions=partitions)
-                    sink(df, 0)
-                    took = time.perf_counter() - t0   # the write only: counting its bytes is not timed
-                    last["sink"] = sink
-                    last["bytes"] = _bytes(Path(target), ".log")
-                    return took
-
-                def delta() -> float:
-                    target = fresh("delta")
-                    t0 = time.perf_counter()
-                    df.write.format("delta").mode("append").save(target)
-                    return time.perf_counter() - t0
-
-                def disk() -> float:   # the warm-up ran seglog first, so its byte count is known
-                    target = Path(fresh("raw"))
-                    t0 = time.perf_counter()
-                    durable_write(target, last["bytes"])
-                    return time.perf_counter() - t0
-
-                def noop() -> None:
-                    df.write.format("noop").mode("overwrite").save()
-
-                r = _compare(seglog, delta, rounds, seglog_over_delta=False, disk=disk, warmup=THROUGHPUT_WARMUP,
-                             spark=noop)
-                r["seglog_log_bytes"] = last["bytes"]
-                r["seglog_rows_per_s"] = rows / r["seglog_median_s"]
-                r["delta_rows_per_s"] = rows / r["delta_median_s"]
-                out["throughput"][f"{rows}x{partitions}"] = r
-                shutil.rmtree(work, ignore_errors=True)
-                work.mkdir()
-                made.clear()
-            df.unpersist()
+        out["throughput"] = throughput(spark, work, sizes, rounds)
 
         # micro-batches: consecutive 1,000-row batches into one log and one Delta table
         small = _frame(spark, 1000, 1).cache()
@@ -327,6 +338,22 @@ if __name__ == "__main__":
 
     if "--compressed" in sys.argv:
         print(json.dumps(run_only("compressed_zstd_1e6x4", lambda spark, work: compressed(spark, work, 1_000_000, 5)),
+                         indent=2, default=float))
+    elif "--sizes" in sys.argv:
+        # the throughput cases alone at the sizes given (e.g. --sizes 1000000): printed with the load, never saved
+        # (bench/results/sink.json holds whole runs of this part only)
+        from seglog.sink.session import local_session
+
+        wanted = [int(x) for x in sys.argv[sys.argv.index("--sizes") + 1].split(",")]
+        load_before = os.getloadavg()
+        session = local_session("seglog-bench-sink", with_delta=True, driver_memory="12g")
+        folder = Path(tempfile.mkdtemp(prefix="seglog-bench-sink-"))
+        try:
+            res = throughput(session, folder, wanted, int(os.environ.get("SEGLOG_BENCH_ROUNDS", "5")))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+            session.stop()
+        print(json.dumps({"throughput": res, "load_avg_before": load_before, "load_avg_after": os.getloadavg()},
                          indent=2, default=float))
     elif "--grown" in sys.argv:
         print(json.dumps(run_only("grown_log_200kx32", lambda spark, work: grown_log(spark, work, 200_000, 40, 5)),

@@ -31,6 +31,13 @@ public final class AtomicFile {
     }
 
     public static void write(Path path, byte[] data) throws IOException {
+        writeUnsynced(path, data);
+        FileSync.directory(path.getParent());
+    }
+
+    /** {@link #write} without the folder's fsync: the new content is whole at {@code path} (forced before the
+     *  rename), but the rename is durable only once the caller fsyncs the folder. */
+    static void writeUnsynced(Path path, byte[] data) throws IOException {
         Path tmp = tempSibling(path);
         boolean shared = GroupShared.isShared(path.getParent());
         try (FileChannel ch = GroupShared.createNew(tmp, shared)) {
@@ -42,7 +49,6 @@ public final class AtomicFile {
             throw e;
         }
         Files.move(tmp, path, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        FileSync.directory(path.getParent());
     }
 
     /**

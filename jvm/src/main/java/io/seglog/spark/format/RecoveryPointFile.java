@@ -39,6 +39,17 @@ public final class RecoveryPointFile {
     /** The file holding {@code offset} (temp file, force, rename, folder fsync). Raising it is the publisher's
      *  ({@link StagedPublisher}: after forcing the segments it newly covers, as the core's close). */
     static void write(Path dir, String topic, int partition, long offset) throws IOException {
-        AtomicFile.write(dir.resolve(NAME), ("0\n1\n" + topic + " " + partition + " " + offset + "\n").getBytes(StandardCharsets.US_ASCII));
+        AtomicFile.write(dir.resolve(NAME), text(topic, partition, offset));
+    }
+
+    /** {@link #write} but for the folder's fsync, which the caller makes after (the publisher's one fsync of the
+     *  folder: its segments' names and this one's, StagedPublisher's finish says why that order is safe). Never a
+     *  torn file: the data is forced under a temporary name before the rename. */
+    static void writeUnsynced(Path dir, String topic, int partition, long offset) throws IOException {
+        AtomicFile.writeUnsynced(dir.resolve(NAME), text(topic, partition, offset));
+    }
+
+    private static byte[] text(String topic, int partition, long offset) {
+        return ("0\n1\n" + topic + " " + partition + " " + offset + "\n").getBytes(StandardCharsets.US_ASCII);
     }
 }

@@ -35,7 +35,8 @@ import java.util.List;
  * <ol>
  * <li>Each staged batch's base offset and partition leader epoch are patched in place, one write per batch.
  *   The {@code .log} is forced, and the indexes unless the stager already forced them: a sealed segment is
- *   trusted once renamed in.</li>
+ *   trusted once renamed in. A driver patches every partition's at once before the publishes ({@link
+ *   #patchesBefore}); the publish then checks each is where its patch put it.</li>
  * <li>The active segment is sealed (its seal entry, both indexes trimmed; no fsync: the end makes it durable),
  *   or, empty, removed ({@code .log} first, so no reader lists a segment without its indexes).</li>
  * <li>Each staged segment's {@code .index}, {@code .timeindex} and, last, {@code .log} are renamed to
@@ -43,10 +44,11 @@ import java.util.List;
  * </ol>
  *
  * <p>At the end, as the core's flush and close: the segments sealed here are forced ({@code .log} and indexes),
- * the active segment's {@code .log} forced and its indexes trimmed to their entries, the folder fsynced when its
- * entries changed ({@code Publish#entriesChanged}: a steady micro-batch, appending to the active segment's files,
- * changes none), and the recovery point raised to the active segment's base when segments rolled (the segments it
- * newly covers forced first). Everything is durable before the commit that makes it visible.
+ * the active segment's {@code .log} forced and its indexes trimmed to their entries, the recovery point raised to
+ * the active segment's base when segments rolled (the segments it newly covers forced first; the file written and
+ * forced under a temporary name, renamed), and the folder fsynced once, for the segments' names and the point's, when
+ * its entries changed ({@code Publish#entriesChanged}: a steady micro-batch, appending to the active segment's files,
+ * changes none). Everything is durable before the commit that makes it visible.
  *
  * <p>Crash safety: nothing here is visible before the commit (readers stop at the committed end, docs/spec.md
  * §4); a kill part way leaves records past the committed end (a copy's bytes, even a torn batch, or renamed
@@ -57,6 +59,12 @@ public final class StagedPublisher {
     public static final long RENAME_MIN_BYTES = 1L << 20;
     /** The copy reads at most this much of a staged {@code .log} at once (the core's COPY_CHUNK_BYTES). */
     static final long COPY_CHUNK_BYTES = 16L << 20;
+
+    /** The one rule of which staged segments are renamed in (the rest are copied): those of at least {@code
+     *  renameMinBytes} with files; one sent whole with its task's report (InlineSegmentBudget) has none, and is copied. */
+    static boolean renamed(StagedSegment s, long renameMinBytes) {
+        return s.size() >= renameMinBytes && s.data() == null;
+    }
     private static final int META = 36;
 
     private StagedPublisher() {}
@@ -121,14 +129,88 @@ public final class StagedPublisher {
      */
     public static Result publish(Path root, String topic, int partition, List<StagedSegment> staged, AppendRules rules,
                                  long renameMinBytes, CommittedEndRollBack.Opened opened) {
+        return publish(root, topic, partition, staged, rules, renameMinBytes, opened, List.of());
+    }
+
+    /**
+     * {@link #publish(Path, String, int, List, AppendRules, long, CommittedEndRollBack.Opened)} of staged segments some
+     * of which the caller patched already ({@code patched}: {@link #patchesBefore}'s, each run): those are renamed in
+     * unpatched again, each checked to be where its patch put it (else a {@link CorruptLogException}, nothing renamed).
+     */
+    public static Result publish(Path root, String topic, int partition, List<StagedSegment> staged, AppendRules rules,
+                                 long renameMinBytes, CommittedEndRollBack.Opened opened, List<Patch> patched) {
         Path dir = TopicLayout.partitionDir(root, topic, partition);
         try {
             // a new partition's entry in the root is made durable there (GroupShared's invariant) before the commit
             // names its records; the folder's own fsync, at the publish's end, covers only the files in it
             if (opened == null && !Files.isDirectory(dir)) GroupShared.createDirectories(dir);   // else the roll back found it
-            return new Publish(root, dir, topic, partition, rules, opened).run(staged, renameMinBytes);
+            Publish publish = new Publish(root, dir, topic, partition, rules, opened);
+            for (Patch p : patched) publish.patched.put(p.segment.stem(), p);
+            return publish.run(staged, renameMinBytes);
         } catch (IOException e) {
             throw new StorageException(dir + ": publishing staged segments failed: " + e, e);
+        }
+    }
+
+    /**
+     * One staged segment's patch, as a publish that renames it in makes it ({@link #patch}: base offsets and leader
+     * epochs written in place, then the {@code .log} forced), run by the caller before the publish: a driver runs every
+     * partition's patches at once (issue 41: a partition's were forced one after another inside its publish, each an
+     * fsync to wait for). The staged file is in the write's staging folder, named by nothing a reader lists: patched
+     * or not, a kill leaves it to the next write's removal of crashed runs.
+     */
+    public static final class Patch {
+        private final StagedSegment segment;
+        private final long base;
+        private final int epoch;
+
+        Patch(StagedSegment segment, long base, int epoch) {
+            this.segment = segment;
+            this.base = base;
+            this.epoch = epoch;
+        }
+
+        public void run() {
+            try {
+                patch(segment, base, epoch);
+            } catch (IOException e) {
+                throw new StorageException(segment.stem() + ".log: patching its base offsets failed: " + e, e);
+            }
+        }
+    }
+
+    /**
+     * The patches a publish of {@code staged} into the partition's folder, as {@code opened} read it (null: as the
+     * folder is, which must then hold no segment), would make before renaming segments in: each staged segment it
+     * renames (records, and at least {@code renameMinBytes}) at the base the publish gives it, the log end plus the
+     * records of every staged segment before it (copied or renamed: {@link #endAfter}'s rule), with the partition's
+     * write epoch. Empty when the start is not known without the publish's own read (a roll back that cut: the publish
+     * then patches them itself). The caller holds the partition's lock, and its folder exists.
+     */
+    public static List<Patch> patchesBefore(Path root, String topic, int partition, List<StagedSegment> staged,
+                                            long renameMinBytes, CommittedEndRollBack.Opened opened) {
+        Path dir = TopicLayout.partitionDir(root, topic, partition);
+        try {
+            long end;
+            int epoch;
+            if (opened != null) {
+                end = opened.logEnd;
+                epoch = writeEpoch(dir, opened.bases, opened.dense, opened.epochs);
+            } else {
+                if (!Files.isDirectory(dir) || PartitionLog.listBases(dir, null).length > 0) return List.of();
+                // a new partition: the publish starts it at the checkpointed log start (Publish.run)
+                end = LogStartCheckpoint.readFile(root.resolve("log-start-offset-checkpoint")).getOrDefault(topic + "-" + partition, 0L);
+                epoch = writeEpoch(dir, new long[0], true, LeaderEpochs.maxLeaderEpoch(dir));
+            }
+            List<Patch> out = new ArrayList<>();
+            for (StagedSegment s : staged) {
+                if (s.records() <= 0) continue;
+                if (renamed(s, renameMinBytes)) out.add(new Patch(s, end, epoch));
+                end += s.records();
+            }
+            return out;
+        } catch (IOException e) {
+            throw new StorageException(dir + ": planning the patches of staged segments failed: " + e, e);
         }
     }
 
@@ -156,6 +238,7 @@ public final class StagedPublisher {
         private final List<Long> bases = new ArrayList<>();
         private final List<ActiveSegment> sealed = new ArrayList<>();   // sealed here, forced at the end
         private final List<Long> adopted = new ArrayList<>();
+        final java.util.Map<String, Patch> patched = new java.util.HashMap<>();   // by stem: patched by the caller
         private final CommittedEndRollBack.Opened opened;   // the folder as the roll back read it, or null
         private ActiveSegment active;        // open while copies append to it
         private long end;
@@ -218,7 +301,7 @@ public final class StagedPublisher {
             try {
                 List<StagedSegment> run = new ArrayList<>();
                 for (StagedSegment s : todo) {
-                    if (s.size() >= renameMinBytes && s.data() == null) {   // one sent whole has no files: copied
+                    if (renamed(s, renameMinBytes)) {
                         run.add(s);
                         continue;
                     }
@@ -328,7 +411,13 @@ public final class StagedPublisher {
             entriesChanged = true;   // renamed in, and an empty active segment removed
             long base = end;
             for (StagedSegment s : run) {
-                patch(s, base, epoch);
+                Patch done = patched.get(s.stem());
+                if (done == null) {
+                    patch(s, base, epoch);
+                } else if (done.base != base || done.epoch != epoch) {   // never renamed in where its offsets are not
+                    throw new CorruptLogException(s.stem() + ".log: patched for base " + done.base + " (epoch " + done.epoch
+                            + "), published at " + base + " (epoch " + epoch + ")");
+                }
                 base += s.records();
             }
             ActiveSegment current = active;
@@ -383,8 +472,16 @@ public final class StagedPublisher {
                 active.trim();
                 active.force(false);
             }
+            // One fsync of the folder makes both durable: the names this publish made (segments renamed in, rolled,
+            // sealed) and the raised recovery point's (issue 41: the point's own folder fsync came after this one, one
+            // more journal commit per partition on the publish's path). Invariant: the point's name may reach the disk
+            // before a segment's (POSIX orders neither), and that is safe, since every segment file below the point
+            // had its data forced before it got its name (patched and forced before its rename, sealed and forced
+            // above, or forced by the raise): whichever names a crash keeps, the point vouches only for durable,
+            // sealed segments (a missing index is rebuilt, the last segment always examined), and everything past the
+            // committed end is cut by the next roll back, which lowers the point first.
+            if (raiseRecoveryPoint(point)) entriesChanged = true;   // the point's new name
             if (entriesChanged) FileSync.directory(dir);
-            raiseRecoveryPoint(point);
         }
 
         /**
@@ -392,11 +489,12 @@ public final class StagedPublisher {
          * point, after forcing the segments it newly covers that were there before this publish, except the ones
          * sealed here: {@link #finish} forced those already, .log and both indexes, after their seal (issue 41: the
          * previous write's active segment, sealed by a rename, was forced twice, 3 fsyncs a partition more). A failed
-         * write leaves the old point, which stays true.
+         * write leaves the old point, which stays true. Whether the point's file was renamed in (its name wants the
+         * folder's fsync).
          */
-        private void raiseRecoveryPoint(long point) throws IOException {
+        private boolean raiseRecoveryPoint(long point) throws IOException {
             long to = last();
-            if (to <= point) return;
+            if (to <= point) return false;
             java.util.Set<Long> forced = new java.util.HashSet<>();
             for (ActiveSegment s : sealed) forced.add(s.base);
             for (int i = 0; i < bases.size(); i++) {
@@ -408,9 +506,11 @@ public final class StagedPublisher {
                 }
             }
             try {
-                RecoveryPointFile.write(dir, topic, partition, to);
+                RecoveryPointFile.writeUnsynced(dir, topic, partition, to);   // its name made durable by finish's fsync
+                return true;
             } catch (IOException e) {
                 // a full disk, a read-only file: the old point stays true (it covers durable segments only)
+                return false;
             }
         }
 

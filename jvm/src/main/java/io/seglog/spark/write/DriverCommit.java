@@ -472,9 +472,29 @@ final class DriverCommit {
                 // after the link, before the write returns. The partitions' fsyncs and the commit file's (under its
                 // temporary name, in no listing) are independent and run at once (fsyncs waiting together share the
                 // journal's commits on ext4): only the link waits for all of them.
+                // Every partition's patches first, all at once (issue 41: inside each publish they were forced one after
+                // another, a partition's chain of fsyncs), the commit file forced beside them; then the publishes, each
+                // renaming in its patched segments (checked to be where their patches put them) after those forces.
+                List<List<StagedPublisher.Patch>> patches = new ArrayList<>();
+                List<StagedPublisher.Patch> all = new ArrayList<>();
+                for (int i = 0; i < written.size(); i++) {
+                    patches.add(StagedPublisher.patchesBefore(root, meta.name(), written.get(i), mine.get(written.get(i)),
+                            o.renameMinBytes, rolled.get(i)));
+                    all.addAll(patches.get(i));
+                }
+                Runnable beside = prepared == null ? null : prepared::force;
+                if (!all.isEmpty()) {
+                    List<Integer> each = new ArrayList<>(all.size());
+                    for (int i = 0; i < all.size(); i++) each.add(i);
+                    PartitionWork.run(each, i -> {
+                        all.get(i).run();
+                        return null;
+                    }, beside);
+                    beside = null;
+                }
                 List<Long> published = PartitionWork.run(written, p -> StagedPublisher.publish(root, meta.name(), p, mine.get(p),
-                        target.append, o.renameMinBytes, rolled.get(written.indexOf(p))).end(),
-                        prepared == null ? null : prepared::force);
+                        target.append, o.renameMinBytes, rolled.get(written.indexOf(p)), patches.get(written.indexOf(p))).end(),
+                        beside);
                 Map<Integer, Long> ends = new TreeMap<>();
                 for (int i = 0; i < written.size(); i++) ends.put(written.get(i), published.get(i));
                 CrashPoint.reached(o.txnVersion);   // published, not committed: the crash tests kill the driver here

@@ -22,9 +22,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class PartitionWork {
     /** Bounded: a topic of many partitions queues its steps; a driver's commit never starts unbounded threads. Not
-     *  the core count: the steps mostly wait on fsyncs, and fsyncs waiting at once share the journal's commits (a
-     *  32-partition publish on 2 threads was 0.13 s of fsyncs one after another, issue 41). */
-    static final int THREADS = 8;
+     *  the core count: the steps mostly wait on fsyncs, and fsyncs waiting at once share the journal's commits and the
+     *  disk's cache flushes (a 32-partition publish on 2 threads was 0.13 s of fsyncs one after another; on 8 threads,
+     *  4 partitions' chains of fsyncs each, issue 41): 32, so a 32-partition write's steps, and a 1e6-row write's
+     *  staged segments' patches, wait on their fsyncs all at once. Idle threads time out. */
+    static final int THREADS = 32;
     private static final ExecutorService POOL = pool();
 
     private PartitionWork() {}
