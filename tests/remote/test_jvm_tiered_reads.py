@@ -181,6 +181,25 @@ def test_a_whole_read_of_s3_tiered_segments_sends_no_head(spark, tmp_path, s3_se
     assert cache.fetchedBytes() > fetched and gets() > g and heads() == n
 
 
+def test_a_first_read_of_a_prefix_sends_no_head(spark, tmp_path, s3_server):
+    """Issue 41: the first read of a prefix in this JVM judges its owner object (docs/tiered-storage.md §2) with one
+    GET, no HEAD before it (S3A's plain open sends one for the object's length): a query's planning waits for it.
+    Two prefixes of one bucket, one S3A client: the second prefix's first read is counted."""
+    first = s3a_location(spark, s3_server, "o")
+    root = tmp_path / "root"
+    cfg = build(root)
+    tier(root, cfg, first)
+    before = rows(spark, root)                                      # the bucket's S3A client made
+    other = RemoteLocation(first.uri + "-fresh", endpoint=first.endpoint, region=first.region)
+    root2 = tmp_path / "root2"
+    cfg2 = build(root2)
+    tier(root2, cfg2, other)
+    heads, gets = (s3a_counter(spark, root2, k) for k in ("object_metadata_request", "action_http_get_request"))
+    assert rows(spark, root2) == before                             # the owner judged: this root's
+    assert s3a_counter(spark, root2, "action_http_get_request") > gets
+    assert s3a_counter(spark, root2, "object_metadata_request") == heads
+
+
 @pytest.mark.parametrize("ahead", ["0", "2"])
 def test_a_replay_through_s3a_fetches_each_chunk_in_one_get(spark, tmp_path, s3_server, ahead):
     """Issue 41: a tiered .log's chunks are read into reused buffers, each in one GET, whether the walk fetches

@@ -24,6 +24,7 @@ import org.apache.hadoop.fs.FileSystem;
  */
 final class RemoteOwner {
     static final String OWNER_KEY = "_seglog-owner.json";
+    private static final int MAX = 1 << 16;         // an owner record's bytes read at most (Python's is ~150)
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Set<String> OWNED = ConcurrentHashMap.newKeySet();     // "uri|root id" found owned
 
@@ -50,8 +51,11 @@ final class RemoteOwner {
         String ownerUri = tier.location.hadoopUri() + "/" + OWNER_KEY;
         FileSystem fs = tier.fileSystem();
         JsonNode owner;
-        try (FSDataInputStream in = fs.open(new org.apache.hadoop.fs.Path(ownerUri))) {
-            owner = JSON.readTree(in.readNBytes(1 << 16));
+        // One GET, no HEAD: opened as MAX bytes long (S3A asks for no length then), a shorter object reads to its end
+        // and a missing one fails the read as not found. Every query of a prefix this JVM has not judged pays it.
+        try (FSDataInputStream in = RemoteSegmentCache.openKnownLength(fs, new org.apache.hadoop.fs.Path(ownerUri), ownerUri,
+                MAX, "sequential")) {
+            owner = JSON.readTree(in.readNBytes(MAX));
         } catch (FileNotFoundException e) {
             return;                                     // unowned: read as before; the next tier pass claims it
         } catch (IOException e) {

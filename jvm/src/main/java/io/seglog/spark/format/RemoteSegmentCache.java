@@ -195,7 +195,7 @@ public final class RemoteSegmentCache {
 
     /** Opens an object whose length is known (Hadoop's standard openFile options: S3A then sends no HEAD). The
      *  length goes as a string: opt(String, long) came in Hadoop 3.3.5, and Spark 3.5 ships 3.3.4 (SparkLines). */
-    private static FSDataInputStream openKnownLength(FileSystem fs, org.apache.hadoop.fs.Path p, String objectUri,
+    static FSDataInputStream openKnownLength(FileSystem fs, org.apache.hadoop.fs.Path p, String objectUri,
                                                      long length, String policy) throws IOException {
         try {
             return fs.openFile(p).opt("fs.option.openfile.length", Long.toString(length)).opt("fs.option.openfile.read.policy", policy)

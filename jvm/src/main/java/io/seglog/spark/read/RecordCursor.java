@@ -52,6 +52,7 @@ final class RecordCursor implements AutoCloseable {
     private int segment;
     private Segment.Batches batches;
     private long segmentLast = -1;    // the last offset of the last batch drawn from the current segment
+    private boolean aheadAsked;       // the segments after the current one were asked to start arriving
     private Iterator<Record> records = Collections.emptyIterator();
     private final BatchBuffer buffer;   // every batch of the walk is read into it, in turn
     private TransactionFates fates;
@@ -247,6 +248,10 @@ final class RecordCursor implements AutoCloseable {
                 continue;
             }
             FileChannelRecordBatch b = batches.next();
+            if (!aheadAsked) {          // the segment's first batch is in: the next segments may start arriving
+                aheadAsked = true;
+                prefetchNext();
+            }
             segmentLast = b.lastOffset();
             if (b.lastOffset() < position) continue;
             if (b.baseOffset() >= slice.end) return null;
@@ -320,12 +325,13 @@ final class RecordCursor implements AutoCloseable {
         }
         batches = seg.batchesHolding(Math.max(position, seg.base), slice.bound).readInto(buffer).checkingCrcs(opts.checkCrcs)
             .readingUntil(slice.end);
-        prefetchNext();
+        aheadAsked = false;         // asked once its first batch is in (nextDataBatch)
         return true;
     }
 
     /** Tiered segments of the slice ahead of this one start arriving while it is read (no stall at each segment;
-     *  each fetches at most its read-ahead window ahead of a walk). */
+     *  each fetches at most its read-ahead window ahead of a walk). Asked once the segment's first batch is in
+     *  ({@link #nextDataBatch}): a walk's own fetch, which it waits for, never shares the server with them. */
     private static final int SEGMENTS_AHEAD = 2;
 
     private void prefetchNext() {
