@@ -22,7 +22,8 @@ run or from runs of one system measured apart from the other's.
   staged segments renamed in) against Delta with its default codec (Parquet's snappy), with the
   uncompressed topic as a third case in the same interleaved rounds; ratios are throughput multiples.
   `python -m bench.sink --compressed` runs this case alone and merges it into bench/results/sink.json;
-  `python -m bench.sink --sizes 1000000` runs the throughput cases alone at the sizes given, printed, not saved;
+  `python -m bench.sink --sizes 1000000` runs the throughput cases alone at the sizes given and merges them into
+  bench/results/sink.json, each case stamped with its run's time and load (`measured`);
 - a grown log: a 200,000-row batch into a log grown by 40 batches of the same rows (timestamps that
   stopped growing) against the same batch into a log of one batch (`--grown` alone); flat is 1.
 """
@@ -307,7 +308,7 @@ def grown_log(spark, work: Path, rows: int, grown_by: int, rounds: int, partitio
             "seconds": {k: method.summary(v) for k, v in times.items()}}
 
 
-def run_only(key: str, measure) -> dict:
+def run_only(key: str, measure, driver_memory: str | None = None) -> dict:
     """One case alone (`measure(spark, work)`), merged into bench/results/sink.json under `key`
     with the machine's load."""
     import json
@@ -316,7 +317,7 @@ def run_only(key: str, measure) -> dict:
 
     started = time.time()
     load_before = os.getloadavg()
-    spark = local_session("seglog-bench-sink", with_delta=True)
+    spark = local_session("seglog-bench-sink", with_delta=True, **({"driver_memory": driver_memory} if driver_memory else {}))
     work = Path(tempfile.mkdtemp(prefix="seglog-bench-sink-"))
     try:
         result = measure(spark, work)
@@ -340,21 +341,26 @@ if __name__ == "__main__":
         print(json.dumps(run_only("compressed_zstd_1e6x4", lambda spark, work: compressed(spark, work, 1_000_000, 5)),
                          indent=2, default=float))
     elif "--sizes" in sys.argv:
-        # the throughput cases alone at the sizes given (e.g. --sizes 1000000): printed with the load, never saved
-        # (bench/results/sink.json holds whole runs of this part only)
-        from seglog.sink.session import local_session
-
+        # the throughput cases alone at the sizes given (e.g. --sizes 1000000), merged into bench/results/sink.json case
+        # by case; each case says when and under what load it was measured, since the file's other cases may be older
         wanted = [int(x) for x in sys.argv[sys.argv.index("--sizes") + 1].split(",")]
-        load_before = os.getloadavg()
-        session = local_session("seglog-bench-sink", with_delta=True, driver_memory="12g")
-        folder = Path(tempfile.mkdtemp(prefix="seglog-bench-sink-"))
-        try:
-            res = throughput(session, folder, wanted, int(os.environ.get("SEGLOG_BENCH_ROUNDS", "5")))
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-            session.stop()
-        print(json.dumps({"throughput": res, "load_avg_before": load_before, "load_avg_after": os.getloadavg()},
-                         indent=2, default=float))
+        rounds = int(os.environ.get("SEGLOG_BENCH_ROUNDS", "5"))
+
+        def sizes_alone(spark, work):
+            before = os.getloadavg()
+            cases = throughput(spark, work, wanted, rounds)
+            stamp = {"time": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "load_avg_before": before,
+                     "load_avg_after": os.getloadavg(), "by": "python -m bench.sink --sizes"}
+            return {case: dict(r, measured=stamp) for case, r in cases.items()}
+
+        merged = run_only("_sizes", sizes_alone, driver_memory="12g")   # as the whole part's session
+        path = Path(__file__).resolve().parent / "results" / "sink.json"
+        data = json.loads(path.read_text())
+        data.pop("_sizes", None)
+        merged.pop("_meta", None)
+        data.setdefault("throughput", {}).update(merged)
+        path.write_text(json.dumps(data, indent=2, default=float))
+        print(json.dumps(merged, indent=2, default=float))
     elif "--grown" in sys.argv:
         print(json.dumps(run_only("grown_log_200kx32", lambda spark, work: grown_log(spark, work, 200_000, 40, 5)),
                          indent=2, default=float))
