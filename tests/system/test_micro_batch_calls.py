@@ -9,6 +9,8 @@ tests/system/test_publish_fsyncs.py reads them (no skip without strace: that fil
 - the commit file is written and forced while the partitions force their segments, and linked only after all of
   them (it was written after them: one more journal commit to wait for);
 - the topic's metadata file is read twice (planning, the commit): the gap rule takes the commit's read (a third);
+- the staging run's lock file is opened once, created and locked at once (FileLock.acquireNew: its folder is new):
+  it was tried as an existing file first (a failed open), created, closed and opened again;
 - no partition folder is fsynced: the copies append to each active segment's existing files, and a folder needs its
   fsync only when its entries changed (StagedPublisher's entriesChanged; one fsync a partition before)."""
 from __future__ import annotations
@@ -120,3 +122,14 @@ def test_the_commit_reads_the_topic_metadata_once(last_write):
     # the write's planning reads it (the topic checked before any task runs) and the commit under the writer lock;
     # the gap rule (OffsetGaps) takes the commit's read instead of a third one
     assert len(reads) == 2, f"the topic's metadata file opened {len(reads)} times by one write: {reads}"
+
+
+@pytest.mark.slow
+def test_the_run_lock_is_opened_once(last_write):
+    calls, root = last_write
+    run_lock = re.escape(f"{root}/_seglog/staging/") + r"[^\"]+/\.run\.lock"
+    opens = _opened(calls, run_lock)
+    # the run's lock file, new in the run's new folder, is created and opened by one open (O_CREAT|O_EXCL); before,
+    # an open that failed (ENOENT), the create, and the open that the lock was taken on
+    assert len(opens) == 1, f"the staging run's lock file opened {len(opens)} times: {opens}"
+    assert "O_CREAT" in opens[0] and "O_EXCL" in opens[0], opens[0]

@@ -25,6 +25,7 @@ public final class SeglogProvider implements TableProvider, DataSourceRegister {
 
     private ReadOptions parsed;
     private Map<String, String> parsedFrom;
+    int parses;   // read options parsed (or refused) by this provider: SeglogTableTest counts them
 
     @Override
     public String shortName() {
@@ -33,6 +34,7 @@ public final class SeglogProvider implements TableProvider, DataSourceRegister {
 
     ReadOptions options(Map<String, String> options) {
         if (parsed == null || !options.equals(parsedFrom)) {
+            parses++;
             parsed = ReadOptions.parse(options, true);   // batch-only rules are checked by toBatch()
             parsedFrom = options;
         }

@@ -40,25 +40,31 @@ final class SeglogTable implements SupportsRead, SupportsWrite {
         return read;
     }
 
+    /** The read options, or null where they are none (a write's, or refused). A write's options (any key no read
+     *  takes: partitions, txnAppId, ...) are not parsed as a read's: the parse would refuse them, building a message
+     *  that names the nearest read option, at every call, and a write's planning asks for schema() (issue 41). */
+    private ReadOptions readOptionsIfAny() {
+        if (!ReadOptions.allKnown(properties)) return null;
+        try {
+            return readOptions();
+        } catch (SeglogConfigException e) {
+            return null;
+        }
+    }
+
     @Override
     public String name() {
-        try {   // a read's table names what it reads; a write's (no read options) its root
-            ReadOptions o = readOptions();
-            return "seglog[" + o.root + ":" + o.selection.describe() + "]";
-        } catch (SeglogConfigException e) {
-            return "seglog[" + new CaseInsensitiveStringMap(properties).get("path") + "]";
-        }
+        ReadOptions o = readOptionsIfAny();   // a read's table names what it reads; a write's (no read options) its root
+        return o != null ? "seglog[" + o.root + ":" + o.selection.describe() + "]"
+            : "seglog[" + new CaseInsensitiveStringMap(properties).get("path") + "]";
     }
 
     /** The read schema (what a scan gives); a write takes any input (ACCEPT_ANY_SCHEMA) and checks its
      *  columns itself. Options that are no read options (a write's) give the schema without headers. */
     @Override
     public StructType schema() {
-        try {
-            return SeglogSchema.of(readOptions().includeHeaders);
-        } catch (SeglogConfigException e) {
-            return SeglogSchema.of(false);
-        }
+        ReadOptions o = readOptionsIfAny();
+        return SeglogSchema.of(o != null && o.includeHeaders);
     }
 
     @Override

@@ -160,6 +160,11 @@ public final class GroupShared {
         }
     }
 
+    /** A new lock file's group bits in a shared folder (createLockFile's rule, for a file created otherwise). */
+    static void addGroupWrite(Path path) throws IOException {
+        addMode(path, GROUP_RW);
+    }
+
     /** A lock file this process owns set to 0600 (0660 in a shared folder) when it is not: an older
      *  seglog made them 0644, and a user who may read one may hold its flock. Another user's is left. */
     static void narrowLockFile(Path path, int euid) throws IOException {

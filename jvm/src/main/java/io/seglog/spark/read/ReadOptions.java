@@ -218,6 +218,15 @@ public final class ReadOptions implements Serializable {
         return parse(options, false);
     }
 
+    /** Whether every key of {@code options} is a read option (case-insensitively): else {@link #parse} refuses them,
+     *  naming the first unknown one and the known one nearest to it. */
+    public static boolean allKnown(Map<String, String> options) {
+        for (String key : options.keySet()) {
+            if (!KNOWN.containsKey(key.toLowerCase(Locale.ROOT))) return false;
+        }
+        return true;
+    }
+
     public static ReadOptions parse(Map<String, String> options, boolean streaming) {
         Map<String, String> lower = new TreeMap<>();
         for (Map.Entry<String, String> e : options.entrySet()) {

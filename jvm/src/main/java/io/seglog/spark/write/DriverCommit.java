@@ -358,7 +358,8 @@ final class DriverCommit {
         FileLock lock = null;
         for (int attempt = 1; lock == null; attempt++) {
             try {
-                lock = new FileLock(nascent.resolve(".run.lock"), "staging run " + dir.getFileName()).acquire(0L);
+                // the nascent folder is this run's alone (a fresh UUID): its lock file is new, created and locked at once
+                lock = new FileLock(nascent.resolve(".run.lock"), "staging run " + dir.getFileName()).acquireNew();
             } catch (io.seglog.spark.format.StorageException e) {
                 // another run's end removed the writer's folder, empty, between a mkdir of it and of ours (seen as
                 // missing, or as made and then gone): made again; anything else, or again and again, is refused

@@ -39,4 +39,27 @@ class LockFileModesTest {
             assertEquals(Integer.parseInt(c.get("expected").asText(), 8), mode, c.toString());
         }
     }
+
+    /** A new lock file taken by acquireNew (a staging run's, DriverCommit.startRun) ends as acquire's would: the
+     *  vectors with no file there before, its folder made by the call. */
+    @Test
+    void aNewLockFileHasTheVectorsMode() throws Exception {
+        int k = 0;
+        for (JsonNode c : ConformanceVectors.read("lock_file_modes.json")) {
+            if (!c.get("existing").isNull()) continue;
+            Path folder = Files.createDirectory(tmp.resolve("new-" + k++));
+            Files.setAttribute(folder, "unix:mode", Integer.parseInt(c.get("folder").asText(), 8));
+            Path f = folder.resolve("run").resolve(".run.lock");
+            FileLock lock = new FileLock(f, "run").acquireNew();
+            org.junit.jupiter.api.Assertions.assertTrue(lock.held());
+            // held: another descriptor's non-blocking try finds it taken
+            org.junit.jupiter.api.Assertions.assertThrows(LockedException.class, () -> new FileLock(f, "run").acquire(0L));
+            lock.release();
+            int mode = (Integer) Files.getAttribute(f, "unix:mode") & 07777;
+            assertEquals(Integer.parseInt(c.get("expected").asText(), 8), mode, c.toString());
+            // a file there already is refused: the call is for a new file only
+            org.junit.jupiter.api.Assertions.assertThrows(StorageException.class, () -> new FileLock(f, "run").acquireNew());
+        }
+        org.junit.jupiter.api.Assertions.assertTrue(k > 0);
+    }
 }
