@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import collections
 import re
+from pathlib import Path
 
 import pytest
 
 from tests.system.syscall_trace import FSYNC, commit_link, spark_calls
 
 
-def _two_renaming_writes(tmp_path) -> tuple[list[str], "Path", list[int]]:
+def _two_renaming_writes(tmp_path) -> tuple[list[str], Path, list[int]]:
     """Two writes into a 2-partition topic, every staged segment renamed in; the driver's calls, the root, and the
     indexes of the two commit links in the calls."""
     root = tmp_path / "root"
