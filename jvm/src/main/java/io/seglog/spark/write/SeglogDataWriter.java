@@ -257,7 +257,7 @@ final class SeglogDataWriter implements DataWriter<InternalRow> {
             SegmentStager s = stagers.get(tp[0])[Integer.parseInt(tp[1])];
             List<StagedSegment> segs = new ArrayList<>();
             for (SegmentStager.Staged g : s.segments()) {
-                segs.add(new StagedSegment(g.stem, g.size, g.records, g.batches, g.durable, g.batchRows, g.data));
+                segs.add(g.reported());
             }
             outputs.add(new StagedMessage.Output(tp[0], Integer.parseInt(tp[1]), s.records(), segs));
         }

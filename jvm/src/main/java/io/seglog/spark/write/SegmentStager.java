@@ -68,6 +68,11 @@ final class SegmentStager {
             this.batchRows = batchRows;
             this.data = data;
         }
+
+        /** What the task's report says of it (the driver publishes from this). */
+        io.seglog.spark.format.StagedSegment reported() {
+            return new io.seglog.spark.format.StagedSegment(stem, size, records, batches, durable, batchRows, data);
+        }
     }
 
     private final TaskFolder folder;   // the task's, shared by its stagers: made once

@@ -52,7 +52,7 @@ class BatchRowsBudgetTest {
 
     private static List<StagedSegment> reported(List<SegmentStager.Staged> staged) {
         List<StagedSegment> out = new ArrayList<>();
-        for (SegmentStager.Staged g : staged) out.add(new StagedSegment(g.stem, g.size, g.records, g.batches, g.durable, g.batchRows));
+        for (SegmentStager.Staged g : staged) out.add(g.reported());
         return out;
     }
 

@@ -56,7 +56,7 @@ class InlineSegmentBudgetTest {
     private static List<StagedSegment> reported(List<SegmentStager.Staged> staged) {
         List<StagedSegment> out = new ArrayList<>();
         for (SegmentStager.Staged g : staged) {
-            out.add(new StagedSegment(g.stem, g.size, g.records, g.batches, g.durable, g.batchRows, g.data));
+            out.add(g.reported());
         }
         return out;
     }

@@ -52,7 +52,7 @@ class PublishFolderSyncTest {
             s.finish();
             sync.finish();
             for (SegmentStager.Staged g : s.segments()) {
-                out.add(new StagedSegment(g.stem, g.size, g.records, g.batches, g.durable, g.batchRows, g.data));
+                out.add(g.reported());
             }
         }
         return out;
